@@ -1,0 +1,67 @@
+//! Fault switches and housekeeping: compaction (on demand and periodic, like
+//! the apiserver's etcd compactor), dropping watches, restarts that keep or
+//! reset revisions, and the request counters tests read.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::db::Db;
+use crate::state::State;
+
+/// Compacts history up to the current revision; returns it.
+pub fn compact_now(state: &State) -> u64 {
+    let mut db = state.db.write();
+    let rev = db.rev();
+    db.compact(rev);
+    rev
+}
+
+/// Simulates an apiserver restart: every watch ends. With `reset`, etcd
+/// comes back renumbered (as after a restore from backup): the same objects
+/// at new, lower revisions, and no history before them. Returns the revision.
+pub fn restart(state: &State, reset: bool) -> u64 {
+    state.drop_watches();
+    let rev = {
+        let mut db = state.db.write();
+        if reset {
+            let mut fresh = Db::new(state.registry().clone(), 1, state.config.watch_buffer);
+            for (res, v) in db.live_objects() {
+                fresh.restore(res, v);
+            }
+            let rev = fresh.rev();
+            fresh.compact(rev);
+            // Dropping the old store closes its broadcast: watches still on it end.
+            *db = fresh;
+        }
+        db.rev()
+    };
+    state.publish_revision();
+    rev
+}
+
+/// Compacts every `interval` to the revision seen one interval earlier, as
+/// kube-apiserver's compactor does (default 5 minutes).
+pub async fn compact_periodically(state: Arc<State>, interval: Duration) {
+    let mut ticker = tokio::time::interval(interval);
+    ticker.tick().await;
+    let mut previous = state.db.read().rev();
+    loop {
+        ticker.tick().await;
+        let mut db = state.db.write();
+        db.compact(previous);
+        previous = db.rev();
+    }
+}
+
+/// Revision, compaction revision and request counts, as `/_sim/stats` shows them.
+pub fn stats(state: &State) -> Value {
+    let (rev, oldest) = {
+        let db = state.db.read();
+        (db.rev(), db.oldest())
+    };
+    let requests: Vec<Value> =
+        state.counts().into_iter().map(|((resource, verb), count)| json!({"resource": resource, "verb": verb, "count": count})).collect();
+    json!({"revision": rev, "oldest": oldest, "requests": requests})
+}

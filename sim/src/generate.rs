@@ -1,0 +1,184 @@
+//! Realistic objects in bulk and a churn driver.
+//!
+//! Pods follow `pod-template.json` (a 4.6 KB pod of a ReplicaSet captured
+//! from kube-apiserver 1.36): each gets its own name, namespace, labels,
+//! owner, node, phase and IP. Churn writes creates, updates and deletes at
+//! a set rate, spread over namespaces and nodes.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use rand::Rng;
+use serde_json::{Value, json};
+
+use crate::db::{Db, Preconditions};
+use crate::resources::ResourceId;
+use crate::state::State;
+
+const POD_TEMPLATE: &str = include_str!("pod-template.json");
+
+/// Objects inserted writes-at-a-time while holding the lock (readers get a turn in between).
+const BATCH: usize = 2_000;
+
+/// What to generate at start-up.
+#[derive(Debug, Clone, Default)]
+pub struct Workload {
+    /// Number of pods.
+    pub pods: usize,
+    /// Number of nodes the pods are spread over.
+    pub nodes: usize,
+    /// Number of namespaces the pods and configmaps are spread over.
+    pub namespaces: usize,
+    /// Number of configmaps.
+    pub configmaps: usize,
+    /// Bytes of data per configmap.
+    pub configmap_size: usize,
+}
+
+fn now() -> String {
+    humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
+}
+
+fn namespace_name(i: usize) -> String {
+    format!("ns-{i:04}")
+}
+
+fn node_name(i: usize) -> String {
+    format!("node-{i:04}")
+}
+
+/// The i-th generated pod.
+pub fn pod(i: usize, nodes: usize, namespaces: usize) -> (String, Value) {
+    let mut v: Value = serde_json::from_str(POD_TEMPLATE).expect("the template is JSON");
+    let deployment = i / 10;
+    let ns = namespace_name(i % namespaces.max(1));
+    let name = format!("app-{deployment:05}-{i:07}");
+    let meta = &mut v["metadata"];
+    meta["name"] = json!(name);
+    meta["namespace"] = json!(ns);
+    let tier = ["web", "db", "cache"][i % 3];
+    meta["labels"] = json!({"app": format!("app-{deployment}"), "pod-template-hash": format!("{:010x}", deployment * 7919), "tier": tier});
+    meta["ownerReferences"][0]["name"] = json!(format!("app-{deployment:05}-7c9f8d6b5"));
+    meta["ownerReferences"][0]["uid"] = json!(format!("0b9c8f3e-3b0a-4c7e-9a55-{deployment:012}"));
+    v["spec"]["nodeName"] = json!(node_name(i % nodes.max(1)));
+    v["status"] = if i % 10 == 9 {
+        json!({"phase": "Pending", "qosClass": "Burstable"})
+    } else {
+        json!({"phase": "Running", "podIP": format!("10.{}.{}.{}", (i >> 16) & 255, (i >> 8) & 255, i & 255), "qosClass": "Burstable"})
+    };
+    (ns, v)
+}
+
+fn configmap(i: usize, size: usize, namespaces: usize) -> (String, Value) {
+    let ns = namespace_name(i % namespaces.max(1));
+    let filler: String = std::iter::repeat_n("abcdefghij", size / 10 + 1).collect::<String>()[..size].to_string();
+    (
+        ns.clone(),
+        json!({"metadata": {"name": format!("config-{i:06}"), "namespace": ns, "labels": {"app": format!("app-{}", i / 10)}}, "data": {"config.yaml": filler}}),
+    )
+}
+
+fn insert_batched(state: &State, res: ResourceId, items: impl Iterator<Item = (String, Value)>) {
+    let mut iter = items.peekable();
+    while iter.peek().is_some() {
+        let ts = now();
+        let mut db = state.db.write();
+        for (ns, v) in iter.by_ref().take(BATCH) {
+            // Generated names are unique and namespaces exist: a failure here is a bug.
+            db.create(res, &ns, v, &ts).expect("generated objects are valid");
+        }
+    }
+    state.publish_revision();
+}
+
+/// Creates the workload's namespaces, nodes, pods and configmaps.
+pub fn populate(state: &State, w: &Workload) {
+    let reg = state.registry().clone();
+    let ns_res = reg.builtin("", "namespaces");
+    insert_batched(
+        state,
+        ns_res,
+        (0..w.namespaces).map(|i| {
+            (
+                String::new(),
+                json!({"metadata": {"name": namespace_name(i)}, "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}}),
+            )
+        }),
+    );
+    let nodes = reg.builtin("", "nodes");
+    insert_batched(
+        state,
+        nodes,
+        (0..w.nodes).map(|i| (String::new(), json!({"metadata": {"name": node_name(i), "labels": {"kubernetes.io/hostname": node_name(i)}}, "spec": {}, "status": {"phase": "Running"}}))),
+    );
+    insert_batched(state, reg.builtin("", "pods"), (0..w.pods).map(|i| pod(i, w.nodes, w.namespaces)));
+    insert_batched(state, reg.builtin("", "configmaps"), (0..w.configmaps).map(|i| configmap(i, w.configmap_size, w.namespaces)));
+}
+
+/// Creates the namespaces every cluster has.
+pub fn system_namespaces(db: &mut Db) {
+    let res = db.registry().builtin("", "namespaces");
+    for name in ["default", "kube-node-lease", "kube-public", "kube-system"] {
+        db.create(
+            res,
+            "",
+            json!({"metadata": {"name": name}, "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}}),
+            &now(),
+        )
+        .expect("a fresh store has no namespaces");
+    }
+}
+
+/// Writes `rate` changes per second to pods (and configmaps, when there are
+/// any) until the task is dropped: 60% updates, 20% creates, 20% deletes.
+pub async fn churn(state: Arc<State>, rate: f64, w: Workload) {
+    const TICK: Duration = Duration::from_millis(10);
+    let reg = state.registry().clone();
+    let pods = reg.builtin("", "pods");
+    let cms = reg.builtin("", "configmaps");
+    let mut next = w.pods;
+    let mut owed = 0.0;
+    let mut ticker = tokio::time::interval(TICK);
+    loop {
+        ticker.tick().await;
+        owed += rate * TICK.as_secs_f64();
+        let n = owed as usize;
+        owed -= n as f64;
+        if n == 0 {
+            continue;
+        }
+        {
+            let mut db = state.db.write();
+            let mut rng = rand::rng();
+            for _ in 0..n {
+                let roll: u32 = rng.random_range(0..100);
+                let i = rng.random_range(0..next.max(1));
+                let (ns, v) = pod(i, w.nodes, w.namespaces);
+                let name = v["metadata"]["name"].as_str().unwrap_or_default().to_string();
+                let ts = now();
+                // Errors are expected here (the pod was deleted, or exists): churn is random.
+                let _ = match roll {
+                    0..20 => {
+                        let (ns, v) = pod(next, w.nodes, w.namespaces);
+                        next += 1;
+                        db.create(pods, &ns, v, &ts).map(drop)
+                    }
+                    20..40 => db.delete(pods, &ns, &name, &Preconditions::default(), &ts).map(drop),
+                    40..50 if w.configmaps > 0 => {
+                        let (ns, mut cm) = configmap(rng.random_range(0..w.configmaps), w.configmap_size, w.namespaces);
+                        let name = cm["metadata"]["name"].as_str().unwrap_or_default().to_string();
+                        cm["metadata"]["annotations"] = json!({"churn": ts});
+                        db.update(cms, &ns, &name, cm, false).map(drop)
+                    }
+                    _ => {
+                        let Some(cur) = db.get(pods, &format!("{ns}/{name}"), db.rev()).cloned() else { continue };
+                        let mut v = cur.to_value();
+                        v["metadata"]["annotations"]["churn"] = json!(rng.random::<u32>().to_string());
+                        db.update(pods, &ns, &name, v, false).map(drop)
+                    }
+                };
+            }
+        }
+        state.publish_revision();
+    }
+}

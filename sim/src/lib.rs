@@ -1,0 +1,184 @@
+//! `sim`: an in-memory Kubernetes API server that behaves like kube-apiserver
+//! on etcd. It is kache's upstream in every test, demo and benchmark, and the
+//! oracle of the tests: for any request whose answer is determined by its
+//! revision, kache must answer exactly as the simulator does.
+//!
+//! What it implements (see `shared/SEMANTICS.md`):
+//! - one global revision; create / get / update / patch / delete (two-phase
+//!   with finalizers) / deletecollection / list / watch over a table of
+//!   built-in resources plus custom resources named at start-up, with
+//!   discovery (legacy and aggregated) so kubectl works unchanged;
+//! - lists with every `resourceVersion` × `resourceVersionMatch` × `limit` ×
+//!   `continue` combination, label and field selectors, the apiserver's
+//!   continue tokens and error `Status` bodies, 410 after compaction;
+//! - watches from a revision, with initial events, bookmarks, timeouts and
+//!   selector transitions;
+//! - generators of realistic objects, a churn driver, and fault switches
+//!   (drop watches, stall, compact, restart keeping or resetting revisions),
+//!   reachable from Rust ([`Sim`]) and over HTTP (`/_sim/...`).
+//!
+//! It is deliberately simple (a `BTreeMap` of versions per key and a `Vec` of
+//! events) and shares no code with kache's store.
+
+mod body;
+pub mod cli;
+mod continue_token;
+mod db;
+mod faults;
+pub mod generate;
+mod list;
+mod object;
+mod params;
+mod patch;
+pub mod resources;
+mod selector;
+mod server;
+mod state;
+pub mod status;
+mod watch;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+
+pub use generate::Workload;
+pub use resources::CustomResource;
+
+use resources::Registry;
+use state::State;
+
+/// Start-up settings of a simulator.
+#[derive(Debug, Clone)]
+pub struct SimConfig {
+    /// Custom resources served besides the built-ins.
+    pub custom: Vec<CustomResource>,
+    /// How often a watch that allows bookmarks gets one (the apiserver: about a minute).
+    pub bookmark_interval: Duration,
+    /// Events buffered for watchers; a watcher further behind is closed.
+    pub watch_buffer: usize,
+    /// Periodic compaction interval (`None`: only on demand).
+    pub compact_interval: Option<Duration>,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        Self {
+            custom: Vec::new(),
+            bookmark_interval: Duration::from_secs(60),
+            watch_buffer: 100_000,
+            // kube-apiserver's --etcd-compaction-interval default.
+            compact_interval: Some(Duration::from_secs(300)),
+        }
+    }
+}
+
+/// A running simulator. Dropping it stops serving.
+#[derive(Debug)]
+pub struct Sim {
+    state: Arc<State>,
+    addr: SocketAddr,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Sim {
+    /// Starts serving on `listener` with the system namespaces created.
+    pub fn start(config: SimConfig, listener: TcpListener) -> Result<Sim, String> {
+        let registry = Arc::new(Registry::new(&config.custom)?);
+        let compact_interval = config.compact_interval;
+        let state = Arc::new(State::new(config, registry));
+        generate::system_namespaces(&mut state.db.write());
+        state.publish_revision();
+        let addr = listener.local_addr().map_err(|e| format!("listener address: {e}"))?;
+        let mut tasks = vec![tokio::spawn(serve(state.clone(), listener, addr))];
+        if let Some(every) = compact_interval {
+            tasks.push(tokio::spawn(faults::compact_periodically(state.clone(), every)));
+        }
+        Ok(Sim { state, addr, tasks })
+    }
+
+    /// The address it listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://ADDR`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Creates the workload's objects.
+    pub fn populate(&self, w: &Workload) {
+        generate::populate(&self.state, w);
+    }
+
+    /// Starts writing `rate` changes per second until the simulator is dropped.
+    pub fn start_churn(&mut self, rate: f64, w: Workload) {
+        self.tasks.push(tokio::spawn(generate::churn(self.state.clone(), rate, w)));
+    }
+
+    /// The current revision.
+    pub fn revision(&self) -> u64 {
+        self.state.db.read().rev()
+    }
+
+    /// The oldest revision still readable.
+    pub fn oldest_revision(&self) -> u64 {
+        self.state.db.read().oldest()
+    }
+
+    /// Compacts history up to now; returns the revision.
+    pub fn compact_now(&self) -> u64 {
+        faults::compact_now(&self.state)
+    }
+
+    /// Ends every open watch.
+    pub fn drop_watches(&self) {
+        self.state.drop_watches();
+    }
+
+    /// Delays every response until `for_` has passed.
+    pub fn stall(&self, for_: Duration) {
+        self.state.stall(for_);
+    }
+
+    /// Simulates a restart, keeping or resetting revisions; returns the revision.
+    pub fn restart(&self, reset_revisions: bool) -> u64 {
+        faults::restart(&self.state, reset_revisions)
+    }
+
+    /// Requests served for `resource` (e.g. `pods`, `deployments.apps`) and `verb` (`list`, `watch`, …).
+    pub fn request_count(&self, resource: &str, verb: &str) -> u64 {
+        self.state.counts().iter().filter(|((r, v), _)| r == resource && *v == verb).map(|(_, n)| *n).sum()
+    }
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+async fn serve(state: Arc<State>, listener: TcpListener, addr: SocketAddr) {
+    let server_address = addr.to_string();
+    loop {
+        let Ok((stream, _)) = listener.accept().await else { continue };
+        let _ = stream.set_nodelay(true);
+        let state = state.clone();
+        let server_address = server_address.clone();
+        tokio::spawn(async move {
+            let svc = hyper::service::service_fn(move |req| {
+                let state = state.clone();
+                let server_address = server_address.clone();
+                async move { Ok::<_, std::convert::Infallible>(server::handle(state, req, server_address).await) }
+            });
+            // A client that goes away mid-request is not an error of the server.
+            let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new()).serve_connection(TokioIo::new(stream), svc).await;
+        });
+    }
+}

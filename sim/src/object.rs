@@ -1,0 +1,182 @@
+//! Stored objects: the JSON bytes the simulator serves plus the few parsed
+//! parts (name, namespace, labels, selectable fields) that lists and watches
+//! filter on.
+//!
+//! An [`Obj`] is immutable once built; a write makes a new one. Its `item`
+//! bytes are the list-item form (no `kind`/`apiVersion`, as the apiserver
+//! writes list items); [`Obj::with_type`] splices the type in front for
+//! watch events and single gets.
+
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+use serde_json::{Map, Value};
+
+use crate::resources::ResourceType;
+
+/// The apiserver's (Go struct) order of `ObjectMeta` fields; unknown keys follow.
+const META_ORDER: &[&str] = &[
+    "name",
+    "generateName",
+    "namespace",
+    "selfLink",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "labels",
+    "annotations",
+    "ownerReferences",
+    "finalizers",
+    "managedFields",
+];
+
+/// One revision of one object.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Obj {
+    /// Compact JSON without `kind`/`apiVersion`, `metadata` first.
+    pub item: Bytes,
+    /// `metadata.namespace` (`""` when cluster-scoped).
+    pub namespace: String,
+    /// `metadata.name`.
+    pub name: String,
+    /// `metadata.uid`.
+    pub uid: String,
+    /// `metadata.resourceVersion`.
+    pub rv: u64,
+    /// `metadata.labels`.
+    pub labels: BTreeMap<String, String>,
+    /// Values of the resource's selectable fields, in `ResourceType::fields` order.
+    pub fields: Vec<String>,
+    /// Whether `metadata.finalizers` is non-empty.
+    pub has_finalizers: bool,
+    /// Whether `metadata.deletionTimestamp` is set.
+    pub deleting: bool,
+}
+
+impl Obj {
+    /// Builds the stored form of `v`: drops `kind`/`apiVersion`, puts
+    /// `metadata` first with its fields in the apiserver's order.
+    pub fn from_value(rt: &ResourceType, v: Value) -> Obj {
+        let Value::Object(mut top) = v else { unreachable!("callers check that objects are JSON objects") };
+        top.remove("kind");
+        top.remove("apiVersion");
+        let meta = match top.remove("metadata") {
+            Some(Value::Object(m)) => order_metadata(m),
+            _ => Map::new(),
+        };
+        let str_of = |k: &str| meta.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
+        let labels = meta
+            .get("labels")
+            .and_then(Value::as_object)
+            .map(|l| l.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string())).collect())
+            .unwrap_or_default();
+        let mut obj = Map::new();
+        let namespace = str_of("namespace");
+        let name = str_of("name");
+        let uid = str_of("uid");
+        let rv = str_of("resourceVersion").parse().unwrap_or(0);
+        let has_finalizers = meta.get("finalizers").and_then(Value::as_array).is_some_and(|f| !f.is_empty());
+        let deleting = meta.get("deletionTimestamp").is_some_and(|t| !t.is_null());
+        obj.insert("metadata".into(), Value::Object(meta));
+        obj.extend(top);
+        let value = Value::Object(obj);
+        let fields = rt.fields.iter().map(|f| field_value(&value, f.name).unwrap_or_else(|| f.default.to_string())).collect();
+        let item = Bytes::from(serde_json::to_vec(&value).expect("JSON values serialize"));
+        Obj { item, namespace, name, uid, rv, labels, fields, has_finalizers, deleting }
+    }
+
+    /// The object as a JSON value (without `kind`/`apiVersion`).
+    pub fn to_value(&self) -> Value {
+        serde_json::from_slice(&self.item).expect("stored objects are valid JSON")
+    }
+
+    /// The object with its type first: `{"kind":…,"apiVersion":…,"metadata":…}`.
+    pub fn with_type(&self, rt: &ResourceType) -> Vec<u8> {
+        let prefix = rt.type_prefix();
+        let mut out = Vec::with_capacity(prefix.len() + self.item.len());
+        out.extend_from_slice(prefix.as_bytes());
+        out.extend_from_slice(&self.item[1..]);
+        out
+    }
+
+    /// The value of a field selector's field for this object.
+    pub fn field(&self, rt: &ResourceType, field: &str) -> String {
+        match field {
+            "metadata.name" => self.name.clone(),
+            "metadata.namespace" => self.namespace.clone(),
+            _ => rt.fields.iter().position(|f| f.name == field).map(|i| self.fields[i].clone()).unwrap_or_default(),
+        }
+    }
+
+    /// A copy of this object whose `metadata.resourceVersion` is `rv` (what a
+    /// DELETED event carries).
+    pub fn at_revision(&self, rt: &ResourceType, rv: u64) -> Obj {
+        let mut v = self.to_value();
+        v["metadata"]["resourceVersion"] = Value::String(rv.to_string());
+        Obj::from_value(rt, v)
+    }
+}
+
+fn order_metadata(mut m: Map<String, Value>) -> Map<String, Value> {
+    let mut out = Map::new();
+    for k in META_ORDER {
+        if let Some(v) = m.remove(*k) {
+            out.insert((*k).to_string(), v);
+        }
+    }
+    out.extend(m);
+    out
+}
+
+/// The string form of the value at a dotted path (`spec.nodeName`), as the
+/// apiserver's field-selector attribute functions format it.
+fn field_value(v: &Value, path: &str) -> Option<String> {
+    // Events select on `source`, which is `source.component` in the object.
+    let path = if path == "source" { "source.component" } else { path };
+    let mut cur = v;
+    for part in path.split('.') {
+        cur = cur.get(part)?;
+    }
+    match cur {
+        Value::String(s) => Some(s.clone()),
+        Value::Bool(b) => Some(b.to_string()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resources::Registry;
+    use serde_json::json;
+
+    #[test]
+    fn stored_form_drops_type_and_orders_metadata_like_the_apiserver() {
+        let reg = Registry::new(&[]).unwrap();
+        let pods = reg.get(reg.builtin("", "pods"));
+        let v = json!({"apiVersion": "v1", "kind": "Pod", "spec": {"nodeName": "n1", "hostNetwork": true},
+                       "metadata": {"labels": {"a": "b"}, "namespace": "ns", "name": "p", "resourceVersion": "7"}});
+        let o = Obj::from_value(pods, v);
+        assert_eq!(
+            std::str::from_utf8(&o.item).unwrap(),
+            r#"{"metadata":{"name":"p","namespace":"ns","resourceVersion":"7","labels":{"a":"b"}},"spec":{"nodeName":"n1","hostNetwork":true}}"#
+        );
+        assert_eq!(o.rv, 7);
+        assert_eq!(o.field(pods, "spec.nodeName"), "n1");
+        assert_eq!(o.field(pods, "spec.hostNetwork"), "true");
+        assert_eq!(o.field(pods, "status.phase"), "");
+        assert!(std::str::from_utf8(&o.with_type(pods)).unwrap().starts_with(r#"{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p""#));
+    }
+
+    #[test]
+    fn boolean_fields_default_to_false() {
+        let reg = Registry::new(&[]).unwrap();
+        let pods = reg.get(reg.builtin("", "pods"));
+        let o = Obj::from_value(pods, json!({"metadata": {"name": "p"}}));
+        assert_eq!(o.field(pods, "spec.hostNetwork"), "false");
+    }
+}

@@ -1,0 +1,204 @@
+//! Query parameters of list and watch requests (`metav1.ListOptions`), decoded
+//! and validated in the apiserver's order: decoding errors (400), then
+//! `ValidateListOptions` (422); the storage-level checks (resource version
+//! syntax, continue tokens) are in [`crate::list`].
+
+use crate::selector::{FieldSelector, LabelSelector};
+use crate::status::{ApiError, FieldError};
+
+/// Decoded `ListOptions`.
+#[derive(Debug, Clone, Default)]
+pub struct ListOptions {
+    /// `labelSelector`.
+    pub label_selector: Option<LabelSelector>,
+    /// `fieldSelector`.
+    pub field_selector: Option<FieldSelector>,
+    /// `watch`.
+    pub watch: bool,
+    /// `allowWatchBookmarks`.
+    pub allow_watch_bookmarks: bool,
+    /// `resourceVersion` (`""` when unset).
+    pub resource_version: String,
+    /// `resourceVersionMatch` (`""` when unset).
+    pub resource_version_match: String,
+    /// `timeoutSeconds`.
+    pub timeout_seconds: Option<u64>,
+    /// `limit` (`<= 0` means no limit).
+    pub limit: i64,
+    /// `continue` (`""` when unset).
+    pub continue_token: String,
+    /// `sendInitialEvents`.
+    pub send_initial_events: Option<bool>,
+}
+
+/// The conversion `[]string → bool` of apimachinery: only `false` and `0` are false.
+fn parse_bool(v: &str) -> bool {
+    !matches!(v.to_ascii_lowercase().as_str(), "false" | "0")
+}
+
+fn parse_int(v: &str) -> Result<i64, ApiError> {
+    v.parse().map_err(|_| {
+        let why = if !v.is_empty() && v.trim_start_matches('-').bytes().all(|b| b.is_ascii_digit()) {
+            "value out of range"
+        } else {
+            "invalid syntax"
+        };
+        ApiError::bad_request(format!("strconv.ParseInt: parsing {v:?}: {why}"))
+    })
+}
+
+impl ListOptions {
+    /// Decodes a query string. Only the first value of a repeated parameter counts.
+    pub fn decode(query: &str) -> Result<Self, ApiError> {
+        let first = |name: &str| form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == name).map(|(_, v)| v.into_owned());
+        let mut o = ListOptions::default();
+        if let Some(s) = first("labelSelector") {
+            o.label_selector = Some(LabelSelector::parse(&s).map_err(ApiError::bad_request)?);
+        }
+        if let Some(s) = first("fieldSelector") {
+            o.field_selector = Some(FieldSelector::parse(&s).map_err(ApiError::bad_request)?);
+        }
+        o.watch = first("watch").is_some_and(|v| parse_bool(&v));
+        o.allow_watch_bookmarks = first("allowWatchBookmarks").is_some_and(|v| parse_bool(&v));
+        o.resource_version = first("resourceVersion").unwrap_or_default();
+        o.resource_version_match = first("resourceVersionMatch").unwrap_or_default();
+        if let Some(t) = first("timeoutSeconds").filter(|t| !t.is_empty()) {
+            o.timeout_seconds = Some(parse_int(&t)?.max(0) as u64);
+        }
+        if let Some(l) = first("limit") {
+            o.limit = parse_int(&l)?;
+        }
+        o.continue_token = first("continue").unwrap_or_default();
+        o.send_initial_events = first("sendInitialEvents").filter(|v| !v.is_empty()).map(|v| parse_bool(&v));
+        Ok(o)
+    }
+
+    /// Decodes `query` as a watch: the `/watch/` path prefix sets `watch`.
+    pub fn decode_watch(query: &str) -> Result<Self, ApiError> {
+        let mut o = Self::decode(query)?;
+        o.watch = true;
+        Ok(o)
+    }
+
+    /// `ValidateListOptions`, after the 1.34 defaulting of watches to
+    /// streaming (`SetListOptionsDefaults`).
+    pub fn validate(&mut self) -> Result<(), ApiError> {
+        let errs = if self.watch { self.watch_errors() } else { self.list_errors() };
+        if errs.is_empty() { Ok(()) } else { Err(ApiError::invalid_list_options(&errs)) }
+    }
+
+    fn list_errors(&self) -> Vec<FieldError> {
+        let mut errs = Vec::new();
+        let m = self.resource_version_match.as_str();
+        if !m.is_empty() {
+            if self.resource_version.is_empty() {
+                errs.push(FieldError::forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch is forbidden unless resourceVersion is provided",
+                ));
+            }
+            if !self.continue_token.is_empty() {
+                errs.push(FieldError::forbidden("resourceVersionMatch", "resourceVersionMatch is forbidden when continue is provided"));
+            }
+            if m != "Exact" && m != "NotOlderThan" {
+                errs.push(FieldError::not_supported("resourceVersionMatch", m, &["Exact", "NotOlderThan", ""]));
+            }
+            if m == "Exact" && self.resource_version == "0" {
+                errs.push(FieldError::forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+                ));
+            }
+        }
+        if self.send_initial_events.is_some() {
+            errs.push(FieldError::forbidden("sendInitialEvents", "sendInitialEvents is forbidden for list"));
+        }
+        errs
+    }
+
+    fn watch_errors(&self) -> Vec<FieldError> {
+        let mut errs = Vec::new();
+        let m = self.resource_version_match.as_str();
+        if self.send_initial_events.is_some() && m != "NotOlderThan" {
+            errs.push(FieldError::forbidden(
+                "resourceVersionMatch",
+                "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+            ));
+        }
+        if !m.is_empty() {
+            if self.send_initial_events.is_none() {
+                errs.push(FieldError::forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+                ));
+            }
+            if m != "NotOlderThan" {
+                errs.push(FieldError::not_supported("resourceVersionMatch", m, &["NotOlderThan"]));
+            }
+        }
+        errs
+    }
+
+    /// Whether this watch starts with the state as ADDED events: explicitly
+    /// (`sendInitialEvents=true`) or by the 1.34 default for an unset or `0`
+    /// revision.
+    pub fn sends_initial_events(&self) -> bool {
+        match self.send_initial_events {
+            Some(v) => v,
+            None => self.resource_version_match.is_empty() && (self.resource_version.is_empty() || self.resource_version == "0"),
+        }
+    }
+}
+
+/// `resourceVersion` syntax as `ParseResourceVersion` checks it: `""` and `0` are 0.
+pub fn parse_resource_version(rv: &str) -> Result<u64, ApiError> {
+    if rv.is_empty() {
+        return Ok(0);
+    }
+    rv.parse::<u64>().map_err(|_| {
+        let why = if rv.bytes().all(|b| b.is_ascii_digit()) { "value out of range" } else { "invalid syntax" };
+        ApiError::bad_request(format!(
+            "invalid resource version: resourceVersion: Invalid value: {rv:?}: strconv.ParseUint: parsing {rv:?}: {why}"
+        ))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn validate(q: &str) -> Result<ListOptions, ApiError> {
+        let mut o = ListOptions::decode(q)?;
+        o.validate().map(|_| o)
+    }
+
+    #[test]
+    fn several_validation_errors_are_joined_in_brackets() {
+        let e = validate("resourceVersionMatch=Newest&continue=x").unwrap_err();
+        assert_eq!(e.code, 422);
+        assert!(
+            e.message.starts_with(
+                "ListOptions.meta.k8s.io \"\" is invalid: [resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless"
+            ),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
+    fn watches_default_to_initial_events_only_for_unset_or_zero_revisions() {
+        assert!(ListOptions::decode("watch=1").unwrap().sends_initial_events());
+        assert!(ListOptions::decode("watch=1&resourceVersion=0").unwrap().sends_initial_events());
+        assert!(!ListOptions::decode("watch=1&resourceVersion=5").unwrap().sends_initial_events());
+        assert!(!ListOptions::decode("watch=1&sendInitialEvents=false&resourceVersionMatch=NotOlderThan").unwrap().sends_initial_events());
+    }
+
+    #[test]
+    fn bad_numbers_are_bad_requests() {
+        assert_eq!(ListOptions::decode("limit=abc").unwrap_err().message, "strconv.ParseInt: parsing \"abc\": invalid syntax");
+        assert_eq!(
+            parse_resource_version("abc").unwrap_err().message,
+            "invalid resource version: resourceVersion: Invalid value: \"abc\": strconv.ParseUint: parsing \"abc\": invalid syntax"
+        );
+    }
+}

@@ -1,0 +1,398 @@
+//! The resource table: which kinds the simulator serves, how each is keyed,
+//! which fields its field selectors accept, and the discovery documents
+//! kubectl reads to find them.
+//!
+//! The table is fixed once the server starts (built-ins plus the custom
+//! resources named in [`crate::SimConfig`]); [`Registry`] is shared read-only.
+
+use serde_json::{Value, json};
+
+/// A field that a field selector may name, and where its value lives in the object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SelectableField {
+    /// The selector's name for it, e.g. `spec.nodeName`.
+    pub name: &'static str,
+    /// The value when the object does not set it (`"false"` for booleans, as
+    /// the apiserver's `strconv.FormatBool` of a zero value gives).
+    pub default: &'static str,
+}
+
+/// One served resource.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceType {
+    /// API group, `""` for core.
+    pub group: String,
+    /// API version, e.g. `v1`.
+    pub version: String,
+    /// Plural resource name used in paths, e.g. `pods`.
+    pub plural: String,
+    /// Singular name, e.g. `pod`.
+    pub singular: String,
+    /// Kind, e.g. `Pod`.
+    pub kind: String,
+    /// Namespaced or cluster-scoped.
+    pub namespaced: bool,
+    /// kubectl short names.
+    pub short_names: Vec<String>,
+    /// Discovery categories (`all`).
+    pub categories: Vec<String>,
+    /// Fields beyond `metadata.name`/`metadata.namespace` that field selectors accept.
+    pub fields: Vec<SelectableField>,
+    /// What the apiserver writes after `metadata` in this kind's zero object
+    /// (bookmarks carry the zero object): e.g. `,"spec":{"containers":null},"status":{}` for pods.
+    pub zero_suffix: &'static str,
+    /// Whether the kind has a `status` subresource.
+    pub status_subresource: bool,
+}
+
+impl ResourceType {
+    /// `v1` or `group/version`.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() { self.version.clone() } else { format!("{}/{}", self.group, self.version) }
+    }
+
+    /// `pods` or `deployments.apps`, as error messages name the resource.
+    pub fn qualified(&self) -> String {
+        if self.group.is_empty() { self.plural.clone() } else { format!("{}.{}", self.plural, self.group) }
+    }
+
+    /// The list kind, e.g. `PodList`.
+    pub fn list_kind(&self) -> String {
+        format!("{}List", self.kind)
+    }
+
+    /// The storage key in etcd order: `namespace/name` or `name`.
+    pub fn key(&self, namespace: &str, name: &str) -> String {
+        if self.namespaced { format!("{namespace}/{name}") } else { name.to_string() }
+    }
+
+    /// Whether `field` may appear in a field selector of this resource.
+    pub fn supports_field(&self, field: &str) -> bool {
+        field == "metadata.name" || (self.namespaced && field == "metadata.namespace") || self.fields.iter().any(|f| f.name == field)
+    }
+
+    /// `{"kind":K,"apiVersion":V,` — what precedes the rest of an object
+    /// that carries its type (watch events, single gets).
+    pub fn type_prefix(&self) -> String {
+        format!("{{\"kind\":{},\"apiVersion\":{},", json!(self.kind), json!(self.api_version()))
+    }
+
+    fn discovery_verbs() -> Value {
+        json!(["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"])
+    }
+
+    fn legacy_discovery(&self) -> Vec<Value> {
+        let mut out = vec![json!({
+            "name": self.plural, "singularName": self.singular, "namespaced": self.namespaced,
+            "kind": self.kind, "verbs": Self::discovery_verbs(),
+            "shortNames": self.short_names, "categories": self.categories,
+        })];
+        if self.status_subresource {
+            out.push(json!({
+                "name": format!("{}/status", self.plural), "singularName": "", "namespaced": self.namespaced,
+                "kind": self.kind, "verbs": ["get", "patch", "update"],
+            }));
+        }
+        out
+    }
+
+    fn aggregated_discovery(&self) -> Value {
+        let kind = json!({"group": self.group, "version": self.version, "kind": self.kind});
+        let mut subresources = Vec::new();
+        if self.status_subresource {
+            subresources.push(json!({"subresource": "status", "responseKind": kind, "verbs": ["get", "patch", "update"]}));
+        }
+        json!({
+            "resource": self.plural, "responseKind": kind,
+            "scope": if self.namespaced { "Namespaced" } else { "Cluster" },
+            "singularResource": self.singular, "verbs": Self::discovery_verbs(),
+            "shortNames": self.short_names, "categories": self.categories,
+            "subresources": subresources,
+        })
+    }
+}
+
+/// A custom resource to serve, parsed from `PLURAL.GROUP/VERSION=Kind[,cluster]`,
+/// e.g. `widgets.example.com/v1=Widget`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CustomResource(pub ResourceType);
+
+impl std::str::FromStr for CustomResource {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let usage = || format!("custom resource {s:?}: expected PLURAL.GROUP/VERSION=Kind[,cluster], e.g. widgets.example.com/v1=Widget");
+        let (gvr, rest) = s.split_once('=').ok_or_else(usage)?;
+        let (kind, scope) = match rest.split_once(',') {
+            Some((k, "cluster")) => (k, false),
+            Some((k, "namespaced")) => (k, true),
+            Some(_) => return Err(usage()),
+            None => (rest, true),
+        };
+        let (plural_group, version) = gvr.split_once('/').ok_or_else(usage)?;
+        let (plural, group) = plural_group.split_once('.').ok_or_else(usage)?;
+        if [plural, group, version, kind].iter().any(|p| p.is_empty()) {
+            return Err(usage());
+        }
+        Ok(Self(ResourceType {
+            group: group.into(),
+            version: version.into(),
+            plural: plural.into(),
+            singular: kind.to_lowercase(),
+            kind: kind.into(),
+            namespaced: scope,
+            short_names: vec![],
+            categories: vec![],
+            fields: vec![],
+            zero_suffix: "",
+            status_subresource: true,
+        }))
+    }
+}
+
+struct Builtin {
+    gv: &'static str,
+    plural: &'static str,
+    kind: &'static str,
+    namespaced: bool,
+    short: &'static [&'static str],
+    all: bool,
+    fields: &'static [(&'static str, &'static str)],
+    zero: &'static str,
+    status: bool,
+}
+
+const POD_FIELDS: &[(&str, &str)] = &[
+    ("spec.nodeName", ""),
+    ("spec.restartPolicy", ""),
+    ("spec.schedulerName", ""),
+    ("spec.serviceAccountName", ""),
+    ("spec.hostNetwork", "false"),
+    ("status.phase", ""),
+    ("status.podIP", ""),
+    ("status.nominatedNodeName", ""),
+];
+
+const EVENT_FIELDS: &[(&str, &str)] = &[
+    ("involvedObject.kind", ""),
+    ("involvedObject.namespace", ""),
+    ("involvedObject.name", ""),
+    ("involvedObject.uid", ""),
+    ("involvedObject.apiVersion", ""),
+    ("involvedObject.resourceVersion", ""),
+    ("involvedObject.fieldPath", ""),
+    ("reason", ""),
+    ("reportingComponent", ""),
+    ("source", ""),
+    ("type", ""),
+];
+
+#[rustfmt::skip]
+const BUILTINS: &[Builtin] = &[
+    Builtin { gv: "v1", plural: "namespaces", kind: "Namespace", namespaced: false, short: &["ns"], all: false, fields: &[("status.phase", "")], zero: r#","spec":{},"status":{}"#, status: true },
+    Builtin { gv: "v1", plural: "nodes", kind: "Node", namespaced: false, short: &["no"], all: false, fields: &[("spec.unschedulable", "false")], zero: r#","spec":{},"status":{"daemonEndpoints":{"kubeletEndpoint":{"Port":0}},"nodeInfo":{"machineID":"","systemUUID":"","bootID":"","kernelVersion":"","osImage":"","containerRuntimeVersion":"","kubeletVersion":"","operatingSystem":"","architecture":""}}"#, status: true },
+    Builtin { gv: "v1", plural: "pods", kind: "Pod", namespaced: true, short: &["po"], all: true, fields: POD_FIELDS, zero: r#","spec":{"containers":null},"status":{}"#, status: true },
+    Builtin { gv: "v1", plural: "configmaps", kind: "ConfigMap", namespaced: true, short: &["cm"], all: false, fields: &[], zero: "", status: false },
+    Builtin { gv: "v1", plural: "secrets", kind: "Secret", namespaced: true, short: &[], all: false, fields: &[("type", "")], zero: "", status: false },
+    Builtin { gv: "v1", plural: "services", kind: "Service", namespaced: true, short: &["svc"], all: true, fields: &[], zero: r#","spec":{},"status":{"loadBalancer":{}}"#, status: true },
+    Builtin { gv: "v1", plural: "endpoints", kind: "Endpoints", namespaced: true, short: &["ep"], all: false, fields: &[], zero: "", status: false },
+    Builtin { gv: "v1", plural: "events", kind: "Event", namespaced: true, short: &["ev"], all: false, fields: EVENT_FIELDS, zero: r#","involvedObject":{},"reason":"","message":"","source":{},"firstTimestamp":null,"lastTimestamp":null,"eventTime":null,"reportingComponent":"","reportingInstance":"""#, status: false },
+    Builtin { gv: "v1", plural: "serviceaccounts", kind: "ServiceAccount", namespaced: true, short: &["sa"], all: false, fields: &[], zero: "", status: false },
+    Builtin { gv: "v1", plural: "persistentvolumeclaims", kind: "PersistentVolumeClaim", namespaced: true, short: &["pvc"], all: false, fields: &[], zero: r#","spec":{"resources":{}},"status":{}"#, status: true },
+    Builtin { gv: "v1", plural: "persistentvolumes", kind: "PersistentVolume", namespaced: false, short: &["pv"], all: false, fields: &[], zero: r#","spec":{},"status":{}"#, status: true },
+    Builtin { gv: "v1", plural: "replicationcontrollers", kind: "ReplicationController", namespaced: true, short: &["rc"], all: true, fields: &[("status.replicas", "0")], zero: r#","spec":{},"status":{"replicas":0}"#, status: true },
+    Builtin { gv: "apps/v1", plural: "deployments", kind: "Deployment", namespaced: true, short: &["deploy"], all: true, fields: &[], zero: r#","spec":{"selector":null,"template":{"metadata":{},"spec":{"containers":null}},"strategy":{}},"status":{}"#, status: true },
+    Builtin { gv: "apps/v1", plural: "replicasets", kind: "ReplicaSet", namespaced: true, short: &["rs"], all: true, fields: &[("status.replicas", "0")], zero: r#","spec":{"selector":null,"template":{"metadata":{},"spec":{"containers":null}}},"status":{"replicas":0}"#, status: true },
+    Builtin { gv: "apps/v1", plural: "daemonsets", kind: "DaemonSet", namespaced: true, short: &["ds"], all: true, fields: &[], zero: r#","spec":{"selector":null,"template":{"metadata":{},"spec":{"containers":null}},"updateStrategy":{}},"status":{"currentNumberScheduled":0,"numberMisscheduled":0,"desiredNumberScheduled":0,"numberReady":0}"#, status: true },
+    Builtin { gv: "apps/v1", plural: "statefulsets", kind: "StatefulSet", namespaced: true, short: &["sts"], all: true, fields: &[], zero: r#","spec":{"selector":null,"template":{"metadata":{},"spec":{"containers":null}},"serviceName":"","updateStrategy":{}},"status":{"replicas":0,"availableReplicas":0}"#, status: true },
+    Builtin { gv: "apps/v1", plural: "controllerrevisions", kind: "ControllerRevision", namespaced: true, short: &[], all: false, fields: &[], zero: r#","data":null,"revision":0"#, status: false },
+    Builtin { gv: "batch/v1", plural: "jobs", kind: "Job", namespaced: true, short: &[], all: true, fields: &[("status.successful", "0")], zero: r#","spec":{"template":{"metadata":{},"spec":{"containers":null}}},"status":{}"#, status: true },
+    Builtin { gv: "batch/v1", plural: "cronjobs", kind: "CronJob", namespaced: true, short: &["cj"], all: true, fields: &[], zero: r#","spec":{"schedule":"","jobTemplate":{"spec":{"template":{"metadata":{},"spec":{"containers":null}}}}},"status":{}"#, status: true },
+    Builtin { gv: "coordination.k8s.io/v1", plural: "leases", kind: "Lease", namespaced: true, short: &[], all: false, fields: &[], zero: r#","spec":{}"#, status: false },
+    Builtin { gv: "discovery.k8s.io/v1", plural: "endpointslices", kind: "EndpointSlice", namespaced: true, short: &[], all: false, fields: &[], zero: r#","addressType":"","endpoints":null"#, status: false },
+    Builtin { gv: "networking.k8s.io/v1", plural: "ingresses", kind: "Ingress", namespaced: true, short: &["ing"], all: false, fields: &[], zero: r#","spec":{},"status":{"loadBalancer":{}}"#, status: true },
+];
+
+impl Builtin {
+    fn resource_type(&self) -> ResourceType {
+        let (group, version) = self.gv.rsplit_once('/').unwrap_or(("", self.gv));
+        ResourceType {
+            group: group.into(),
+            version: version.into(),
+            plural: self.plural.into(),
+            singular: self.kind.to_lowercase(),
+            kind: self.kind.into(),
+            namespaced: self.namespaced,
+            short_names: self.short.iter().map(|s| s.to_string()).collect(),
+            categories: if self.all { vec!["all".into()] } else { vec![] },
+            fields: self.fields.iter().map(|&(name, default)| SelectableField { name, default }).collect(),
+            zero_suffix: self.zero,
+            status_subresource: self.status,
+        }
+    }
+}
+
+/// Index of a resource in the [`Registry`].
+pub type ResourceId = usize;
+
+/// Every served resource, fixed at start-up.
+#[derive(Debug, Clone)]
+pub struct Registry {
+    types: Vec<ResourceType>,
+}
+
+impl Registry {
+    /// The built-in table plus `custom`.
+    pub fn new(custom: &[CustomResource]) -> Result<Self, String> {
+        let mut types: Vec<ResourceType> = BUILTINS.iter().map(Builtin::resource_type).collect();
+        for CustomResource(rt) in custom {
+            if types.iter().any(|t| t.group == rt.group && t.version == rt.version && t.plural == rt.plural) {
+                return Err(format!("custom resource {}/{} is already served", rt.qualified(), rt.version));
+            }
+            types.push(rt.clone());
+        }
+        Ok(Self { types })
+    }
+
+    /// The resource at `id`.
+    pub fn get(&self, id: ResourceId) -> &ResourceType {
+        &self.types[id]
+    }
+
+    /// All resources with their ids.
+    pub fn iter(&self) -> impl Iterator<Item = (ResourceId, &ResourceType)> {
+        self.types.iter().enumerate()
+    }
+
+    /// Looks a resource up by group, version and plural.
+    pub fn find(&self, group: &str, version: &str, plural: &str) -> Option<ResourceId> {
+        self.types.iter().position(|t| t.group == group && t.version == version && t.plural == plural)
+    }
+
+    /// The id of a built-in that the simulator itself relies on (namespaces, pods, …).
+    pub fn builtin(&self, group: &str, plural: &str) -> ResourceId {
+        self.types.iter().position(|t| t.group == group && t.plural == plural).expect("a built-in resource")
+    }
+
+    /// Whether `id` is a built-in kind (strategic merge patch applies only to those).
+    pub fn is_builtin(&self, id: ResourceId) -> bool {
+        id < BUILTINS.len()
+    }
+
+    /// Whether any resource is served under `group/version`.
+    pub fn serves_group_version(&self, group: &str, version: &str) -> bool {
+        self.types.iter().any(|t| t.group == group && t.version == version)
+    }
+
+    fn groups(&self) -> Vec<(String, Vec<String>)> {
+        let mut out: Vec<(String, Vec<String>)> = Vec::new();
+        for t in self.types.iter().filter(|t| !t.group.is_empty()) {
+            match out.iter_mut().find(|(g, _)| *g == t.group) {
+                Some((_, versions)) if !versions.contains(&t.version) => versions.push(t.version.clone()),
+                Some(_) => {}
+                None => out.push((t.group.clone(), vec![t.version.clone()])),
+            }
+        }
+        out
+    }
+
+    /// `GET /api`: `APIVersions`.
+    pub fn api_versions(&self, server_address: &str) -> Value {
+        json!({"kind": "APIVersions", "versions": ["v1"],
+               "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}]})
+    }
+
+    fn api_group(name: &str, versions: &[String]) -> Value {
+        let vs: Vec<Value> = versions.iter().map(|v| json!({"groupVersion": format!("{name}/{v}"), "version": v})).collect();
+        json!({"name": name, "versions": vs, "preferredVersion": vs[0]})
+    }
+
+    /// `GET /apis`: `APIGroupList`.
+    pub fn api_group_list(&self) -> Value {
+        let groups: Vec<Value> = self.groups().iter().map(|(g, vs)| Self::api_group(g, vs)).collect();
+        json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+    }
+
+    /// `GET /apis/GROUP`: `APIGroup`, if served.
+    pub fn api_group_doc(&self, group: &str) -> Option<Value> {
+        let (name, versions) = self.groups().into_iter().find(|(g, _)| g == group)?;
+        let mut doc = json!({"kind": "APIGroup", "apiVersion": "v1"});
+        if let (Some(d), Value::Object(g)) = (doc.as_object_mut(), Self::api_group(&name, &versions)) {
+            d.extend(g);
+        }
+        Some(doc)
+    }
+
+    /// `GET /api/v1` or `/apis/GROUP/VERSION`: `APIResourceList`.
+    pub fn api_resource_list(&self, group: &str, version: &str) -> Value {
+        let resources: Vec<Value> =
+            self.types.iter().filter(|t| t.group == group && t.version == version).flat_map(ResourceType::legacy_discovery).collect();
+        let gv = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
+        json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources})
+    }
+
+    /// Aggregated discovery (`apidiscovery.k8s.io/v2` `APIGroupDiscoveryList`)
+    /// for `/api` (`core = true`) or `/apis`.
+    pub fn aggregated(&self, core: bool) -> Value {
+        let groups: Vec<(String, Vec<String>)> = if core { vec![(String::new(), vec!["v1".into()])] } else { self.groups() };
+        let items: Vec<Value> = groups
+            .iter()
+            .map(|(g, versions)| {
+                let vs: Vec<Value> = versions
+                    .iter()
+                    .map(|v| {
+                        let rs: Vec<Value> = self
+                            .types
+                            .iter()
+                            .filter(|t| &t.group == g && &t.version == v)
+                            .map(ResourceType::aggregated_discovery)
+                            .collect();
+                        json!({"version": v, "resources": rs, "freshness": "Current"})
+                    })
+                    .collect();
+                let meta = if g.is_empty() { json!({}) } else { json!({"name": g}) };
+                json!({"metadata": meta, "versions": vs})
+            })
+            .collect();
+        json!({"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": items})
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn custom_resource_spec_parses_scope_and_names() {
+        let CustomResource(rt) = "widgets.example.com/v1=Widget".parse().unwrap();
+        assert_eq!(
+            (rt.group.as_str(), rt.version.as_str(), rt.plural.as_str(), rt.kind.as_str()),
+            ("example.com", "v1", "widgets", "Widget")
+        );
+        assert!(rt.namespaced);
+        let CustomResource(rt) = "gadgets.example.com/v1beta1=Gadget,cluster".parse().unwrap();
+        assert!(!rt.namespaced);
+        assert!("widgets/v1=Widget".parse::<CustomResource>().is_err());
+        assert!("widgets.example.com/v1".parse::<CustomResource>().is_err());
+    }
+
+    #[test]
+    fn keys_are_namespace_slash_name_or_name() {
+        let reg = Registry::new(&[]).unwrap();
+        let pods = reg.get(reg.builtin("", "pods"));
+        let nodes = reg.get(reg.builtin("", "nodes"));
+        assert_eq!(pods.key("ns", "p"), "ns/p");
+        assert_eq!(nodes.key("", "n"), "n");
+    }
+
+    #[test]
+    fn pods_accept_node_name_but_not_unknown_fields() {
+        let reg = Registry::new(&[]).unwrap();
+        let pods = reg.get(reg.builtin("", "pods"));
+        assert!(pods.supports_field("spec.nodeName"));
+        assert!(pods.supports_field("metadata.namespace"));
+        assert!(!pods.supports_field("spec.unknownField"));
+        let nodes = reg.get(reg.builtin("", "nodes"));
+        assert!(!nodes.supports_field("metadata.namespace"));
+    }
+}

@@ -1,0 +1,389 @@
+//! The HTTP front: routing of apiserver paths, one handler per verb, and the
+//! response encodings (JSON, indented JSON for curl, gzip over 128 KiB).
+//!
+//! Every request is answered; every refusal is a `Status` (see [`crate::status`]).
+
+use std::io::Write;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use bytes::Bytes;
+use http::header::{ACCEPT, ACCEPT_ENCODING, CONTENT_ENCODING, CONTENT_TYPE, RETRY_AFTER, USER_AGENT, VARY};
+use http::{HeaderMap, Method, Request, Response, StatusCode};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use serde_json::{Value, json};
+
+use crate::body::{self, Body};
+use crate::db::{Deleted, Preconditions};
+use crate::list;
+use crate::params::{ListOptions, parse_resource_version};
+use crate::patch::{self, PatchType};
+use crate::resources::{ResourceId, ResourceType};
+use crate::state::State;
+use crate::status::ApiError;
+use crate::watch;
+
+/// The apiserver's limit on request bodies (3 MiB, `MaxRequestBodyBytes`).
+const MAX_BODY: usize = 3 * 1024 * 1024;
+
+/// Responses above this size are gzipped when the client accepts it (the apiserver's 128 KiB).
+const GZIP_THRESHOLD: usize = 128 * 1024;
+
+/// The media type of aggregated discovery, which kubectl asks for first.
+const AGGREGATED: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+
+/// How a response is to be encoded, from the request's headers and query.
+#[derive(Debug, Clone, Copy, Default)]
+struct Encoding {
+    pretty: bool,
+    gzip: bool,
+}
+
+impl Encoding {
+    fn of(headers: &HeaderMap, query: &str) -> Self {
+        let pretty = match form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == "pretty") {
+            Some((_, v)) => !matches!(v.to_ascii_lowercase().as_str(), "false" | "0"),
+            None => {
+                header(headers, USER_AGENT.as_str()).is_some_and(|ua| ["curl", "Wget", "Mozilla/5.0"].iter().any(|p| ua.starts_with(p)))
+            }
+        };
+        let gzip = header(headers, ACCEPT_ENCODING.as_str())
+            .is_some_and(|ae| ae.split(',').any(|t| t.split(';').next().unwrap_or("").trim().eq_ignore_ascii_case("gzip")));
+        Self { pretty, gzip }
+    }
+
+    /// A JSON response from shared chunks.
+    fn json(self, status: StatusCode, parts: Vec<Bytes>) -> Response<Body> {
+        let len: usize = parts.iter().map(Bytes::len).sum();
+        let mut resp = Response::builder().status(status).header(CONTENT_TYPE, "application/json");
+        let parts = if self.pretty {
+            let whole: Vec<u8> = parts.concat();
+            match serde_json::from_slice::<Value>(&whole) {
+                Ok(v) => {
+                    let mut out = serde_json::to_vec_pretty(&v).expect("values serialize");
+                    out.push(b'\n');
+                    vec![Bytes::from(out)]
+                }
+                Err(_) => vec![Bytes::from(whole)],
+            }
+        } else {
+            parts
+        };
+        if self.gzip && len > GZIP_THRESHOLD {
+            let mut enc = flate2::write::GzEncoder::new(Vec::with_capacity(len / 8), flate2::Compression::fast());
+            for p in &parts {
+                enc.write_all(p).expect("writing to memory");
+            }
+            let gz = enc.finish().expect("writing to memory");
+            resp = resp.header(CONTENT_ENCODING, "gzip").header(VARY, "Accept-Encoding");
+            return resp.body(body::full(gz)).expect("valid response");
+        }
+        resp.body(body::chunks(parts)).expect("valid response")
+    }
+
+    fn value(self, status: StatusCode, v: &Value) -> Response<Body> {
+        self.json(status, vec![Bytes::from(serde_json::to_vec(v).expect("values serialize"))])
+    }
+
+    fn error(self, e: &ApiError) -> Response<Body> {
+        let mut resp = self.json(StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR), vec![Bytes::from(e.body())]);
+        if let Some(s) = e.retry_after {
+            resp.headers_mut().insert(RETRY_AFTER, s.into());
+        }
+        resp
+    }
+}
+
+fn header<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    h.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// Whether `Accept` allows plain JSON (with or without `stream=watch`).
+fn accepts_json(headers: &HeaderMap) -> bool {
+    let Some(accept) = header(headers, ACCEPT.as_str()) else { return true };
+    accept.split(',').any(|clause| {
+        let mut parts = clause.split(';').map(str::trim);
+        let media = parts.next().unwrap_or("");
+        let plain = parts.all(|p| !p.starts_with("as=") && !p.starts_with("g=") && !p.starts_with("v="));
+        plain && matches!(media, "" | "application/json" | "application/*" | "*/*")
+    })
+}
+
+/// A parsed resource path.
+#[derive(Debug)]
+struct Target {
+    res: ResourceId,
+    namespace: Option<String>,
+    name: Option<String>,
+    sub: Option<String>,
+    watch_path: bool,
+}
+
+fn resource_target(state: &State, group: &str, version: &str, rest: &[&str]) -> Result<Target, ApiError> {
+    let (watch_path, rest) = match rest {
+        ["watch", rest @ ..] => (true, rest),
+        _ => (false, rest),
+    };
+    let (namespace, rest): (Option<String>, &[&str]) = match rest {
+        ["namespaces", ns, rest @ ..] if !rest.is_empty() && !(group.is_empty() && matches!(rest, ["status"] | ["finalize"])) => {
+            (Some((*ns).to_string()), rest)
+        }
+        _ => (None, rest),
+    };
+    let (plural, name, sub) = match rest {
+        [p] => (*p, None, None),
+        [p, n] => (*p, Some((*n).to_string()), None),
+        [p, n, s] => (*p, Some((*n).to_string()), Some((*s).to_string())),
+        _ => return Err(ApiError::no_such_path()),
+    };
+    let res = state.registry().find(group, version, plural).ok_or_else(ApiError::no_such_path)?;
+    let rt = state.registry().get(res);
+    if (namespace.is_some() && !rt.namespaced) || (rt.namespaced && namespace.is_none() && name.is_some()) {
+        return Err(ApiError::no_such_path());
+    }
+    Ok(Target { res, namespace, name, sub, watch_path })
+}
+
+/// Serves one request.
+pub async fn handle(state: Arc<State>, req: Request<Incoming>, server_address: String) -> Response<Body> {
+    state.wait_unstalled().await;
+    let enc = Encoding::of(req.headers(), req.uri().query().unwrap_or(""));
+    match route(&state, req, enc, &server_address).await {
+        Ok(r) => r,
+        Err(e) => enc.error(&e),
+    }
+}
+
+async fn route(state: &Arc<State>, req: Request<Incoming>, enc: Encoding, server_address: &str) -> Result<Response<Body>, ApiError> {
+    let path = req.uri().path().to_string();
+    let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let reg = state.registry().clone();
+    let aggregated = header(req.headers(), ACCEPT.as_str()).is_some_and(|a| a.contains(AGGREGATED));
+    let discovery = |v: Value| Ok(enc.value(StatusCode::OK, &v));
+    match (req.method(), segs.as_slice()) {
+        (&Method::GET, ["api"] | ["apis"]) if aggregated => {
+            let mut r = enc.value(StatusCode::OK, &reg.aggregated(segs[0] == "api"));
+            r.headers_mut().insert(CONTENT_TYPE, AGGREGATED.parse().expect("valid header"));
+            Ok(r)
+        }
+        (&Method::GET, ["api"]) => discovery(reg.api_versions(server_address)),
+        (&Method::GET, ["apis"]) => discovery(reg.api_group_list()),
+        (&Method::GET, ["api", "v1"]) => discovery(reg.api_resource_list("", "v1")),
+        (&Method::GET, ["apis", g]) => discovery(reg.api_group_doc(g).ok_or_else(ApiError::no_such_path)?),
+        (&Method::GET, ["apis", g, v]) if reg.serves_group_version(g, v) => discovery(reg.api_resource_list(g, v)),
+        (&Method::GET, ["version"]) => discovery(version()),
+        (&Method::GET, ["healthz" | "readyz" | "livez"]) => Ok(Response::new(body::full("ok"))),
+        (_, ["_sim", op]) => admin(state, op, req.uri().query().unwrap_or(""), enc),
+        (_, ["api", "v1", rest @ ..]) if !rest.is_empty() => {
+            let t = resource_target(state, "", "v1", rest)?;
+            resource(state, req, t, enc).await
+        }
+        (_, ["apis", g, v, rest @ ..]) if !rest.is_empty() => {
+            let t = resource_target(state, g, v, rest)?;
+            resource(state, req, t, enc).await
+        }
+        _ => Err(ApiError::no_such_path()),
+    }
+}
+
+fn version() -> Value {
+    json!({"major": "1", "minor": "36", "emulationMajor": "1", "emulationMinor": "36", "gitVersion": "v1.36.2-kache-sim",
+           "gitCommit": "0000000000000000000000000000000000000000", "gitTreeState": "clean", "buildDate": "2026-11-01T00:00:00Z",
+           "goVersion": "go1.25.0", "compiler": "gc", "platform": "linux/amd64"})
+}
+
+fn now() -> String {
+    humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
+}
+
+async fn read_body(req: Request<Incoming>) -> Result<(HeaderMap, Vec<u8>), ApiError> {
+    let (parts, incoming) = req.into_parts();
+    let limited = http_body_util::Limited::new(incoming, MAX_BODY);
+    let bytes = limited.collect().await.map_err(|e| {
+        let mut err = ApiError::bad_request(format!("Request entity too large: limit is {MAX_BODY}"));
+        if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() {
+            err.code = 413;
+            err.reason = "RequestEntityTooLarge";
+        } else {
+            err.message = format!("unable to read the request body: {e}");
+        }
+        err
+    })?;
+    Ok((parts.headers, bytes.to_bytes().to_vec()))
+}
+
+fn parse_json(rt: &ResourceType, headers: &HeaderMap, body: &[u8]) -> Result<Value, ApiError> {
+    let ct = header(headers, CONTENT_TYPE.as_str()).unwrap_or("application/json");
+    if !ct.starts_with("application/json") && !ct.is_empty() {
+        return Err(ApiError::unsupported_media_type(ct));
+    }
+    let v: Value = serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("Object 'Kind' is missing in '{}': {e}", String::from_utf8_lossy(body))))?;
+    if let Some(kind) = v.get("kind").and_then(Value::as_str) {
+        if kind != rt.kind {
+            return Err(ApiError::bad_request(format!("the body of the request was of kind {kind:?}, not {:?}", rt.kind)));
+        }
+    }
+    Ok(v)
+}
+
+fn object_response(enc: Encoding, status: StatusCode, rt: &ResourceType, o: &crate::object::Obj) -> Response<Body> {
+    enc.json(status, vec![Bytes::from(o.with_type(rt))])
+}
+
+async fn resource(state: &Arc<State>, req: Request<Incoming>, t: Target, enc: Encoding) -> Result<Response<Body>, ApiError> {
+    let reg = state.registry().clone();
+    let rt = reg.get(t.res);
+    let ns = t.namespace.clone().unwrap_or_default();
+    let query = req.uri().query().unwrap_or("").to_string();
+    let method = req.method().clone();
+    if !accepts_json(req.headers()) {
+        return Err(ApiError::not_acceptable());
+    }
+    let verb = |v: &'static str| state.count(rt.qualified(), v);
+    match (method, t.name.as_deref(), t.sub.as_deref()) {
+        (Method::GET, None, None) => {
+            let mut opts = if t.watch_path { ListOptions::decode_watch(&query)? } else { ListOptions::decode(&query)? };
+            opts.validate()?;
+            if opts.watch {
+                verb("watch");
+                let rx = watch::watch(state.clone(), t.res, t.namespace.clone(), opts).await?;
+                return Ok(Response::builder().header(CONTENT_TYPE, "application/json").body(body::channel(rx)).expect("valid response"));
+            }
+            verb("list");
+            let page = list::list(state, t.res, t.namespace.as_deref(), &opts).await?;
+            Ok(enc.json(StatusCode::OK, list::encode(rt, &page)))
+        }
+        (Method::GET, Some(name), None | Some("status")) => {
+            verb("get");
+            let rv = form_urlencoded::parse(query.as_bytes())
+                .find(|(k, _)| k == "resourceVersion")
+                .map(|(_, v)| v.into_owned())
+                .unwrap_or_default();
+            let rv = parse_resource_version(&rv)?;
+            if rv > 0 {
+                state.wait_for_revision(rv, Duration::from_secs(3)).await?;
+            }
+            let db = state.db.read();
+            let o = db.get(t.res, &rt.key(&ns, name), db.rev()).cloned().ok_or_else(|| ApiError::not_found(rt, name))?;
+            Ok(object_response(enc, StatusCode::OK, rt, &o))
+        }
+        (Method::GET, Some(name), Some("log")) if rt.plural == "pods" && rt.group.is_empty() => {
+            verb("get");
+            let db = state.db.read();
+            db.get(t.res, &rt.key(&ns, name), db.rev()).ok_or_else(|| ApiError::not_found(rt, name))?;
+            Ok(Response::builder()
+                .header(CONTENT_TYPE, "text/plain")
+                .body(body::full(format!("simulated log of pod {ns}/{name}\n")))
+                .expect("valid response"))
+        }
+        (Method::POST, None, None) => {
+            verb("create");
+            let (headers, bytes) = read_body(req).await?;
+            let v = parse_json(rt, &headers, &bytes)?;
+            let o = state.db.write().create(t.res, &ns, v, &now())?;
+            state.publish_revision();
+            Ok(object_response(enc, StatusCode::CREATED, rt, &o))
+        }
+        (Method::PUT, Some(name), sub @ (None | Some("status"))) => {
+            verb("update");
+            let status_only = sub.is_some();
+            let (headers, bytes) = read_body(req).await?;
+            let v = parse_json(rt, &headers, &bytes)?;
+            let o = state.db.write().update(t.res, &ns, name, v, status_only)?;
+            state.publish_revision();
+            Ok(object_response(enc, StatusCode::OK, rt, &o))
+        }
+        (Method::PATCH, Some(name), sub @ (None | Some("status"))) => {
+            verb("patch");
+            let status_only = sub.is_some();
+            let (headers, bytes) = read_body(req).await?;
+            let kind = PatchType::from_content_type(header(&headers, CONTENT_TYPE.as_str()).unwrap_or(""))?;
+            if kind == PatchType::Strategic && !reg.is_builtin(t.res) {
+                return Err(ApiError::unsupported_media_type("application/strategic-merge-patch+json"));
+            }
+            let o = {
+                let mut db = state.db.write();
+                let rev = db.rev();
+                let existing = db.get(t.res, &rt.key(&ns, name), rev).cloned().ok_or_else(|| ApiError::not_found(rt, name))?;
+                let mut doc: Value = serde_json::from_slice(&existing.with_type(rt)).expect("stored objects are JSON");
+                patch::apply(kind, &mut doc, &bytes)?;
+                if doc.pointer("/metadata/resourceVersion").is_none_or(Value::is_null) {
+                    doc["metadata"]["resourceVersion"] = Value::String(existing.rv.to_string());
+                }
+                db.update(t.res, &ns, name, doc, status_only)?
+            };
+            state.publish_revision();
+            Ok(object_response(enc, StatusCode::OK, rt, &o))
+        }
+        (Method::DELETE, Some(name), None) => {
+            verb("delete");
+            let (_, bytes) = read_body(req).await?;
+            let pre = preconditions(&bytes);
+            let d = state.db.write().delete(t.res, &ns, name, &pre, &now())?;
+            state.publish_revision();
+            let (Deleted::Gone(o) | Deleted::Marked(o)) = &d;
+            let status = if matches!(d, Deleted::Marked(_)) { StatusCode::ACCEPTED } else { StatusCode::OK };
+            Ok(object_response(enc, status, rt, o))
+        }
+        (Method::DELETE, None, None) => {
+            verb("deletecollection");
+            let mut opts = ListOptions::decode(&query)?;
+            opts.validate()?;
+            list::check_fields(rt, &opts)?;
+            let filter = list::Filter::new(rt, &opts);
+            let mut db = state.db.write();
+            let prefix = list::prefix(rt, t.namespace.as_deref());
+            let rev = db.rev();
+            let names: Vec<(String, String)> = db
+                .range(t.res, &prefix, &prefix, rev)
+                .filter(|(_, o)| filter.matches(o))
+                .map(|(_, o)| (o.namespace.clone(), o.name.clone()))
+                .collect();
+            let mut gone = Vec::new();
+            for (ns, name) in names {
+                if let Ok(Deleted::Gone(o) | Deleted::Marked(o)) = db.delete(t.res, &ns, &name, &Preconditions::default(), &now()) {
+                    gone.push(o);
+                }
+            }
+            let page = list::Page { rv: db.rev(), items: gone, continue_token: None, remaining: None };
+            drop(db);
+            state.publish_revision();
+            Ok(enc.json(StatusCode::OK, list::encode(rt, &page)))
+        }
+        _ => Err(ApiError::method_not_allowed()),
+    }
+}
+
+fn preconditions(body: &[u8]) -> Preconditions {
+    let v: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    let get = |k: &str| v.pointer(&format!("/preconditions/{k}")).and_then(Value::as_str).map(str::to_string);
+    Preconditions { uid: get("uid"), resource_version: get("resourceVersion") }
+}
+
+fn admin(state: &Arc<State>, op: &str, query: &str, enc: Encoding) -> Result<Response<Body>, ApiError> {
+    let param = |name: &str| form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == name).map(|(_, v)| v.into_owned());
+    match op {
+        "compact" => {
+            let rev = crate::faults::compact_now(state);
+            Ok(enc.value(StatusCode::OK, &json!({"compacted": rev})))
+        }
+        "drop-watches" => {
+            state.drop_watches();
+            Ok(enc.value(StatusCode::OK, &json!({"dropped": true})))
+        }
+        "stall" => {
+            let secs: f64 = param("seconds").and_then(|s| s.parse().ok()).ok_or_else(|| ApiError::bad_request("stall needs ?seconds=N"))?;
+            state.stall(Duration::from_secs_f64(secs.clamp(0.0, 3600.0)));
+            Ok(enc.value(StatusCode::OK, &json!({"stalled_seconds": secs})))
+        }
+        "restart" => {
+            let reset = param("reset").is_some_and(|v| v == "true" || v == "1");
+            let rev = crate::faults::restart(state, reset);
+            Ok(enc.value(StatusCode::OK, &json!({"restarted": true, "revision": rev})))
+        }
+        "stats" => Ok(enc.value(StatusCode::OK, &crate::faults::stats(state))),
+        _ => Err(ApiError::no_such_path()),
+    }
+}

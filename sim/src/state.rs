@@ -1,0 +1,97 @@
+//! The simulator's shared state: the storage behind its lock, the revision
+//! signal that waiting reads use, the fault switches and request counters.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Mutex, RwLock};
+use tokio::sync::watch;
+
+use crate::SimConfig;
+use crate::db::Db;
+use crate::resources::Registry;
+use crate::status::ApiError;
+
+/// Everything a request handler needs.
+#[derive(Debug)]
+pub struct State {
+    /// The storage. Writers hold the write lock only for one commit (or a batch of generated objects).
+    pub db: RwLock<Db>,
+    /// Start-up configuration.
+    pub config: SimConfig,
+    registry: Arc<Registry>,
+    rev_tx: watch::Sender<u64>,
+    drop_tx: watch::Sender<u64>,
+    stall_until: Mutex<Option<Instant>>,
+    counters: Mutex<BTreeMap<(String, &'static str), u64>>,
+}
+
+impl State {
+    /// New state over an empty store.
+    pub fn new(config: SimConfig, registry: Arc<Registry>) -> Self {
+        let db = Db::new(registry.clone(), 1, config.watch_buffer);
+        Self {
+            db: RwLock::new(db),
+            config,
+            registry,
+            rev_tx: watch::channel(1).0,
+            drop_tx: watch::channel(0).0,
+            stall_until: Mutex::new(None),
+            counters: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// The resource table.
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    /// Announces the current revision to waiting reads; call after a write.
+    pub fn publish_revision(&self) {
+        let rev = self.db.read().rev();
+        self.rev_tx.send_replace(rev);
+    }
+
+    /// Waits until the store reaches `rv`, at most `wait`; then 504.
+    pub async fn wait_for_revision(&self, rv: u64, wait: Duration) -> Result<(), ApiError> {
+        let mut rx = self.rev_tx.subscribe();
+        match tokio::time::timeout(wait, rx.wait_for(|r| *r >= rv)).await {
+            Ok(Ok(_)) => Ok(()),
+            _ => Err(ApiError::too_large_rv(rv, self.db.read().rev())),
+        }
+    }
+
+    /// A receiver that changes whenever every watch must be dropped.
+    pub fn drop_signal(&self) -> watch::Receiver<u64> {
+        self.drop_tx.subscribe()
+    }
+
+    /// Ends every open watch (the connection stays up; the streams end).
+    pub fn drop_watches(&self) {
+        self.drop_tx.send_modify(|n| *n += 1);
+    }
+
+    /// Makes every response wait until `for_` has passed.
+    pub fn stall(&self, for_: Duration) {
+        *self.stall_until.lock() = Some(Instant::now() + for_);
+    }
+
+    /// Waits out a stall, if one is set.
+    pub async fn wait_unstalled(&self) {
+        let until = *self.stall_until.lock();
+        if let Some(t) = until {
+            tokio::time::sleep_until(t.into()).await;
+        }
+    }
+
+    /// Counts one request of `verb` on `resource`.
+    pub fn count(&self, resource: String, verb: &'static str) {
+        *self.counters.lock().entry((resource, verb)).or_default() += 1;
+    }
+
+    /// Requests served so far, by resource and verb.
+    pub fn counts(&self) -> BTreeMap<(String, &'static str), u64> {
+        self.counters.lock().clone()
+    }
+}

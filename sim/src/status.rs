@@ -1,0 +1,249 @@
+//! `metav1.Status` error bodies, byte-compatible with kube-apiserver.
+//!
+//! Every refusal the simulator makes is an [`ApiError`]; [`ApiError::body`]
+//! renders it with the apiserver's field order
+//! (`kind, apiVersion, metadata, status, message, reason, details, code`) and
+//! its exact messages (see `shared/SEMANTICS.md` and the captures in
+//! `tests/reference/`).
+
+use serde_json::{Map, Value, json};
+
+use crate::resources::ResourceType;
+
+/// One Kubernetes error: an HTTP code, a `reason` and a message, plus the
+/// optional parts of a `Status` body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiError {
+    /// HTTP status code, repeated as `code` in the body.
+    pub code: u16,
+    /// `metav1.StatusReason`, e.g. `NotFound`.
+    pub reason: &'static str,
+    /// Human-readable message, exactly as the apiserver words it.
+    pub message: String,
+    /// `details`, already in the apiserver's field order; `None` omits it.
+    pub details: Option<Value>,
+    /// `metadata.continue` (only the expired-continue error sets it).
+    pub continue_token: Option<String>,
+    /// `details.retryAfterSeconds`, also sent as a `Retry-After` header.
+    pub retry_after: Option<u32>,
+}
+
+/// One `field.Error` of a 422 Invalid: (cause reason, field, message after the field).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FieldError {
+    /// Cause reason, e.g. `FieldValueForbidden`.
+    pub reason: &'static str,
+    /// The field path, e.g. `resourceVersionMatch`.
+    pub field: String,
+    /// The error without the field, e.g. `Forbidden: resourceVersionMatch is forbidden …`.
+    pub detail: String,
+}
+
+impl FieldError {
+    /// `field.Forbidden(field, msg)`.
+    pub fn forbidden(field: &str, msg: &str) -> Self {
+        Self { reason: "FieldValueForbidden", field: field.into(), detail: format!("Forbidden: {msg}") }
+    }
+
+    /// `field.NotSupported(field, value, supported)`.
+    pub fn not_supported(field: &str, value: &str, supported: &[&str]) -> Self {
+        let list: Vec<String> = supported.iter().map(|s| format!("{s:?}")).collect();
+        Self {
+            reason: "FieldValueNotSupported",
+            field: field.into(),
+            detail: format!("Unsupported value: {value:?}: supported values: {}", list.join(", ")),
+        }
+    }
+
+    /// `field.Required(field, msg)`.
+    pub fn required(field: &str, msg: &str) -> Self {
+        Self { reason: "FieldValueRequired", field: field.into(), detail: format!("Required value: {msg}") }
+    }
+
+    /// `field.Invalid(field, value, msg)`.
+    pub fn invalid(field: &str, value: &str, msg: &str) -> Self {
+        Self { reason: "FieldValueInvalid", field: field.into(), detail: format!("Invalid value: {value:?}: {msg}") }
+    }
+}
+
+impl ApiError {
+    fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
+        Self { code, reason, message: message.into(), details: None, continue_token: None, retry_after: None }
+    }
+
+    /// 400 BadRequest with a bare message.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(400, "BadRequest", message)
+    }
+
+    /// 404 NotFound for an object of `rt`.
+    pub fn not_found(rt: &ResourceType, name: &str) -> Self {
+        Self::new(404, "NotFound", format!("{} {name:?} not found", rt.qualified())).with_details(rt, name)
+    }
+
+    /// 404 for a path the server has no handler for.
+    pub fn no_such_path() -> Self {
+        Self::new(404, "NotFound", "the server could not find the requested resource").with_empty_details()
+    }
+
+    /// 404 for a create into a namespace that does not exist.
+    pub fn namespace_not_found(ns: &str) -> Self {
+        Self::new(404, "NotFound", format!("namespaces {ns:?} not found")).with_raw_details(json!({"name": ns, "kind": "namespaces"}))
+    }
+
+    /// 405 for a verb the resource does not support.
+    pub fn method_not_allowed() -> Self {
+        Self::new(405, "MethodNotAllowed", "the server does not allow this method on the requested resource").with_empty_details()
+    }
+
+    /// 409 AlreadyExists.
+    pub fn already_exists(rt: &ResourceType, name: &str) -> Self {
+        Self::new(409, "AlreadyExists", format!("{} {name:?} already exists", rt.qualified())).with_details(rt, name)
+    }
+
+    /// 409 Conflict for a stale `resourceVersion` or a failed precondition.
+    pub fn conflict(rt: &ResourceType, name: &str, why: &str) -> Self {
+        Self::new(409, "Conflict", format!("Operation cannot be fulfilled on {} {name:?}: {why}", rt.qualified())).with_details(rt, name)
+    }
+
+    /// 409 Conflict for an update whose `resourceVersion` is not the stored one.
+    pub fn stale(rt: &ResourceType, name: &str) -> Self {
+        Self::conflict(rt, name, "the object has been modified; please apply your changes to the latest version and try again")
+    }
+
+    /// 410 Expired for a list at a compacted revision.
+    pub fn list_too_old() -> Self {
+        Self::new(410, "Expired", "The resourceVersion for the provided list is too old.")
+    }
+
+    /// 410 Expired for a continue token at a compacted revision; `token` lets
+    /// the client continue at the latest revision.
+    pub fn continue_too_old(token: String) -> Self {
+        let mut e = Self::new(
+            410,
+            "Expired",
+            "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.",
+        );
+        e.continue_token = Some(token);
+        e
+    }
+
+    /// The 410 a watch sends as an ERROR event when its revision is compacted.
+    pub fn watch_too_old(requested: u64, oldest: u64) -> Self {
+        Self::new(410, "Expired", format!("too old resource version: {requested} ({oldest})"))
+    }
+
+    /// 504 after waiting for a revision the server has not reached.
+    pub fn too_large_rv(requested: u64, current: u64) -> Self {
+        let mut e = Self::new(504, "Timeout", format!("Timeout: Too large resource version: {requested}, current: {current}"));
+        e.details = Some(json!({
+            "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+            "retryAfterSeconds": 1
+        }));
+        e.retry_after = Some(1);
+        e
+    }
+
+    /// 422 Invalid of the list options (group `meta.k8s.io`, kind `ListOptions`).
+    pub fn invalid_list_options(errs: &[FieldError]) -> Self {
+        Self::invalid("meta.k8s.io", "ListOptions", "", errs)
+    }
+
+    /// 422 Invalid, as `errors.NewInvalid(GroupKind, name, errs)` words it.
+    pub fn invalid(group: &str, kind: &str, name: &str, errs: &[FieldError]) -> Self {
+        let qualified = if group.is_empty() { kind.to_string() } else { format!("{kind}.{group}") };
+        let lines: Vec<String> = errs.iter().map(|e| format!("{}: {}", e.field, e.detail)).collect();
+        let joined = if lines.len() == 1 { lines[0].clone() } else { format!("[{}]", lines.join(", ")) };
+        let causes: Vec<Value> = errs.iter().map(|e| json!({"reason": e.reason, "message": e.detail, "field": e.field})).collect();
+        let mut details = Map::new();
+        if !name.is_empty() {
+            details.insert("name".into(), name.into());
+        }
+        if !group.is_empty() {
+            details.insert("group".into(), group.into());
+        }
+        details.insert("kind".into(), kind.into());
+        details.insert("causes".into(), causes.into());
+        let mut e = Self::new(422, "Invalid", format!("{qualified} {name:?} is invalid: {joined}"));
+        e.details = Some(Value::Object(details));
+        e
+    }
+
+    /// 406 when no requested media type can be served.
+    pub fn not_acceptable() -> Self {
+        Self::new(
+            406,
+            "NotAcceptable",
+            "406: Not Acceptable\n\nAvailable representations: application/json, application/yaml, application/vnd.kubernetes.protobuf, application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch",
+        )
+        .with_empty_details()
+    }
+
+    /// 415 for a request body of a type the verb cannot take.
+    pub fn unsupported_media_type(content_type: &str) -> Self {
+        Self::new(
+            415,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf (got {content_type:?})"
+            ),
+        )
+    }
+
+    /// 503 while the simulated apiserver is "restarting".
+    pub fn unavailable() -> Self {
+        Self::new(503, "ServiceUnavailable", "the server is currently unable to handle the request")
+    }
+
+    fn with_details(self, rt: &ResourceType, name: &str) -> Self {
+        let mut d = Map::new();
+        d.insert("name".into(), name.into());
+        if !rt.group.is_empty() {
+            d.insert("group".into(), rt.group.clone().into());
+        }
+        d.insert("kind".into(), rt.plural.clone().into());
+        self.with_raw_details(Value::Object(d))
+    }
+
+    fn with_empty_details(self) -> Self {
+        self.with_raw_details(json!({}))
+    }
+
+    fn with_raw_details(mut self, details: Value) -> Self {
+        self.details = Some(details);
+        self
+    }
+
+    /// The `Status` object, fields in the apiserver's order.
+    pub fn to_value(&self) -> Value {
+        let mut m = Map::new();
+        m.insert("kind".into(), "Status".into());
+        m.insert("apiVersion".into(), "v1".into());
+        let mut meta = Map::new();
+        if let Some(c) = &self.continue_token {
+            meta.insert("continue".into(), c.clone().into());
+        }
+        m.insert("metadata".into(), Value::Object(meta));
+        m.insert("status".into(), "Failure".into());
+        m.insert("message".into(), self.message.clone().into());
+        m.insert("reason".into(), self.reason.into());
+        if let Some(d) = &self.details {
+            m.insert("details".into(), d.clone());
+        }
+        m.insert("code".into(), self.code.into());
+        Value::Object(m)
+    }
+
+    /// The compact JSON body.
+    pub fn body(&self) -> Vec<u8> {
+        serde_json::to_vec(&self.to_value()).expect("a Status always serializes")
+    }
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}: {}", self.code, self.reason, self.message)
+    }
+}
+
+impl std::error::Error for ApiError {}

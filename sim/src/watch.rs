@@ -1,0 +1,197 @@
+//! Watches: initial events, replay from a revision, live events with selector
+//! transitions, bookmarks, timeouts, and the fault switch that drops them.
+//!
+//! A watch subscribes to the store's broadcast while holding the read lock it
+//! reads its starting state (or replay) under, so its stream is gap-free and
+//! duplicate-free. A watcher that falls behind the broadcast buffer is closed,
+//! as the apiserver closes watchers that cannot keep up.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use rand::Rng;
+use serde_json::json;
+use tokio::sync::{broadcast, mpsc};
+use tokio::time::Instant;
+
+use crate::db::{Event, EventType};
+use crate::list::{Filter, check_fields, prefix};
+use crate::object::Obj;
+use crate::params::{ListOptions, parse_resource_version};
+use crate::resources::{ResourceId, ResourceType};
+use crate::state::State;
+use crate::status::ApiError;
+
+/// How long a watch with `sendInitialEvents` waits for its revision (as a list does).
+const INITIAL_RV_WAIT: Duration = Duration::from_secs(3);
+
+/// The apiserver sends the last bookmark this long before `timeoutSeconds` ends a watch.
+const BOOKMARK_BEFORE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Frames buffered per watcher before the watch task waits on the client.
+const FRAME_BUFFER: usize = 256;
+
+/// A watch's frame renderer: the resource and the request's filters.
+#[derive(Debug)]
+struct Renderer<'a> {
+    rt: &'a ResourceType,
+    filter: Filter<'a>,
+    namespace: Option<&'a str>,
+    res: ResourceId,
+}
+
+impl Renderer<'_> {
+    fn frame(&self, typ: &str, obj: &Obj) -> Bytes {
+        let body = obj.with_type(self.rt);
+        let mut out = Vec::with_capacity(body.len() + 32);
+        out.extend_from_slice(b"{\"type\":\"");
+        out.extend_from_slice(typ.as_bytes());
+        out.extend_from_slice(b"\",\"object\":");
+        out.extend_from_slice(&body);
+        out.extend_from_slice(b"}\n");
+        out.into()
+    }
+
+    fn bookmark(&self, rv: u64, initial_end: bool) -> Bytes {
+        let mut meta = json!({"resourceVersion": rv.to_string()});
+        if initial_end {
+            meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+        }
+        format!("{{\"type\":\"BOOKMARK\",\"object\":{}\"metadata\":{meta}{}}}}}\n", self.rt.type_prefix(), self.rt.zero_suffix).into()
+    }
+
+    fn in_scope(&self, o: &Obj) -> bool {
+        self.namespace.is_none_or(|ns| !self.rt.namespaced || o.namespace == ns)
+    }
+
+    /// The frame a client of this watch sees for `e`, with selector
+    /// transitions rendered the apiserver's way.
+    fn event(&self, e: &Event) -> Option<Bytes> {
+        if e.res != self.res || !self.in_scope(&e.obj) {
+            return None;
+        }
+        let cur = e.typ != EventType::Deleted && self.filter.matches(&e.obj);
+        let prev = e.prev.as_ref().is_some_and(|p| self.filter.matches(p));
+        match (cur, prev) {
+            (true, true) => Some(self.frame("MODIFIED", &e.obj)),
+            (true, false) => Some(self.frame("ADDED", &e.obj)),
+            (false, true) => {
+                let gone = if e.typ == EventType::Deleted { e.obj.clone() } else { Arc::new(e.prev.as_ref()?.at_revision(self.rt, e.rv)) };
+                Some(self.frame("DELETED", &gone))
+            }
+            (false, false) => None,
+        }
+    }
+}
+
+/// Where a watch starts, decided under the read lock.
+struct Start {
+    frames: Vec<Bytes>,
+    rx: broadcast::Receiver<Arc<Event>>,
+    rev: u64,
+}
+
+/// Validates a watch and returns the channel its frames arrive on. Errors
+/// before the stream starts are returned; a too-old revision becomes the
+/// stream's one ERROR event, as the apiserver does.
+pub async fn watch(
+    state: Arc<State>,
+    res: ResourceId,
+    namespace: Option<String>,
+    opts: ListOptions,
+) -> Result<mpsc::Receiver<Bytes>, ApiError> {
+    let registry = state.registry().clone();
+    let rt = registry.get(res);
+    check_fields(rt, &opts)?;
+    let requested = parse_resource_version(&opts.resource_version)?;
+    let initial = opts.sends_initial_events();
+    if initial && requested > 0 {
+        state.wait_for_revision(requested, INITIAL_RV_WAIT).await?;
+    }
+    let (tx, frames_rx) = mpsc::channel(FRAME_BUFFER);
+    let start = {
+        let r = Renderer { rt, filter: Filter::new(rt, &opts), namespace: namespace.as_deref(), res };
+        let db = state.db.read();
+        let rx = db.subscribe();
+        if initial {
+            let prefix = prefix(rt, namespace.as_deref());
+            let rev = db.rev();
+            let mut frames: Vec<Bytes> =
+                db.range(res, &prefix, &prefix, rev).filter(|(_, o)| r.filter.matches(o)).map(|(_, o)| r.frame("ADDED", o)).collect();
+            if opts.allow_watch_bookmarks {
+                frames.push(r.bookmark(rev, true));
+            }
+            Start { frames, rx, rev }
+        } else {
+            let from = if opts.resource_version.is_empty() { db.rev() } else { requested };
+            match db.events_after(res, from) {
+                Some(events) => Start { frames: events.iter().filter_map(|e| r.event(e)).collect(), rx, rev: from.max(db.oldest()) },
+                None => {
+                    let err = ApiError::watch_too_old(from, db.oldest());
+                    let frame = format!("{{\"type\":\"ERROR\",\"object\":{}}}\n", String::from_utf8_lossy(&err.body()));
+                    drop(db);
+                    // The channel is new and empty: this send cannot fail.
+                    let _ = tx.try_send(Bytes::from(frame));
+                    return Ok(frames_rx);
+                }
+            }
+        }
+    };
+    tokio::spawn(stream(state, res, namespace, opts, start, tx));
+    Ok(frames_rx)
+}
+
+async fn stream(state: Arc<State>, res: ResourceId, namespace: Option<String>, opts: ListOptions, start: Start, tx: mpsc::Sender<Bytes>) {
+    let registry = state.registry().clone();
+    let rt = registry.get(res);
+    let r = Renderer { rt, filter: Filter::new(rt, &opts), namespace: namespace.as_deref(), res };
+    let mut drop_rx = state.drop_signal();
+    let Start { frames, mut rx, rev } = start;
+    for f in frames {
+        if tx.send(f).await.is_err() {
+            return;
+        }
+    }
+    let lifetime = match opts.timeout_seconds {
+        Some(t) => Duration::from_secs(t),
+        // The apiserver picks a random lifetime between minRequestTimeout (30 min) and twice that.
+        None => Duration::from_secs(rand::rng().random_range(1800..3600)),
+    };
+    let deadline = Instant::now() + lifetime;
+    let last_bookmark_at = deadline.checked_sub(BOOKMARK_BEFORE_TIMEOUT).filter(|t| *t > Instant::now());
+    let mut sent_last_bookmark = false;
+    let mut ticker = tokio::time::interval_at(Instant::now() + state.config.bookmark_interval, state.config.bookmark_interval);
+    let mut delivered = rev;
+    loop {
+        tokio::select! {
+            ev = rx.recv() => match ev {
+                Ok(e) => {
+                    delivered = e.rv;
+                    if let Some(frame) = r.event(&e) {
+                        state.wait_unstalled().await;
+                        if tx.send(frame).await.is_err() {
+                            return;
+                        }
+                    }
+                }
+                // Lagged: this watcher fell too far behind; closed: the store was replaced.
+                Err(_) => return,
+            },
+            _ = ticker.tick(), if opts.allow_watch_bookmarks => {
+                if tx.send(r.bookmark(delivered, false)).await.is_err() {
+                    return;
+                }
+            }
+            _ = tokio::time::sleep_until(last_bookmark_at.unwrap_or(deadline)), if opts.allow_watch_bookmarks && !sent_last_bookmark && last_bookmark_at.is_some() => {
+                sent_last_bookmark = true;
+                if tx.send(r.bookmark(delivered, false)).await.is_err() {
+                    return;
+                }
+            }
+            _ = tokio::time::sleep_until(deadline) => return,
+            _ = drop_rx.changed() => return,
+            _ = tx.closed() => return,
+        }
+    }
+}

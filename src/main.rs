@@ -1,0 +1,27 @@
+//! The `kache` command: `kache sim` runs the simulated apiserver.
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(name = "kache", version, about = "A Kubernetes API watch cache and list proxy")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the in-memory Kubernetes API simulator (kache's test and demo upstream).
+    Sim(sim::cli::SimArgs),
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_writer(std::io::stderr)
+        .init();
+    match Cli::parse().command {
+        Command::Sim(args) => sim::cli::run(args).await.map_err(anyhow::Error::msg),
+    }
+}
