@@ -1,5 +1,6 @@
 //! `kache sim`: the simulator as a standalone server.
 
+use std::io::Write;
 use std::time::Duration;
 
 use clap::Args;
@@ -89,15 +90,17 @@ pub async fn run(args: SimArgs) -> Result<(), String> {
     if args.churn > 0.0 {
         sim.start_churn(args.churn, w);
     }
-    println!(
-        "kache sim: serving on {} ({} pods, {} configmaps, revision {}, generated in {:.1?})",
+    // Whoever reads stdout may stop after the address line: a closed stdout is not an error.
+    let _ = writeln!(
+        std::io::stdout(),
+        "kache sim: serving on {} ({} pods, {} configmaps, revision {}, generated in {:.1?})\ntry: kubectl --server {} get pods -A",
         sim.url(),
         args.pods,
         args.configmaps,
         sim.revision(),
-        started.elapsed()
+        started.elapsed(),
+        sim.url()
     );
-    println!("try: kubectl --server {} get pods -A", sim.url());
     tokio::signal::ctrl_c().await.map_err(|e| format!("waiting for Ctrl-C: {e}"))?;
     Ok(())
 }

@@ -226,13 +226,13 @@ impl Db {
             }
             meta.insert("namespace".into(), namespace.into());
         } else {
-            meta.remove("namespace");
+            meta.shift_remove("namespace");
         }
         meta.insert("name".into(), name.clone().into());
         for k in
             ["uid", "resourceVersion", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink", "generation"]
         {
-            meta.remove(k);
+            meta.shift_remove(k);
         }
         if rt.namespaced && self.current(self.registry.builtin("", "namespaces"), namespace).is_none() {
             return Err(ApiError::namespace_not_found(namespace));
@@ -295,7 +295,7 @@ impl Db {
                 }
                 None => {
                     if let Some(m) = base.as_object_mut() {
-                        m.remove("status");
+                        m.shift_remove("status");
                     }
                 }
             }
@@ -311,7 +311,7 @@ impl Db {
         for k in ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"] {
             match old_meta.get(k) {
                 Some(val) => meta.insert(k.into(), val.clone()),
-                None => meta.remove(k),
+                None => meta.shift_remove(k),
             };
         }
         meta.insert("resourceVersion".into(), existing.rv.to_string().into());

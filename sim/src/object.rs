@@ -61,9 +61,9 @@ impl Obj {
     /// `metadata` first with its fields in the apiserver's order.
     pub fn from_value(rt: &ResourceType, v: Value) -> Obj {
         let Value::Object(mut top) = v else { unreachable!("callers check that objects are JSON objects") };
-        top.remove("kind");
-        top.remove("apiVersion");
-        let meta = match top.remove("metadata") {
+        top.shift_remove("kind");
+        top.shift_remove("apiVersion");
+        let meta = match top.shift_remove("metadata") {
             Some(Value::Object(m)) => order_metadata(m),
             _ => Map::new(),
         };
@@ -123,7 +123,7 @@ impl Obj {
 fn order_metadata(mut m: Map<String, Value>) -> Map<String, Value> {
     let mut out = Map::new();
     for k in META_ORDER {
-        if let Some(v) = m.remove(*k) {
+        if let Some(v) = m.shift_remove(*k) {
             out.insert((*k).to_string(), v);
         }
     }

@@ -82,7 +82,7 @@ fn strategic(doc: &mut Value, patch: Value, _field: Option<&str>) {
     };
     if patch.get("$patch").and_then(Value::as_str) == Some("replace") {
         let mut p = patch;
-        p.remove("$patch");
+        p.shift_remove("$patch");
         *doc = Value::Object(p);
         return;
     }
@@ -102,10 +102,10 @@ fn strategic(doc: &mut Value, patch: Value, _field: Option<&str>) {
         }
         match v {
             Value::Null => {
-                target.remove(&k);
+                target.shift_remove(&k);
             }
             Value::Array(items) => {
-                let merged = match (target.remove(&k), merge_key(&k, &items)) {
+                let merged = match (target.get_mut(&k).map(Value::take), merge_key(&k, &items)) {
                     (Some(Value::Array(existing)), Some(key)) => Value::Array(merge_list(existing, items, key)),
                     (Some(Value::Array(existing)), None) if k == "finalizers" => {
                         let mut out = existing;
@@ -123,7 +123,7 @@ fn strategic(doc: &mut Value, patch: Value, _field: Option<&str>) {
             Value::Object(_) => {
                 let entry = target.entry(k.clone()).or_insert(Value::Null);
                 if v.get("$patch").and_then(Value::as_str) == Some("delete") {
-                    target.remove(&k);
+                    target.shift_remove(&k);
                 } else {
                     strategic(entry, v, Some(&k));
                 }

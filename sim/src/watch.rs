@@ -163,6 +163,8 @@ async fn stream(state: Arc<State>, res: ResourceId, namespace: Option<String>, o
     let mut sent_last_bookmark = false;
     let mut ticker = tokio::time::interval_at(Instant::now() + state.config.bookmark_interval, state.config.bookmark_interval);
     let mut delivered = rev;
+    // The apiserver sends a bookmark only when it is newer than what the watcher last got.
+    let mut last_sent = rev;
     loop {
         tokio::select! {
             ev = rx.recv() => match ev {
@@ -173,20 +175,25 @@ async fn stream(state: Arc<State>, res: ResourceId, namespace: Option<String>, o
                         if tx.send(frame).await.is_err() {
                             return;
                         }
+                        last_sent = e.rv;
                     }
                 }
                 // Lagged: this watcher fell too far behind; closed: the store was replaced.
                 Err(_) => return,
             },
-            _ = ticker.tick(), if opts.allow_watch_bookmarks => {
+            _ = ticker.tick(), if opts.allow_watch_bookmarks && delivered > last_sent => {
                 if tx.send(r.bookmark(delivered, false)).await.is_err() {
                     return;
                 }
+                last_sent = delivered;
             }
             _ = tokio::time::sleep_until(last_bookmark_at.unwrap_or(deadline)), if opts.allow_watch_bookmarks && !sent_last_bookmark && last_bookmark_at.is_some() => {
                 sent_last_bookmark = true;
-                if tx.send(r.bookmark(delivered, false)).await.is_err() {
-                    return;
+                if delivered > last_sent {
+                    if tx.send(r.bookmark(delivered, false)).await.is_err() {
+                        return;
+                    }
+                    last_sent = delivered;
                 }
             }
             _ = tokio::time::sleep_until(deadline) => return,

@@ -1,0 +1,154 @@
+//! Test harness: runs `kache sim` as a real process on a free loopback port
+//! and talks to it with real clients (kubectl, a plain HTTP client).
+
+#![allow(dead_code)] // Each test binary uses a different part of the harness.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// A `kache sim` process, killed on drop.
+pub struct SimProcess {
+    child: Child,
+    /// `http://127.0.0.1:PORT`.
+    pub url: String,
+    kube_dir: tempfile::TempDir,
+}
+
+/// One HTTP response.
+#[derive(Debug)]
+pub struct Resp {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Resp {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.text()))
+    }
+}
+
+impl SimProcess {
+    /// Starts `kache sim --listen 127.0.0.1:0 ARGS` and waits until it serves.
+    pub fn start(args: &[&str]) -> SimProcess {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_kache"))
+            .args(["sim", "--listen", "127.0.0.1:0"])
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("kache runs");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let mut reader = BufReader::new(stdout);
+        let mut line = String::new();
+        reader.read_line(&mut line).expect("kache sim prints its address");
+        // Keep draining so the process never writes into a closed pipe.
+        std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
+        let url =
+            line.split_whitespace().find(|w| w.starts_with("http://")).unwrap_or_else(|| panic!("no address in {line:?}")).to_string();
+        SimProcess { child, url, kube_dir: tempfile::tempdir().expect("a temp dir") }
+    }
+
+    /// Runs kubectl against the simulator with a private cache and no kubeconfig.
+    pub fn kubectl(&self, args: &[&str]) -> Output {
+        self.kubectl_stdin(args, None)
+    }
+
+    /// Runs kubectl with `stdin` as its standard input.
+    pub fn kubectl_stdin(&self, args: &[&str], stdin: Option<&str>) -> Output {
+        let mut cmd = Command::new("kubectl");
+        cmd.arg("--server")
+            .arg(&self.url)
+            .args(args)
+            .env("KUBECONFIG", self.kube_dir.path().join("config"))
+            .env("KUBECACHEDIR", self.kube_dir.path().join("cache"))
+            .env("HOME", self.kube_dir.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("kubectl is installed");
+        if let Some(input) = stdin {
+            use std::io::Write;
+            child.stdin.take().expect("piped stdin").write_all(input.as_bytes()).expect("kubectl reads stdin");
+        }
+        drop(child.stdin.take());
+        child.wait_with_output().expect("kubectl finishes")
+    }
+
+    /// kubectl that must succeed; returns stdout.
+    pub fn kubectl_ok(&self, args: &[&str]) -> String {
+        let out = self.kubectl(args);
+        assert!(out.status.success(), "kubectl {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).expect("UTF-8 output")
+    }
+
+    /// An HTTP request to the simulator.
+    pub fn request(&self, method: &str, path: &str, headers: &[(&str, &str)], body: Option<&[u8]>) -> Resp {
+        request(&format!("{}{path}", self.url), method, headers, body)
+    }
+
+    /// `GET path`.
+    pub fn get(&self, path: &str) -> Resp {
+        self.request("GET", path, &[], None)
+    }
+
+    /// `POST path` with a JSON body.
+    pub fn post(&self, path: &str, body: &serde_json::Value) -> Resp {
+        self.request("POST", path, &[("content-type", "application/json")], Some(body.to_string().as_bytes()))
+    }
+
+    /// The simulator's current revision.
+    pub fn revision(&self) -> u64 {
+        self.get("/_sim/stats").json()["revision"].as_u64().expect("a revision")
+    }
+}
+
+impl Drop for SimProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One HTTP/1.1 request with a plain client that reports every status as a response.
+pub fn request(url: &str, method: &str, headers: &[(&str, &str)], body: Option<&[u8]>) -> Resp {
+    let agent: ureq::Agent =
+        ureq::Agent::config_builder().http_status_as_error(false).timeout_global(Some(Duration::from_secs(60))).build().into();
+    let mut req = ureq::http::Request::builder().method(method).uri(url);
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let req = req.body(body.map(<[u8]>::to_vec).unwrap_or_default()).expect("a valid request");
+    let mut resp = agent.run(req).unwrap_or_else(|e| panic!("{method} {url}: {e}"));
+    let status = resp.status().as_u16();
+    let headers = resp.headers().iter().map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("").to_string())).collect();
+    let body = resp.body_mut().with_config().limit(u64::MAX).read_to_vec().expect("a body");
+    Resp { status, headers, body }
+}
+
+/// Polls `f` until it returns `Some`, or panics after `timeout`.
+pub fn eventually<T>(timeout: Duration, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The captured kube-apiserver 1.36 responses.
+pub fn reference_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/reference/apiserver-1.36")
+}
