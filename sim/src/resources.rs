@@ -331,6 +331,41 @@ impl Registry {
         json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources})
     }
 
+    fn gv_path(group: &str, version: &str) -> String {
+        if group.is_empty() { format!("api/{version}") } else { format!("apis/{group}/{version}") }
+    }
+
+    /// `GET /openapi/v3`: one entry per served group-version.
+    pub fn openapi_root(&self) -> Value {
+        let mut paths = serde_json::Map::new();
+        for t in &self.types {
+            let p = Self::gv_path(&t.group, &t.version);
+            let url = format!("/openapi/v3/{p}");
+            paths.entry(p).or_insert_with(|| json!({"serverRelativeURL": url}));
+        }
+        json!({"paths": paths})
+    }
+
+    /// `GET /openapi/v3/api/v1` (or `apis/GROUP/VERSION`): a minimal document
+    /// that tells kubectl each kind's PATCH takes `fieldValidation`, so it
+    /// leaves validation to the server instead of downloading schemas.
+    pub fn openapi_group_version(&self, group: &str, version: &str) -> Option<Value> {
+        let mut paths = serde_json::Map::new();
+        for t in self.types.iter().filter(|t| t.group == group && t.version == version) {
+            let scope = if t.namespaced { "namespaces/{namespace}/" } else { "" };
+            let path = format!("/{}/{scope}{}/{{name}}", Self::gv_path(group, version), t.plural);
+            let gvk = json!({"group": t.group, "version": t.version, "kind": t.kind});
+            let param = json!([{"name": "fieldValidation", "in": "query", "schema": {"type": "string", "uniqueItems": true}}]);
+            paths.insert(path, json!({"patch": {"parameters": param, "x-kubernetes-group-version-kind": gvk, "responses": {}}}));
+        }
+        if paths.is_empty() {
+            return None;
+        }
+        Some(
+            json!({"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": "v1.36.2"}, "paths": paths, "components": {"schemas": {}}}),
+        )
+    }
+
     /// Aggregated discovery (`apidiscovery.k8s.io/v2` `APIGroupDiscoveryList`)
     /// for `/api` (`core = true`) or `/apis`.
     pub fn aggregated(&self, core: bool) -> Value {

@@ -173,6 +173,9 @@ async fn route(state: &Arc<State>, req: Request<Incoming>, enc: Encoding, server
         (&Method::GET, ["apis", g]) => discovery(reg.api_group_doc(g).ok_or_else(ApiError::no_such_path)?),
         (&Method::GET, ["apis", g, v]) if reg.serves_group_version(g, v) => discovery(reg.api_resource_list(g, v)),
         (&Method::GET, ["version"]) => discovery(version()),
+        (&Method::GET, ["openapi", "v3"]) => discovery(reg.openapi_root()),
+        (&Method::GET, ["openapi", "v3", "api", v]) => discovery(reg.openapi_group_version("", v).ok_or_else(ApiError::no_such_path)?),
+        (&Method::GET, ["openapi", "v3", "apis", g, v]) => discovery(reg.openapi_group_version(g, v).ok_or_else(ApiError::no_such_path)?),
         (&Method::GET, ["healthz" | "readyz" | "livez"]) => Ok(Response::new(body::full("ok"))),
         (_, ["_sim", op]) => admin(state, op, req.uri().query().unwrap_or(""), enc),
         (_, ["api", "v1", rest @ ..]) if !rest.is_empty() => {
