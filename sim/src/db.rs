@@ -253,15 +253,20 @@ impl Db {
         Ok(obj)
     }
 
-    /// Stores `v` again with its metadata as it is but a new revision (a
-    /// restart that renumbers revisions).
-    pub fn restore(&mut self, res: ResourceId, mut v: Value) {
+    /// Stores `objects` with their metadata as it is, all in one new
+    /// revision and without history (etcd restored from a snapshot).
+    pub fn restore(&mut self, objects: Vec<(ResourceId, Value)>) {
         let registry = self.registry.clone();
-        let rt = registry.get(res);
-        metadata_mut(&mut v).insert("resourceVersion".into(), (self.rev + 1).to_string().into());
-        let obj = Arc::new(Obj::from_value(rt, v));
-        let key = rt.key(&obj.namespace, &obj.name);
-        self.commit(res, key, EventType::Added, obj, None);
+        self.rev += 1;
+        for (res, mut v) in objects {
+            let rt = registry.get(res);
+            metadata_mut(&mut v).insert("resourceVersion".into(), self.rev.to_string().into());
+            let obj = Arc::new(Obj::from_value(rt, v));
+            let key = rt.key(&obj.namespace, &obj.name);
+            self.tables[res].insert(key, vec![Version { rv: self.rev, obj: Some(obj) }]);
+        }
+        self.history.clear();
+        self.oldest = self.rev;
     }
 
     /// Replaces an object (PUT, and the last step of PATCH). `status_only`

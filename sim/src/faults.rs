@@ -19,19 +19,15 @@ pub fn compact_now(state: &State) -> u64 {
 }
 
 /// Simulates an apiserver restart: every watch ends. With `reset`, etcd
-/// comes back renumbered (as after a restore from backup): the same objects
-/// at new, lower revisions, and no history before them. Returns the revision.
+/// comes back renumbered (as after a restore from a snapshot): the same
+/// objects, all at revision 2, and no history before it. Returns the revision.
 pub fn restart(state: &State, reset: bool) -> u64 {
     state.drop_watches();
     let rev = {
         let mut db = state.db.write();
         if reset {
             let mut fresh = Db::new(state.registry().clone(), 1, state.config.watch_buffer);
-            for (res, v) in db.live_objects() {
-                fresh.restore(res, v);
-            }
-            let rev = fresh.rev();
-            fresh.compact(rev);
+            fresh.restore(db.live_objects());
             // Dropping the old store closes its broadcast: watches still on it end.
             *db = fresh;
         }

@@ -168,6 +168,8 @@ async fn stream(state: Arc<State>, res: ResourceId, namespace: Option<String>, o
     loop {
         tokio::select! {
             ev = rx.recv() => match ev {
+                // A watch from a future revision skips what comes before it.
+                Ok(e) if e.rv <= rev => {}
                 Ok(e) => {
                     delivered = e.rv;
                     if let Some(frame) = r.event(&e) {

@@ -152,3 +152,49 @@ pub fn eventually<T>(timeout: Duration, what: &str, mut f: impl FnMut() -> Optio
 pub fn reference_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/reference/apiserver-1.36")
 }
+
+/// An open watch: its lines arrive on `lines`; the channel disconnects when the stream ends.
+pub struct Watch {
+    pub lines: std::sync::mpsc::Receiver<serde_json::Value>,
+}
+
+impl Watch {
+    /// The next event, or `None` if the stream ended or nothing came within `timeout`.
+    pub fn next(&self, timeout: Duration) -> Option<serde_json::Value> {
+        self.lines.recv_timeout(timeout).ok()
+    }
+
+    /// Waits for the stream to end; panics if it is still open after `timeout`.
+    pub fn expect_end(&self, timeout: Duration) -> Vec<serde_json::Value> {
+        let deadline = Instant::now() + timeout;
+        let mut rest = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(v) => rest.push(v),
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return rest,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => panic!("the watch did not end; got {rest:?}"),
+            }
+        }
+    }
+}
+
+impl SimProcess {
+    /// Opens a watch (`path` must carry `watch=1`) and streams its events.
+    pub fn watch(&self, path: &str) -> Watch {
+        let url = format!("{}{path}", self.url);
+        let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+        let resp = agent.get(&url).call().unwrap_or_else(|e| panic!("GET {url}: {e}"));
+        assert_eq!(resp.status().as_u16(), 200, "watch {path}");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let reader = BufReader::new(resp.into_body().into_reader());
+            for line in reader.lines().map_while(Result::ok) {
+                if tx.send(serde_json::from_str(&line).expect("watch frames are JSON")).is_err() {
+                    return;
+                }
+            }
+        });
+        Watch { lines: rx }
+    }
+}

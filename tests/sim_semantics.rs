@@ -1,0 +1,219 @@
+//! The simulator's watch semantics, consistency under churn, error bodies
+//! that no capture covers, and its fault switches — over real HTTP.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use common::{SimProcess, eventually};
+use serde_json::{Value, json};
+
+const SHORT: Duration = Duration::from_secs(5);
+
+fn rv(v: &Value) -> u64 {
+    v["metadata"]["resourceVersion"].as_str().expect("a resourceVersion").parse().expect("numeric")
+}
+
+fn create_cm(sim: &SimProcess, ns: &str, name: &str, labels: Value) -> Value {
+    let r = sim.post(&format!("/api/v1/namespaces/{ns}/configmaps"), &json!({"metadata": {"name": name, "labels": labels}}));
+    assert_eq!(r.status, 201, "{}", r.text());
+    r.json()
+}
+
+fn patch_labels(sim: &SimProcess, ns: &str, name: &str, labels: Value) -> Value {
+    let body = json!({"metadata": {"labels": labels}}).to_string();
+    let r = sim.request("PATCH", &format!("/api/v1/namespaces/{ns}/configmaps/{name}"), &[("content-type", "application/merge-patch+json")], Some(body.as_bytes()));
+    assert_eq!(r.status, 200, "{}", r.text());
+    r.json()
+}
+
+#[test]
+fn a_watch_from_a_revision_gets_only_later_changes_in_order() {
+    let sim = SimProcess::start(&[]);
+    let a = create_cm(&sim, "default", "a", json!({}));
+    let b = create_cm(&sim, "default", "b", json!({}));
+    let w = sim.watch(&format!("/api/v1/namespaces/default/configmaps?watch=1&resourceVersion={}", rv(&a)));
+    let first = w.next(SHORT).expect("the replayed event");
+    assert_eq!((first["type"].as_str(), rv(&first["object"])), (Some("ADDED"), rv(&b)));
+    assert_eq!(first["object"]["kind"], "ConfigMap");
+    let c = patch_labels(&sim, "default", "a", json!({"x": "1"}));
+    let second = w.next(SHORT).expect("a live event");
+    assert_eq!((second["type"].as_str(), rv(&second["object"])), (Some("MODIFIED"), rv(&c)));
+}
+
+#[test]
+fn selector_transitions_arrive_as_added_and_deleted() {
+    let sim = SimProcess::start(&[]);
+    create_cm(&sim, "default", "a", json!({"team": "x"}));
+    let w = sim.watch("/api/v1/namespaces/default/configmaps?watch=1&labelSelector=team%3Dy&allowWatchBookmarks=true");
+    let end = w.next(SHORT).expect("the initial-events-end bookmark");
+    assert_eq!(end["type"], "BOOKMARK");
+    assert_eq!(end["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"], "true");
+    let joined = patch_labels(&sim, "default", "a", json!({"team": "y"}));
+    let ev = w.next(SHORT).expect("ADDED on entering the selector");
+    assert_eq!((ev["type"].as_str(), rv(&ev["object"])), (Some("ADDED"), rv(&joined)));
+    let left = patch_labels(&sim, "default", "a", json!({"team": "z"}));
+    let ev = w.next(SHORT).expect("DELETED on leaving the selector");
+    assert_eq!(ev["type"], "DELETED");
+    // The previous object (still matching), at the revision of the change.
+    assert_eq!((ev["object"]["metadata"]["labels"]["team"].as_str(), rv(&ev["object"])), (Some("y"), rv(&left)));
+}
+
+#[test]
+fn bookmarks_advance_with_the_store_and_timeouts_end_the_watch() {
+    let sim = SimProcess::start(&["--bookmark-interval", "0.3"]);
+    let start = sim.revision();
+    let w = sim.watch(&format!("/api/v1/namespaces/default/pods?watch=1&resourceVersion={start}&allowWatchBookmarks=true&timeoutSeconds=3"));
+    // Nothing changed: no bookmark (a bookmark is sent only when newer than what the watcher has).
+    assert!(w.next(Duration::from_millis(800)).is_none());
+    // A change elsewhere moves the revision: the quiet pods watch gets a bookmark at it.
+    let other = create_cm(&sim, "default", "elsewhere", json!({}));
+    let bm = w.next(SHORT).expect("a bookmark");
+    assert_eq!(bm["type"], "BOOKMARK");
+    assert_eq!(bm["object"], json!({"kind": "Pod", "apiVersion": "v1", "metadata": {"resourceVersion": rv(&other).to_string()}, "spec": {"containers": null}, "status": {}}));
+    let started = Instant::now();
+    let rest = w.expect_end(SHORT);
+    assert!(rest.iter().all(|e| e["type"] == "BOOKMARK"), "{rest:?}");
+    assert!(started.elapsed() < Duration::from_secs(3));
+}
+
+#[test]
+fn a_watch_at_a_future_revision_waits_for_it() {
+    let sim = SimProcess::start(&[]);
+    let future = sim.revision() + 2;
+    let w = sim.watch(&format!("/api/v1/namespaces/default/configmaps?watch=1&resourceVersion={future}"));
+    create_cm(&sim, "default", "one", json!({}));
+    create_cm(&sim, "default", "two", json!({}));
+    let three = create_cm(&sim, "default", "three", json!({}));
+    let ev = w.next(SHORT).expect("the event after the requested revision");
+    assert_eq!(rv(&ev["object"]), rv(&three));
+}
+
+/// Replaying a watch from revision R onto the list at R must give the list
+/// at the watch's last revision: the simulator's history is consistent.
+#[test]
+fn under_churn_list_plus_watch_events_equals_the_later_list() {
+    let sim = SimProcess::start(&["--pods", "300", "--nodes", "5", "--churn", "400"]);
+    let base = sim.get("/api/v1/pods").json();
+    let r0 = rv(&base);
+    let mut state: BTreeMap<String, Value> = base["items"].as_array().expect("items").iter().map(|p| (key(p), p.clone())).collect();
+    std::thread::sleep(Duration::from_millis(700));
+    let w = sim.watch(&format!("/api/v1/pods?watch=1&resourceVersion={r0}&timeoutSeconds=1"));
+    let events = w.expect_end(SHORT);
+    assert!(events.len() > 50, "churn wrote only {} events", events.len());
+    let mut last = r0;
+    for e in &events {
+        let obj = &e["object"];
+        assert!(rv(obj) > last, "events out of order");
+        last = rv(obj);
+        match e["type"].as_str() {
+            Some("ADDED" | "MODIFIED") => {
+                let mut item = obj.clone();
+                let m = item.as_object_mut().expect("object");
+                m.shift_remove("kind");
+                m.shift_remove("apiVersion");
+                state.insert(key(obj), item);
+            }
+            Some("DELETED") => assert!(state.remove(&key(obj)).is_some(), "deleted an unknown pod"),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    let later = sim.get(&format!("/api/v1/pods?resourceVersion={last}&resourceVersionMatch=Exact")).json();
+    let expected: Vec<&Value> = state.values().collect();
+    let got: Vec<&Value> = later["items"].as_array().expect("items").iter().collect();
+    assert_eq!(got.len(), expected.len());
+    assert!(got == expected, "list at {last} differs from list at {r0} plus the watch's events");
+}
+
+fn key(o: &Value) -> String {
+    format!("{}/{}", o["metadata"]["namespace"].as_str().unwrap_or(""), o["metadata"]["name"].as_str().unwrap_or(""))
+}
+
+#[test]
+fn watch_option_errors_are_joined_like_the_apiserver() {
+    let sim = SimProcess::start(&[]);
+    let r = sim.get("/api/v1/pods?watch=1&sendInitialEvents=true&resourceVersionMatch=Exact");
+    assert_eq!(r.status, 422);
+    assert_eq!(
+        r.json()["message"],
+        "ListOptions.meta.k8s.io \"\" is invalid: [resourceVersionMatch: Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan, resourceVersionMatch: Unsupported value: \"Exact\": supported values: \"NotOlderThan\"]"
+    );
+    assert_eq!(r.json()["details"]["causes"].as_array().map(Vec::len), Some(2));
+    let exact_future = sim.get(&format!("/api/v1/pods?resourceVersion={}&resourceVersionMatch=Exact", sim.revision() + 100));
+    assert_eq!((exact_future.status, exact_future.header("retry-after")), (504, Some("1")));
+}
+
+#[test]
+fn continue_tokens_expire_with_compaction_and_offer_a_fresh_token() {
+    let sim = SimProcess::start(&["--pods", "20", "--namespaces", "1", "--compact-interval", "0"]);
+    let page = sim.get("/api/v1/namespaces/ns-0000/pods?limit=5").json();
+    let token = page["metadata"]["continue"].as_str().expect("a token").to_string();
+    create_cm(&sim, "default", "bump", json!({}));
+    assert_eq!(sim.request("POST", "/_sim/compact", &[], None).status, 200);
+    let expired = sim.get(&format!("/api/v1/namespaces/ns-0000/pods?limit=5&continue={token}"));
+    assert_eq!(expired.status, 410);
+    let fresh = expired.json()["metadata"]["continue"].as_str().expect("a fresh token").to_string();
+    let rest = sim.get(&format!("/api/v1/namespaces/ns-0000/pods?limit=100&continue={fresh}")).json();
+    let names: Vec<&str> = rest["items"].as_array().expect("items").iter().map(|p| p["metadata"]["name"].as_str().expect("name")).collect();
+    assert_eq!(names.len(), 15);
+    assert_eq!(names[0], page["items"][4]["metadata"]["name"].as_str().map(|_| names[0]).expect("a name"));
+    assert!(*names[0] > *page["items"][4]["metadata"]["name"].as_str().expect("name"));
+}
+
+#[test]
+fn dropping_watches_ends_every_stream() {
+    let sim = SimProcess::start(&[]);
+    let a = sim.watch("/api/v1/configmaps?watch=1");
+    let b = sim.watch(&format!("/api/v1/pods?watch=1&resourceVersion={}", sim.revision()));
+    // Let both streams subscribe before dropping.
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(sim.request("POST", "/_sim/drop-watches", &[], None).status, 200);
+    a.expect_end(SHORT);
+    b.expect_end(SHORT);
+}
+
+#[test]
+fn a_stall_holds_responses_until_it_passes() {
+    let sim = SimProcess::start(&[]);
+    assert_eq!(sim.request("POST", "/_sim/stall?seconds=1", &[], None).status, 200);
+    let started = Instant::now();
+    assert_eq!(sim.get("/api/v1/namespaces").status, 200);
+    assert!(started.elapsed() >= Duration::from_millis(900), "answered after {:?}", started.elapsed());
+}
+
+#[test]
+fn a_restart_that_resets_revisions_keeps_objects_and_renumbers_them() {
+    let sim = SimProcess::start(&["--pods", "50", "--compact-interval", "0"]);
+    let before = sim.get("/api/v1/pods").json();
+    let old_rev = rv(&before);
+    let w = sim.watch(&format!("/api/v1/pods?watch=1&resourceVersion={old_rev}"));
+    let r = sim.request("POST", "/_sim/restart?reset=true", &[], None).json();
+    w.expect_end(SHORT);
+    let new_rev = r["revision"].as_u64().expect("a revision");
+    assert!(new_rev < old_rev, "revisions were not reset: {new_rev} >= {old_rev}");
+    let after = sim.get("/api/v1/pods").json();
+    let uids = |v: &Value| v["items"].as_array().expect("items").iter().map(|p| p["metadata"]["uid"].clone()).collect::<Vec<_>>();
+    assert_eq!(uids(&after), uids(&before));
+    assert!(after["items"].as_array().expect("items").iter().all(|p| rv(p) <= new_rev));
+    // The old revision is now in the future for the simulator: a NotOlderThan read waits, then 504.
+    let stale = sim.get(&format!("/api/v1/pods?resourceVersion={old_rev}&resourceVersionMatch=NotOlderThan"));
+    assert_eq!(stale.status, 504);
+    let kept = sim.request("POST", "/_sim/restart?reset=false", &[], None).json();
+    assert_eq!(kept["revision"].as_u64(), Some(new_rev));
+}
+
+#[test]
+fn requests_are_counted_per_resource_and_verb() {
+    let sim = SimProcess::start(&[]);
+    sim.get("/api/v1/pods");
+    sim.get("/api/v1/pods?limit=1");
+    let _w = sim.watch("/api/v1/pods?watch=1");
+    let stats = eventually(SHORT, "the watch to be counted", || {
+        let s = sim.get("/_sim/stats").json();
+        let count = |verb: &str| s["requests"].as_array().expect("requests").iter().find(|r| r["resource"] == "pods" && r["verb"] == verb).map(|r| r["count"].as_u64());
+        (count("watch").flatten() == Some(1)).then_some(s)
+    });
+    let lists = stats["requests"].as_array().expect("requests").iter().find(|r| r["resource"] == "pods" && r["verb"] == "list").expect("lists counted");
+    assert_eq!(lists["count"], 2);
+}
