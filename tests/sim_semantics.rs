@@ -23,7 +23,12 @@ fn create_cm(sim: &SimProcess, ns: &str, name: &str, labels: Value) -> Value {
 
 fn patch_labels(sim: &SimProcess, ns: &str, name: &str, labels: Value) -> Value {
     let body = json!({"metadata": {"labels": labels}}).to_string();
-    let r = sim.request("PATCH", &format!("/api/v1/namespaces/{ns}/configmaps/{name}"), &[("content-type", "application/merge-patch+json")], Some(body.as_bytes()));
+    let r = sim.request(
+        "PATCH",
+        &format!("/api/v1/namespaces/{ns}/configmaps/{name}"),
+        &[("content-type", "application/merge-patch+json")],
+        Some(body.as_bytes()),
+    );
     assert_eq!(r.status, 200, "{}", r.text());
     r.json()
 }
@@ -64,14 +69,18 @@ fn selector_transitions_arrive_as_added_and_deleted() {
 fn bookmarks_advance_with_the_store_and_timeouts_end_the_watch() {
     let sim = SimProcess::start(&["--bookmark-interval", "0.3"]);
     let start = sim.revision();
-    let w = sim.watch(&format!("/api/v1/namespaces/default/pods?watch=1&resourceVersion={start}&allowWatchBookmarks=true&timeoutSeconds=3"));
+    let w =
+        sim.watch(&format!("/api/v1/namespaces/default/pods?watch=1&resourceVersion={start}&allowWatchBookmarks=true&timeoutSeconds=3"));
     // Nothing changed: no bookmark (a bookmark is sent only when newer than what the watcher has).
     assert!(w.next(Duration::from_millis(800)).is_none());
     // A change elsewhere moves the revision: the quiet pods watch gets a bookmark at it.
     let other = create_cm(&sim, "default", "elsewhere", json!({}));
     let bm = w.next(SHORT).expect("a bookmark");
     assert_eq!(bm["type"], "BOOKMARK");
-    assert_eq!(bm["object"], json!({"kind": "Pod", "apiVersion": "v1", "metadata": {"resourceVersion": rv(&other).to_string()}, "spec": {"containers": null}, "status": {}}));
+    assert_eq!(
+        bm["object"],
+        json!({"kind": "Pod", "apiVersion": "v1", "metadata": {"resourceVersion": rv(&other).to_string()}, "spec": {"containers": null}, "status": {}})
+    );
     let started = Instant::now();
     let rest = w.expect_end(SHORT);
     assert!(rest.iter().all(|e| e["type"] == "BOOKMARK"), "{rest:?}");
@@ -211,9 +220,21 @@ fn requests_are_counted_per_resource_and_verb() {
     let _w = sim.watch("/api/v1/pods?watch=1");
     let stats = eventually(SHORT, "the watch to be counted", || {
         let s = sim.get("/_sim/stats").json();
-        let count = |verb: &str| s["requests"].as_array().expect("requests").iter().find(|r| r["resource"] == "pods" && r["verb"] == verb).map(|r| r["count"].as_u64());
+        let count = |verb: &str| {
+            s["requests"]
+                .as_array()
+                .expect("requests")
+                .iter()
+                .find(|r| r["resource"] == "pods" && r["verb"] == verb)
+                .map(|r| r["count"].as_u64())
+        };
         (count("watch").flatten() == Some(1)).then_some(s)
     });
-    let lists = stats["requests"].as_array().expect("requests").iter().find(|r| r["resource"] == "pods" && r["verb"] == "list").expect("lists counted");
+    let lists = stats["requests"]
+        .as_array()
+        .expect("requests")
+        .iter()
+        .find(|r| r["resource"] == "pods" && r["verb"] == "list")
+        .expect("lists counted");
     assert_eq!(lists["count"], 2);
 }
