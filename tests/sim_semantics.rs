@@ -208,8 +208,64 @@ fn a_restart_that_resets_revisions_keeps_objects_and_renumbers_them() {
     // The old revision is now in the future for the simulator: a NotOlderThan read waits, then 504.
     let stale = sim.get(&format!("/api/v1/pods?resourceVersion={old_rev}&resourceVersionMatch=NotOlderThan"));
     assert_eq!(stale.status, 504);
-    let kept = sim.request("POST", "/_sim/restart?reset=false", &[], None).json();
+    let kept = sim.request("POST", "/_sim/restart?reset=false&reinit-seconds=30", &[], None).json();
     assert_eq!(kept["revision"].as_u64(), Some(new_rev));
+    // While the watch cache re-initializes, watches are refused with the apiserver's 429.
+    let refused = sim.get("/api/v1/pods?watch=1");
+    assert_eq!((refused.status, refused.header("retry-after")), (429, Some("1")));
+    assert_eq!(
+        refused.text(),
+        r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"storage is (re)initializing","reason":"TooManyRequests","details":{"retryAfterSeconds":1},"code":429}"#
+    );
+    assert_eq!(sim.get("/api/v1/pods").status, 200, "lists are still served");
+}
+
+#[test]
+fn deletecollection_deletes_only_what_the_selector_picks() {
+    let sim = SimProcess::start(&[]);
+    for (name, team) in [("a", "x"), ("b", "y"), ("c", "x")] {
+        create_cm(&sim, "default", name, json!({"team": team}));
+    }
+    let r = sim.request("DELETE", "/api/v1/namespaces/default/configmaps?labelSelector=team%3Dx", &[], None);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let body = r.json();
+    let deleted: Vec<&str> =
+        body["items"].as_array().expect("items").iter().map(|i| i["metadata"]["name"].as_str().expect("name")).collect();
+    assert_eq!(deleted, ["a", "c"]);
+    let left = sim.get("/api/v1/namespaces/default/configmaps").json();
+    assert_eq!(left["items"].as_array().map(|i| i.len()), Some(1));
+    assert_eq!(left["items"][0]["metadata"]["name"], "b");
+}
+
+#[test]
+fn conflicts_not_found_and_already_exists_are_the_apiserver_statuses() {
+    let sim = SimProcess::start(&[]);
+    let a = create_cm(&sim, "default", "a", json!({}));
+    let again = sim.post("/api/v1/namespaces/default/configmaps", &json!({"metadata": {"name": "a"}}));
+    assert_eq!(
+        again.text(),
+        r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"configmaps \"a\" already exists","reason":"AlreadyExists","details":{"name":"a","kind":"configmaps"},"code":409}"#
+    );
+    let mut stale = a.clone();
+    stale["metadata"]["resourceVersion"] = json!((rv(&a) - 1).to_string());
+    let put = sim.request(
+        "PUT",
+        "/api/v1/namespaces/default/configmaps/a",
+        &[("content-type", "application/json")],
+        Some(stale.to_string().as_bytes()),
+    );
+    assert_eq!(
+        put.text(),
+        r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Operation cannot be fulfilled on configmaps \"a\": the object has been modified; please apply your changes to the latest version and try again","reason":"Conflict","details":{"name":"a","kind":"configmaps"},"code":409}"#
+    );
+    let missing = sim.get("/apis/apps/v1/namespaces/default/deployments/nope");
+    assert_eq!(
+        missing.text(),
+        r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"deployments.apps \"nope\" not found","reason":"NotFound","details":{"name":"nope","group":"apps","kind":"deployments"},"code":404}"#
+    );
+    let generated = sim.post("/api/v1/namespaces/default/configmaps", &json!({"metadata": {"generateName": "gen-"}})).json();
+    assert!(generated["metadata"]["name"].as_str().expect("a name").starts_with("gen-"));
+    assert_eq!(generated["metadata"]["name"].as_str().map(str::len), Some(9));
 }
 
 #[test]

@@ -284,10 +284,10 @@ impl Db {
             }
             _ => {}
         }
-        if let Some(rv) = meta.get("resourceVersion").and_then(Value::as_str).filter(|rv| !rv.is_empty()) {
-            if rv != existing.rv.to_string() {
-                return Err(ApiError::stale(rt, name));
-            }
+        if let Some(rv) = meta.get("resourceVersion").and_then(Value::as_str).filter(|rv| !rv.is_empty())
+            && rv != existing.rv.to_string()
+        {
+            return Err(ApiError::stale(rt, name));
         }
         let old = existing.to_value();
         if rt.status_subresource {
@@ -320,10 +320,10 @@ impl Db {
             };
         }
         meta.insert("resourceVersion".into(), existing.rv.to_string().into());
-        if old.get("spec") != v.get("spec") {
-            if let Some(g) = old_meta.get("generation").and_then(Value::as_i64) {
-                metadata_mut(&mut v).insert("generation".into(), (g + 1).into());
-            }
+        if old.get("spec") != v.get("spec")
+            && let Some(g) = old_meta.get("generation").and_then(Value::as_i64)
+        {
+            metadata_mut(&mut v).insert("generation".into(), (g + 1).into());
         }
         if Obj::from_value(rt, v.clone()).item == existing.item {
             return Ok(existing);

@@ -18,10 +18,12 @@ pub fn compact_now(state: &State) -> u64 {
     rev
 }
 
-/// Simulates an apiserver restart: every watch ends. With `reset`, etcd
+/// Simulates an apiserver restart: every watch ends and, while the watch
+/// cache re-initializes (`reinit`), new watches get 429. With `reset`, etcd
 /// comes back renumbered (as after a restore from a snapshot): the same
 /// objects, all at revision 2, and no history before it. Returns the revision.
-pub fn restart(state: &State, reset: bool) -> u64 {
+pub fn restart(state: &State, reset: bool, reinit: Duration) -> u64 {
+    state.reinitialize(reinit);
     state.drop_watches();
     let rev = {
         let mut db = state.db.write();

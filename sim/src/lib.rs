@@ -145,9 +145,10 @@ impl Sim {
         self.state.stall(for_);
     }
 
-    /// Simulates a restart, keeping or resetting revisions; returns the revision.
-    pub fn restart(&self, reset_revisions: bool) -> u64 {
-        faults::restart(&self.state, reset_revisions)
+    /// Simulates a restart, keeping or resetting revisions; watches get 429
+    /// for `reinit` afterwards. Returns the revision.
+    pub fn restart(&self, reset_revisions: bool, reinit: Duration) -> u64 {
+        faults::restart(&self.state, reset_revisions, reinit)
     }
 
     /// Requests served for `resource` (e.g. `pods`, `deployments.apps`) and `verb` (`list`, `watch`, …).

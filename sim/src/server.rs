@@ -126,9 +126,10 @@ fn resource_target(state: &State, group: &str, version: &str, rest: &[&str]) -> 
         _ => (false, rest),
     };
     let (namespace, rest): (Option<String>, &[&str]) = match rest {
-        ["namespaces", ns, rest @ ..] if !rest.is_empty() && !(group.is_empty() && matches!(rest, ["status"] | ["finalize"])) => {
-            (Some((*ns).to_string()), rest)
-        }
+        // `/api/v1/namespaces/NAME[/status|/finalize]` is the namespace itself, not a resource in it.
+        ["namespaces", _] => (None, rest),
+        ["namespaces", _, "status" | "finalize"] if group.is_empty() => (None, rest),
+        ["namespaces", ns, rest @ ..] => (Some((*ns).to_string()), rest),
         _ => (None, rest),
     };
     let (plural, name, sub) = match rest {
@@ -223,10 +224,10 @@ fn parse_json(rt: &ResourceType, headers: &HeaderMap, body: &[u8]) -> Result<Val
     }
     let v: Value = serde_json::from_slice(body)
         .map_err(|e| ApiError::bad_request(format!("Object 'Kind' is missing in '{}': {e}", String::from_utf8_lossy(body))))?;
-    if let Some(kind) = v.get("kind").and_then(Value::as_str) {
-        if kind != rt.kind {
-            return Err(ApiError::bad_request(format!("the body of the request was of kind {kind:?}, not {:?}", rt.kind)));
-        }
+    if let Some(kind) = v.get("kind").and_then(Value::as_str)
+        && kind != rt.kind
+    {
+        return Err(ApiError::bad_request(format!("the body of the request was of kind {kind:?}, not {:?}", rt.kind)));
     }
     Ok(v)
 }
@@ -251,6 +252,9 @@ async fn resource(state: &Arc<State>, req: Request<Incoming>, t: Target, enc: En
             opts.validate()?;
             if opts.watch {
                 verb("watch");
+                if state.initializing() {
+                    return Err(ApiError::initializing());
+                }
                 let rx = watch::watch(state.clone(), t.res, t.namespace.clone(), opts).await?;
                 return Ok(Response::builder().header(CONTENT_TYPE, "application/json").body(body::channel(rx)).expect("valid response"));
             }
@@ -383,7 +387,8 @@ fn admin(state: &Arc<State>, op: &str, query: &str, enc: Encoding) -> Result<Res
         }
         "restart" => {
             let reset = param("reset").is_some_and(|v| v == "true" || v == "1");
-            let rev = crate::faults::restart(state, reset);
+            let reinit: f64 = param("reinit-seconds").and_then(|s| s.parse().ok()).unwrap_or(0.0);
+            let rev = crate::faults::restart(state, reset, Duration::from_secs_f64(reinit.clamp(0.0, 600.0)));
             Ok(enc.value(StatusCode::OK, &json!({"restarted": true, "revision": rev})))
         }
         "stats" => Ok(enc.value(StatusCode::OK, &crate::faults::stats(state))),

@@ -24,6 +24,7 @@ pub struct State {
     rev_tx: watch::Sender<u64>,
     drop_tx: watch::Sender<u64>,
     stall_until: Mutex<Option<Instant>>,
+    initializing_until: Mutex<Option<Instant>>,
     counters: Mutex<BTreeMap<(String, &'static str), u64>>,
 }
 
@@ -38,6 +39,7 @@ impl State {
             rev_tx: watch::channel(1).0,
             drop_tx: watch::channel(0).0,
             stall_until: Mutex::new(None),
+            initializing_until: Mutex::new(None),
             counters: Mutex::new(BTreeMap::new()),
         }
     }
@@ -83,6 +85,16 @@ impl State {
         if let Some(t) = until {
             tokio::time::sleep_until(t.into()).await;
         }
+    }
+
+    /// Marks the watch cache as (re)initializing for `for_`: watches get 429 meanwhile.
+    pub fn reinitialize(&self, for_: Duration) {
+        *self.initializing_until.lock() = Some(Instant::now() + for_);
+    }
+
+    /// Whether the watch cache is (re)initializing.
+    pub fn initializing(&self) -> bool {
+        self.initializing_until.lock().is_some_and(|t| Instant::now() < t)
     }
 
     /// Counts one request of `verb` on `resource`.

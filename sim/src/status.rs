@@ -21,7 +21,7 @@ pub struct ApiError {
     /// Human-readable message, exactly as the apiserver words it.
     pub message: String,
     /// `details`, already in the apiserver's field order; `None` omits it.
-    pub details: Option<Value>,
+    pub details: Option<Box<Value>>,
     /// `metadata.continue` (only the expired-continue error sets it).
     pub continue_token: Option<String>,
     /// `details.retryAfterSeconds`, also sent as a `Retry-After` header.
@@ -136,10 +136,18 @@ impl ApiError {
     /// 504 after waiting for a revision the server has not reached.
     pub fn too_large_rv(requested: u64, current: u64) -> Self {
         let mut e = Self::new(504, "Timeout", format!("Timeout: Too large resource version: {requested}, current: {current}"));
-        e.details = Some(json!({
+        e.details = Some(Box::new(json!({
             "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
             "retryAfterSeconds": 1
-        }));
+        })));
+        e.retry_after = Some(1);
+        e
+    }
+
+    /// 429 for a watch while the watch cache (re)initializes after a restart.
+    pub fn initializing() -> Self {
+        let mut e = Self::new(429, "TooManyRequests", "storage is (re)initializing");
+        e.details = Some(Box::new(json!({"retryAfterSeconds": 1})));
         e.retry_after = Some(1);
         e
     }
@@ -165,7 +173,7 @@ impl ApiError {
         details.insert("kind".into(), kind.into());
         details.insert("causes".into(), causes.into());
         let mut e = Self::new(422, "Invalid", format!("{qualified} {name:?} is invalid: {joined}"));
-        e.details = Some(Value::Object(details));
+        e.details = Some(Box::new(Value::Object(details)));
         e
     }
 
@@ -210,7 +218,7 @@ impl ApiError {
     }
 
     fn with_raw_details(mut self, details: Value) -> Self {
-        self.details = Some(details);
+        self.details = Some(Box::new(details));
         self
     }
 
@@ -228,7 +236,7 @@ impl ApiError {
         m.insert("message".into(), self.message.clone().into());
         m.insert("reason".into(), self.reason.into());
         if let Some(d) = &self.details {
-            m.insert("details".into(), d.clone());
+            m.insert("details".into(), (**d).clone());
         }
         m.insert("code".into(), self.code.into());
         Value::Object(m)
