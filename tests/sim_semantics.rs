@@ -88,6 +88,18 @@ fn bookmarks_advance_with_the_store_and_timeouts_end_the_watch() {
 }
 
 #[test]
+fn a_watch_without_initial_events_from_zero_starts_now() {
+    let sim = SimProcess::start(&["--pods", "5", "--compact-interval", "0"]);
+    assert_eq!(sim.request("POST", "/_sim/compact", &[], None).status, 200);
+    let w = sim
+        .watch("/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=0&sendInitialEvents=false&resourceVersionMatch=NotOlderThan");
+    std::thread::sleep(Duration::from_millis(200));
+    let c = create_cm(&sim, "default", "now", json!({}));
+    let ev = w.next(SHORT).expect("the new configmap");
+    assert_eq!((ev["type"].as_str(), rv(&ev["object"])), (Some("ADDED"), rv(&c)));
+}
+
+#[test]
 fn a_watch_at_a_future_revision_waits_for_it() {
     let sim = SimProcess::start(&[]);
     let future = sim.revision() + 2;
@@ -293,4 +305,48 @@ fn requests_are_counted_per_resource_and_verb() {
         .find(|r| r["resource"] == "pods" && r["verb"] == "list")
         .expect("lists counted");
     assert_eq!(lists["count"], 2);
+}
+
+#[test]
+fn malformed_requests_get_status_bodies_and_the_server_survives() {
+    let sim = SimProcess::start(&["--pods", "3"]);
+    let cm = "/api/v1/namespaces/default/configmaps";
+    create_cm(&sim, "default", "a", json!({}));
+    let merge = [("content-type", "application/merge-patch+json")];
+    let json_type = [("content-type", "application/json")];
+    let cases: Vec<(&str, String, &[(&str, &str)], Option<&[u8]>, u16)> = vec![
+        ("GET", "/api/v1/nonsense".into(), &[], None, 404),
+        ("GET", "/apis/example.com/v9/things".into(), &[], None, 404),
+        ("GET", "/api/v1/namespaces/default/pods/a/b/c/d".into(), &[], None, 404),
+        ("GET", format!("{cm}?limit=abc"), &[], None, 400),
+        ("GET", format!("{cm}?resourceVersion=-1"), &[], None, 400),
+        ("GET", format!("{cm}?resourceVersion=99999999999999999999999"), &[], None, 400),
+        ("GET", format!("{cm}?continue=e30"), &[], None, 400),
+        ("GET", format!("{cm}?continue=%FF%FE"), &[], None, 400),
+        ("GET", format!("{cm}?fieldSelector=data.x%3D1"), &[], None, 400),
+        ("GET", format!("{cm}?watch=1&fieldSelector=nope%3D1"), &[], None, 400),
+        ("POST", cm.into(), &json_type, Some(b"{not json"), 400),
+        ("POST", cm.into(), &json_type, Some(b"[1,2]"), 400),
+        ("POST", cm.into(), &json_type, Some(br#"{"metadata":5}"#), 422),
+        ("POST", cm.into(), &json_type, Some(br#"{"kind":"Pod","metadata":{"name":"x"}}"#), 400),
+        ("POST", cm.into(), &[("content-type", "text/plain")], Some(b"x"), 415),
+        ("POST", "/api/v1/namespaces/missing/configmaps".into(), &json_type, Some(br#"{"metadata":{"name":"x"}}"#), 404),
+        ("PUT", format!("{cm}/a"), &json_type, Some(br#"{"metadata":{"name":"b"}}"#), 400),
+        ("PATCH", format!("{cm}/a"), &merge, Some(b"5"), 400),
+        ("PATCH", format!("{cm}/a"), &merge, Some(b"{"), 400),
+        ("PATCH", format!("{cm}/a"), &[("content-type", "application/json-patch+json")], Some(br#"[{"op":"remove","path":"/nope"}]"#), 422),
+        ("PATCH", format!("{cm}/missing"), &merge, Some(b"{}"), 404),
+        ("DELETE", format!("{cm}/missing"), &[], None, 404),
+        ("POST", format!("{cm}/a"), &json_type, Some(b"{}"), 405),
+        ("GET", format!("{cm}?watch=1"), &[("accept", "application/vnd.kubernetes.protobuf")], None, 406),
+    ];
+    for (method, path, headers, body, want) in cases {
+        let r = sim.request(method, &path, headers, body);
+        assert_eq!(r.status, want, "{method} {path}: {}", r.text());
+        let v = r.json();
+        assert_eq!((v["kind"].as_str(), v["code"].as_u64()), (Some("Status"), Some(u64::from(want))), "{method} {path}");
+    }
+    let big = vec![b'x'; 4 * 1024 * 1024];
+    assert_eq!(sim.request("POST", cm, &json_type, Some(&big)).status, 413);
+    assert_eq!(sim.get("/api/v1/pods").json()["items"].as_array().map(Vec::len), Some(3), "the server still answers");
 }

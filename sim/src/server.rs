@@ -316,6 +316,12 @@ async fn resource(state: &Arc<State>, req: Request<Incoming>, t: Target, enc: En
                 let existing = db.get(t.res, &rt.key(&ns, name), rev).cloned().ok_or_else(|| ApiError::not_found(rt, name))?;
                 let mut doc: Value = serde_json::from_slice(&existing.with_type(rt)).expect("stored objects are JSON");
                 patch::apply(kind, &mut doc, &bytes)?;
+                if !doc.is_object() {
+                    return Err(ApiError::bad_request(format!(
+                        "the patch turned the object into {doc}, which is not a {} object",
+                        rt.kind
+                    )));
+                }
                 if doc.pointer("/metadata/resourceVersion").is_none_or(Value::is_null) {
                     doc["metadata"]["resourceVersion"] = Value::String(existing.rv.to_string());
                 }

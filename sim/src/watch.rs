@@ -124,7 +124,8 @@ pub async fn watch(
             }
             Start { frames, rx, rev }
         } else {
-            let from = if opts.resource_version.is_empty() { db.rev() } else { requested };
+            // Unset or `0` without initial events: changes from now on.
+            let from = if requested == 0 { db.rev() } else { requested };
             match db.events_after(res, from) {
                 Some(events) => Start { frames: events.iter().filter_map(|e| r.event(e)).collect(), rx, rev: from.max(db.oldest()) },
                 None => {
