@@ -307,6 +307,9 @@ fn requests_are_counted_per_resource_and_verb() {
     assert_eq!(lists["count"], 2);
 }
 
+/// Method, path, headers, body, and the status code the apiserver answers with.
+type MalformedCase<'a> = (&'a str, String, &'a [(&'a str, &'a str)], Option<&'a [u8]>, u16);
+
 #[test]
 fn malformed_requests_get_status_bodies_and_the_server_survives() {
     let sim = SimProcess::start(&["--pods", "3"]);
@@ -314,7 +317,7 @@ fn malformed_requests_get_status_bodies_and_the_server_survives() {
     create_cm(&sim, "default", "a", json!({}));
     let merge = [("content-type", "application/merge-patch+json")];
     let json_type = [("content-type", "application/json")];
-    let cases: Vec<(&str, String, &[(&str, &str)], Option<&[u8]>, u16)> = vec![
+    let cases: Vec<MalformedCase> = vec![
         ("GET", "/api/v1/nonsense".into(), &[], None, 404),
         ("GET", "/apis/example.com/v9/things".into(), &[], None, 404),
         ("GET", "/api/v1/namespaces/default/pods/a/b/c/d".into(), &[], None, 404),

@@ -1,12 +1,17 @@
 //! `kache sim`: the simulator as a standalone server.
 
 use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::Args;
 use tokio::net::TcpListener;
 
-use crate::{CustomResource, Sim, SimConfig, Workload};
+use crate::{AuthSettings, CustomResource, Sim, SimConfig, TlsSettings, Workload};
+
+fn read(flag: &str, path: &Path) -> Result<Vec<u8>, String> {
+    std::fs::read(path).map_err(|e| format!("--{flag} {}: {e}", path.display()))
+}
 
 /// Options of `kache sim`.
 #[derive(Debug, Clone, Args)]
@@ -41,6 +46,18 @@ pub struct SimArgs {
     /// Seconds between compactions (0: only on demand, via POST /_sim/compact).
     #[arg(long, default_value_t = 300.0)]
     pub compact_interval: f64,
+    /// Serve HTTPS with this certificate chain (PEM); needs --tls-key.
+    #[arg(long, requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The key of --tls-cert (PEM).
+    #[arg(long, requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Require clients to authenticate; a client certificate signed by this CA (PEM) does. Needs TLS.
+    #[arg(long, requires = "tls_cert")]
+    pub client_ca: Option<PathBuf>,
+    /// Require clients to authenticate; `Authorization: Bearer TOKEN` does.
+    #[arg(long)]
+    pub token: Option<String>,
 }
 
 impl SimArgs {
@@ -67,10 +84,21 @@ impl SimArgs {
             return Err("--bookmark-interval must be > 0".into());
         }
         let compact = secs("compact-interval", self.compact_interval)?;
+        let tls = match (&self.tls_cert, &self.tls_key) {
+            (Some(cert), Some(key)) => Some(TlsSettings {
+                cert_pem: read("tls-cert", cert)?,
+                key_pem: read("tls-key", key)?,
+                client_ca_pem: self.client_ca.as_deref().map(|p| read("client-ca", p)).transpose()?,
+            }),
+            _ => None,
+        };
+        let auth = AuthSettings { token: self.token.clone(), client_certificates: self.client_ca.is_some() };
         Ok(SimConfig {
             custom: self.custom.clone(),
             bookmark_interval,
             compact_interval: (!compact.is_zero()).then_some(compact),
+            tls,
+            auth,
             ..SimConfig::default()
         })
     }

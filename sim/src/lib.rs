@@ -35,6 +35,7 @@ mod selector;
 mod server;
 mod state;
 pub mod status;
+mod tls;
 mod watch;
 
 use std::net::SocketAddr;
@@ -47,6 +48,7 @@ use tokio::task::JoinHandle;
 
 pub use generate::Workload;
 pub use resources::CustomResource;
+pub use tls::{AuthSettings, TlsSettings};
 
 use resources::Registry;
 use state::State;
@@ -62,6 +64,10 @@ pub struct SimConfig {
     pub watch_buffer: usize,
     /// Periodic compaction interval (`None`: only on demand).
     pub compact_interval: Option<Duration>,
+    /// Serve HTTPS with these certificates (`None`: plain HTTP).
+    pub tls: Option<TlsSettings>,
+    /// Who may call the API.
+    pub auth: AuthSettings,
 }
 
 impl Default for SimConfig {
@@ -72,6 +78,8 @@ impl Default for SimConfig {
             watch_buffer: 100_000,
             // kube-apiserver's --etcd-compaction-interval default.
             compact_interval: Some(Duration::from_secs(300)),
+            tls: None,
+            auth: AuthSettings::default(),
         }
     }
 }
@@ -81,6 +89,7 @@ impl Default for SimConfig {
 pub struct Sim {
     state: Arc<State>,
     addr: SocketAddr,
+    scheme: &'static str,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -88,16 +97,21 @@ impl Sim {
     /// Starts serving on `listener` with the system namespaces created.
     pub fn start(config: SimConfig, listener: TcpListener) -> Result<Sim, String> {
         let registry = Arc::new(Registry::new(&config.custom)?);
+        let tls = config.tls.as_ref().map(tls::server_config).transpose()?;
+        if config.auth.client_certificates && config.tls.as_ref().is_none_or(|t| t.client_ca_pem.is_none()) {
+            return Err("client certificate authentication needs TLS with a client CA".into());
+        }
         let compact_interval = config.compact_interval;
         let state = Arc::new(State::new(config, registry));
         generate::system_namespaces(&mut state.db.write());
         state.publish_revision();
         let addr = listener.local_addr().map_err(|e| format!("listener address: {e}"))?;
-        let mut tasks = vec![tokio::spawn(serve(state.clone(), listener, addr))];
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let mut tasks = vec![tokio::spawn(serve(state.clone(), listener, addr, tls.map(tokio_rustls::TlsAcceptor::from)))];
         if let Some(every) = compact_interval {
             tasks.push(tokio::spawn(faults::compact_periodically(state.clone(), every)));
         }
-        Ok(Sim { state, addr, tasks })
+        Ok(Sim { state, addr, scheme, tasks })
     }
 
     /// The address it listens on.
@@ -105,9 +119,9 @@ impl Sim {
         self.addr
     }
 
-    /// `http://ADDR`.
+    /// `http://ADDR` or `https://ADDR`.
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        format!("{}://{}", self.scheme, self.addr)
     }
 
     /// Creates the workload's objects.
@@ -165,21 +179,40 @@ impl Drop for Sim {
     }
 }
 
-async fn serve(state: Arc<State>, listener: TcpListener, addr: SocketAddr) {
+/// How long a client has to finish the TLS handshake.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+async fn serve(state: Arc<State>, listener: TcpListener, addr: SocketAddr, tls: Option<tokio_rustls::TlsAcceptor>) {
     let server_address = addr.to_string();
     loop {
         let Ok((stream, _)) = listener.accept().await else { continue };
         let _ = stream.set_nodelay(true);
         let state = state.clone();
         let server_address = server_address.clone();
+        let tls = tls.clone();
         tokio::spawn(async move {
-            let svc = hyper::service::service_fn(move |req| {
-                let state = state.clone();
-                let server_address = server_address.clone();
-                async move { Ok::<_, std::convert::Infallible>(server::handle(state, req, server_address).await) }
-            });
-            // A client that goes away mid-request is not an error of the server.
-            let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new()).serve_connection(TokioIo::new(stream), svc).await;
+            match tls {
+                None => serve_connection(state, stream, false, server_address).await,
+                Some(acceptor) => {
+                    // A failed or stalled handshake only ends this connection.
+                    let Ok(Ok(stream)) = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await else { return };
+                    let verified = stream.get_ref().1.peer_certificates().is_some_and(|c| !c.is_empty());
+                    serve_connection(state, stream, verified, server_address).await
+                }
+            }
         });
     }
+}
+
+async fn serve_connection<I>(state: Arc<State>, io: I, verified_client_cert: bool, server_address: String)
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let svc = hyper::service::service_fn(move |req| {
+        let state = state.clone();
+        let server_address = server_address.clone();
+        async move { Ok::<_, std::convert::Infallible>(server::handle(state, req, server_address, verified_client_cert).await) }
+    });
+    // A client that goes away mid-request is not an error of the server.
+    let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new()).serve_connection(TokioIo::new(io), svc).await;
 }

@@ -147,9 +147,13 @@ fn resource_target(state: &State, group: &str, version: &str, rest: &[&str]) -> 
 }
 
 /// Serves one request.
-pub async fn handle(state: Arc<State>, req: Request<Incoming>, server_address: String) -> Response<Body> {
+pub async fn handle(state: Arc<State>, req: Request<Incoming>, server_address: String, verified_client_cert: bool) -> Response<Body> {
     state.wait_unstalled().await;
     let enc = Encoding::of(req.headers(), req.uri().query().unwrap_or(""));
+    let public = matches!(req.uri().path(), "/healthz" | "/livez" | "/readyz" | "/version");
+    if !public && !state.config.auth.allows(header(req.headers(), http::header::AUTHORIZATION.as_str()), verified_client_cert) {
+        return enc.error(&ApiError::unauthorized());
+    }
     match route(&state, req, enc, &server_address).await {
         Ok(r) => r,
         Err(e) => enc.error(&e),

@@ -76,6 +76,11 @@ impl ApiError {
         Self::new(400, "BadRequest", message)
     }
 
+    /// 401 for a request that presents neither the token nor a client certificate.
+    pub fn unauthorized() -> Self {
+        Self::new(401, "Unauthorized", "Unauthorized")
+    }
+
     /// 404 NotFound for an object of `rt`.
     pub fn not_found(rt: &ResourceType, name: &str) -> Self {
         Self::new(404, "NotFound", format!("{} {name:?} not found", rt.qualified())).with_details(rt, name)

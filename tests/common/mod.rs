@@ -54,8 +54,11 @@ impl SimProcess {
         reader.read_line(&mut line).expect("kache sim prints its address");
         // Keep draining so the process never writes into a closed pipe.
         std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
-        let url =
-            line.split_whitespace().find(|w| w.starts_with("http://")).unwrap_or_else(|| panic!("no address in {line:?}")).to_string();
+        let url = line
+            .split_whitespace()
+            .find(|w| w.starts_with("http://") || w.starts_with("https://"))
+            .unwrap_or_else(|| panic!("no address in {line:?}"))
+            .to_string();
         SimProcess { child, url, kube_dir: tempfile::tempdir().expect("a temp dir") }
     }
 
