@@ -462,7 +462,7 @@ mod tests {
         v["metadata"]["finalizers"] = json!([]);
         db.update(cm, "ns", "a", v, false).unwrap();
         assert!(db.get(cm, "ns/a", db.rev()).is_none());
-        let events = db.events_after(cm, 0).unwrap();
+        let events = db.events_after(cm, db.oldest()).unwrap();
         let types: Vec<_> = events.iter().map(|e| e.typ).collect();
         assert_eq!(types, [EventType::Added, EventType::Modified, EventType::Deleted]);
     }
