@@ -3,6 +3,8 @@
 
 #![allow(dead_code)] // Each test binary uses a different part of the harness.
 
+pub mod pki;
+
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};

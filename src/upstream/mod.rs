@@ -1,0 +1,32 @@
+//! kache's side of the apiserver: where it is and how to authenticate
+//! ([`connect`], [`auth`], [`tls`]), one pooled client ([`client`]), which
+//! resources exist ([`discovery`]), and one reflector per cached resource
+//! that keeps its store exactly in step with upstream ([`reflector`]).
+
+pub mod auth;
+pub mod client;
+pub mod connect;
+pub mod discovery;
+pub mod tls;
+
+/// Why talking to the apiserver failed.
+#[derive(Debug, thiserror::Error)]
+pub enum UpstreamError {
+    /// The configuration (flags, kubeconfig, certificates) is unusable.
+    #[error("{0}")]
+    Config(String),
+    /// The connection failed or broke.
+    #[error("upstream connection: {0}")]
+    Transport(String),
+    /// The apiserver answered with an error.
+    #[error("upstream answered {code}: {message}")]
+    Status {
+        /// The HTTP status code.
+        code: u16,
+        /// The `Status` message, or the start of the body.
+        message: String,
+    },
+    /// The apiserver's answer could not be understood.
+    #[error("upstream sent {0}")]
+    Decode(String),
+}
