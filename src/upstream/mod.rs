@@ -7,6 +7,7 @@ pub mod auth;
 pub mod client;
 pub mod connect;
 pub mod discovery;
+pub mod frames;
 pub mod tls;
 
 /// Why talking to the apiserver failed.
