@@ -8,6 +8,7 @@ pub mod client;
 pub mod connect;
 pub mod discovery;
 pub mod frames;
+pub mod reflector;
 pub mod tls;
 
 /// Why talking to the apiserver failed.

@@ -1,0 +1,351 @@
+//! One reflector per cached resource: a state machine that keeps a [`Sink`]
+//! (the resource's store) exactly in step with the apiserver.
+//!
+//! ```text
+//!   List ──ok──▶ Watch(rv) ──closed──▶ Watch(last rv)          (resume, no gap)
+//!    ▲             │  └──broken/error──▶ backoff ▶ Probe ▶ Watch(last rv)
+//!    │             └──410 / too large / revision went back──▶ List
+//!    └──error── backoff
+//! ```
+//!
+//! Invariants:
+//! - The list is paged at one consistent revision (the first page is a quorum
+//!   read; later pages follow its continue token) and handed to the sink as
+//!   a whole with [`Sink::replace`]; the resource is ready after the first.
+//! - A watch starts at the last revision the sink confirmed (event or
+//!   bookmark), so events reach the sink gap-free, duplicate-free and in
+//!   order; an event at or below that revision is a protocol error that
+//!   forces a re-list rather than a silent skip.
+//! - After a watch breaks before its timeout, a one-item quorum list (the
+//!   probe) checks that upstream's revision has not gone backwards (etcd
+//!   restored from a snapshot renumbers revisions and a watch from the old
+//!   revision would wait silently); if it has, the reflector re-lists.
+//! - Failures back off exponentially with jitter, up to a bound.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use parking_lot::Mutex;
+use rand::Rng;
+use serde::Deserialize;
+use tokio::time::Instant;
+
+use super::UpstreamError;
+use super::client::Client;
+use super::discovery::ResourceInfo;
+use super::frames::{FrameType, WatchDecoder, parse_list, parse_rv};
+
+/// Where a reflector puts what it learns: the store's writer.
+pub trait Sink: Send {
+    /// Replaces the whole state with a list taken at `rv`.
+    fn replace(&mut self, items: Vec<Bytes>, rv: u64) -> Result<(), String>;
+    /// Applies one watch event; its revision is the object's.
+    fn apply(&mut self, typ: FrameType, object: Bytes) -> Result<u64, String>;
+    /// Every event up to `rv` has been applied.
+    fn bookmark(&mut self, rv: u64);
+}
+
+/// Reflector settings.
+#[derive(Debug, Clone)]
+pub struct ReflectorConfig {
+    /// Items per page of the initial list.
+    pub page_size: usize,
+    /// The shortest upstream watch; each watch asks for a random time
+    /// between this and twice this, as client-go does.
+    pub watch_timeout: Duration,
+    /// First retry delay after a failure.
+    pub backoff_initial: Duration,
+    /// Longest retry delay.
+    pub backoff_max: Duration,
+    /// Largest watch frame accepted.
+    pub max_frame: usize,
+}
+
+impl Default for ReflectorConfig {
+    fn default() -> Self {
+        ReflectorConfig {
+            page_size: 500,
+            watch_timeout: Duration::from_secs(300),
+            backoff_initial: Duration::from_millis(200),
+            backoff_max: Duration::from_secs(30),
+            max_frame: 64 << 20,
+        }
+    }
+}
+
+/// What a reflector has done, for readiness and metrics.
+#[derive(Debug, Default)]
+pub struct ReflectorStatus {
+    ready: AtomicBool,
+    /// Lists started (initial and re-lists, not probes).
+    pub lists: AtomicU64,
+    /// Watches started.
+    pub watches: AtomicU64,
+    /// Probes of upstream's revision.
+    pub probes: AtomicU64,
+    /// Events applied.
+    pub events: AtomicU64,
+    /// The last revision the sink confirmed.
+    pub confirmed_rv: AtomicU64,
+    last_error: Mutex<Option<String>>,
+}
+
+impl ReflectorStatus {
+    /// Whether the first list has been applied.
+    pub fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::Acquire)
+    }
+
+    /// The last failure, if any.
+    pub fn last_error(&self) -> Option<String> {
+        self.last_error.lock().clone()
+    }
+
+    fn failed(&self, e: &UpstreamError) {
+        *self.last_error.lock() = Some(e.to_string());
+    }
+}
+
+/// How a watch ended.
+#[derive(Debug)]
+enum WatchEnd {
+    /// Upstream closed it after its timeout: resume at once.
+    Timeout,
+    /// It broke early (connection, EOF, an error event to retry).
+    Broken(UpstreamError),
+    /// The revision is gone or unusable: re-list.
+    Relist(String),
+}
+
+enum Phase {
+    List,
+    Probe,
+    Watch,
+}
+
+/// Follows one resource into a sink.
+#[derive(Debug)]
+pub struct Reflector<S> {
+    client: Client,
+    resource: ResourceInfo,
+    config: ReflectorConfig,
+    sink: S,
+    status: Arc<ReflectorStatus>,
+    /// The revision every event up to which is in the sink.
+    rv: u64,
+}
+
+impl<S: Sink> Reflector<S> {
+    /// A reflector for `resource`; nothing happens until [`Reflector::run`].
+    pub fn new(client: Client, resource: ResourceInfo, config: ReflectorConfig, sink: S) -> Self {
+        Reflector { client, resource, config, sink, status: Arc::default(), rv: 0 }
+    }
+
+    /// The shared status (readiness, counters).
+    pub fn status(&self) -> Arc<ReflectorStatus> {
+        self.status.clone()
+    }
+
+    /// Runs until the task is dropped.
+    pub async fn run(mut self) {
+        let mut phase = Phase::List;
+        let mut failures = 0u32;
+        loop {
+            let result = match phase {
+                Phase::List => self.list().await.map(|()| Phase::Watch),
+                Phase::Probe => self.probe().await,
+                Phase::Watch => match self.watch().await {
+                    WatchEnd::Timeout => Ok(Phase::Watch),
+                    WatchEnd::Broken(e) => Err((e, Phase::Probe)),
+                    WatchEnd::Relist(why) => {
+                        tracing::info!(resource = %self.resource.qualified(), rv = self.rv, %why, "re-listing");
+                        Ok(Phase::List)
+                    }
+                },
+            };
+            phase = match result {
+                Ok(next) => {
+                    failures = 0;
+                    next
+                }
+                Err((e, retry)) => {
+                    tracing::warn!(resource = %self.resource.qualified(), error = %e, "upstream failure; backing off");
+                    self.status.failed(&e);
+                    tokio::time::sleep(self.backoff(failures, &e)).await;
+                    failures = failures.saturating_add(1);
+                    retry
+                }
+            };
+        }
+    }
+
+    fn backoff(&self, failures: u32, e: &UpstreamError) -> Duration {
+        let base = self.config.backoff_initial.saturating_mul(1u32 << failures.min(16)).min(self.config.backoff_max);
+        let jittered = base.mul_f64(rand::rng().random_range(0.5..1.0));
+        match e {
+            // 429 from a re-initializing apiserver: give it at least a second.
+            UpstreamError::Status { code: 429, .. } => jittered.max(Duration::from_secs(1)),
+            _ => jittered,
+        }
+    }
+
+    async fn list(&mut self) -> Result<(), (UpstreamError, Phase)> {
+        self.status.lists.fetch_add(1, Ordering::Relaxed);
+        let base = format!("{}?limit={}", self.resource.collection_path(), self.config.page_size);
+        let mut items = Vec::new();
+        let mut path = base.clone();
+        let rv = loop {
+            let body = self.client.get_bytes(&path).await.map_err(|e| (e, Phase::List))?;
+            let page = parse_list(&body).map_err(|e| (e, Phase::List))?;
+            items.extend(page.items);
+            match page.continue_token {
+                Some(token) => path = format!("{base}&continue={}", encode_query(&token)),
+                None => break page.resource_version,
+            }
+        };
+        self.sink.replace(items, rv).map_err(|e| (UpstreamError::Decode(e), Phase::List))?;
+        self.confirm(rv);
+        self.status.ready.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    /// Checks upstream's current revision against ours after a broken watch.
+    async fn probe(&mut self) -> Result<Phase, (UpstreamError, Phase)> {
+        self.status.probes.fetch_add(1, Ordering::Relaxed);
+        let path = format!("{}?limit=1", self.resource.collection_path());
+        let body = self.client.get_bytes(&path).await.map_err(|e| (e, Phase::Probe))?;
+        let page = parse_list(&body).map_err(|e| (e, Phase::Probe))?;
+        if page.resource_version < self.rv {
+            tracing::warn!(resource = %self.resource.qualified(), ours = self.rv, upstream = page.resource_version, "upstream revision went back");
+            return Ok(Phase::List);
+        }
+        Ok(Phase::Watch)
+    }
+
+    fn confirm(&mut self, rv: u64) {
+        self.rv = rv;
+        self.status.confirmed_rv.store(rv, Ordering::Release);
+    }
+
+    async fn watch(&mut self) -> WatchEnd {
+        self.status.watches.fetch_add(1, Ordering::Relaxed);
+        let timeout = self.config.watch_timeout.mul_f64(rand::rng().random_range(1.0..2.0));
+        let path = format!(
+            "{}?watch=1&allowWatchBookmarks=true&resourceVersion={}&timeoutSeconds={}",
+            self.resource.collection_path(),
+            self.rv,
+            timeout.as_secs().max(1)
+        );
+        let started = Instant::now();
+        let resp = match self.client.get(&path).await {
+            Ok(r) => r,
+            Err(e) => return WatchEnd::Broken(e),
+        };
+        let status = resp.status();
+        let mut body = resp.into_body();
+        if !status.is_success() {
+            let bytes = body.collect().await.map(|c| c.to_bytes()).unwrap_or_default();
+            return classify(UpstreamError::status(status, &bytes));
+        }
+        let mut decoder = WatchDecoder::new(self.config.max_frame);
+        // Without a byte for this long past its deadline, the watch is dead.
+        let idle = timeout + Duration::from_secs(30);
+        loop {
+            let frame = match tokio::time::timeout(idle, body.frame()).await {
+                Err(_) => return WatchEnd::Broken(UpstreamError::Transport("the watch went silent".into())),
+                Ok(None) if decoder.has_partial() => return WatchEnd::Broken(UpstreamError::Transport("the watch ended mid-frame".into())),
+                Ok(None) if started.elapsed() + Duration::from_secs(1) >= timeout => return WatchEnd::Timeout,
+                Ok(None) => return WatchEnd::Broken(UpstreamError::Transport("the watch ended early".into())),
+                Ok(Some(Err(e))) => return WatchEnd::Broken(UpstreamError::Transport(e.to_string())),
+                Ok(Some(Ok(frame))) => frame,
+            };
+            let Ok(data) = frame.into_data() else { continue };
+            decoder.push(&data);
+            loop {
+                match decoder.next_frame() {
+                    Ok(Some(f)) => {
+                        if let Some(end) = self.handle(f.typ, f.object) {
+                            return end;
+                        }
+                    }
+                    Ok(None) => break,
+                    Err(e) => return WatchEnd::Relist(e.to_string()),
+                }
+            }
+        }
+    }
+
+    /// Applies one frame; `Some` ends the watch.
+    fn handle(&mut self, typ: FrameType, object: Bytes) -> Option<WatchEnd> {
+        match typ {
+            FrameType::Error => Some(classify(status_error(&object))),
+            FrameType::Bookmark => match bookmark_rv(&object) {
+                Ok(rv) if rv >= self.rv => {
+                    self.sink.bookmark(rv);
+                    self.confirm(rv);
+                    None
+                }
+                Ok(rv) => Some(WatchEnd::Relist(format!("a bookmark went back from {} to {rv}", self.rv))),
+                Err(e) => Some(WatchEnd::Relist(e.to_string())),
+            },
+            _ => match self.sink.apply(typ, object) {
+                Ok(rv) if rv > self.rv => {
+                    self.status.events.fetch_add(1, Ordering::Relaxed);
+                    self.confirm(rv);
+                    None
+                }
+                Ok(rv) => Some(WatchEnd::Relist(format!("an event at {rv} after {}", self.rv))),
+                Err(e) => Some(WatchEnd::Relist(e)),
+            },
+        }
+    }
+}
+
+/// 410 Gone and "too large resource version" need a re-list; anything else a retry.
+fn classify(e: UpstreamError) -> WatchEnd {
+    match &e {
+        UpstreamError::Status { code: 410, .. } => WatchEnd::Relist(e.to_string()),
+        UpstreamError::Status { code: 504, message } if message.contains("Too large resource version") => WatchEnd::Relist(e.to_string()),
+        _ => WatchEnd::Broken(e),
+    }
+}
+
+#[derive(Deserialize)]
+struct StatusBody {
+    #[serde(default)]
+    code: u16,
+    #[serde(default)]
+    message: String,
+}
+
+fn status_error(object: &[u8]) -> UpstreamError {
+    match serde_json::from_slice::<StatusBody>(object) {
+        Ok(s) => UpstreamError::Status { code: s.code, message: s.message },
+        Err(e) => UpstreamError::Decode(format!("an ERROR event without a Status: {e}")),
+    }
+}
+
+#[derive(Deserialize)]
+struct Bookmark<'a> {
+    #[serde(borrow)]
+    metadata: BookmarkMeta<'a>,
+}
+
+#[derive(Deserialize)]
+struct BookmarkMeta<'a> {
+    #[serde(rename = "resourceVersion", borrow)]
+    resource_version: &'a str,
+}
+
+fn bookmark_rv(object: &[u8]) -> Result<u64, UpstreamError> {
+    let b: Bookmark<'_> = serde_json::from_slice(object).map_err(|e| UpstreamError::Decode(format!("a bad bookmark: {e}")))?;
+    parse_rv(b.metadata.resource_version)
+}
+
+/// Percent-encodes a query value.
+fn encode_query(v: &str) -> String {
+    form_urlencoded::byte_serialize(v.as_bytes()).collect()
+}
