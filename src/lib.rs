@@ -3,4 +3,5 @@
 //! [`upstream`] follows the apiserver (credentials, discovery, one reflector
 //! per cached resource); see `DESIGN.md` for how the parts fit.
 
+pub mod store;
 pub mod upstream;

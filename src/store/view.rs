@@ -1,0 +1,106 @@
+//! [`View`]: what a reader sees, published whole by the writer — the head
+//! snapshot, the event log and the checkpoints — and the two reads built on
+//! them: the snapshot at any revision in the window, and the events after
+//! a revision.
+//!
+//! Invariants of a published view:
+//! - `head.rv` is `confirmed_rv`: every upstream event up to it is applied.
+//! - the log holds events with strictly increasing revisions in
+//!   `(oldest_rv, confirmed_rv]`; the state at `oldest_rv` is the head with
+//!   every logged event undone, so any revision in `[oldest_rv,
+//!   confirmed_rv]` can be rebuilt.
+//! - checkpoints are snapshots taken after an event, ascending, within the
+//!   window; they bound how many events a rebuild undoes.
+
+use std::sync::Arc;
+
+use imbl::Vector;
+
+use super::StoreError;
+use super::event::Event;
+use super::snapshot::Snapshot;
+
+/// A consistent view of a store.
+#[derive(Debug, Clone, Default)]
+pub struct View {
+    pub(super) head: Arc<Snapshot>,
+    pub(super) log: Vector<Arc<Event>>,
+    pub(super) oldest_rv: u64,
+    pub(super) checkpoints: Vector<Arc<Snapshot>>,
+    pub(super) epoch: u64,
+}
+
+impl View {
+    /// The newest snapshot, at `confirmed_rv`.
+    pub fn head(&self) -> &Arc<Snapshot> {
+        &self.head
+    }
+
+    /// The highest revision up to which every upstream event is held.
+    pub fn confirmed_rv(&self) -> u64 {
+        self.head.rv
+    }
+
+    /// The oldest revision that can still be served.
+    pub fn oldest_rv(&self) -> u64 {
+        self.oldest_rv
+    }
+
+    /// Changes on every re-list ([`StoreWriter::replace`](super::StoreWriter::replace)):
+    /// a watcher that saw another epoch cannot continue its stream.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// The number of events in the log.
+    pub fn log_len(&self) -> usize {
+        self.log.len()
+    }
+
+    fn check(&self, rv: u64) -> Result<(), StoreError> {
+        if rv < self.oldest_rv {
+            return Err(StoreError::TooOld { requested: rv, oldest: self.oldest_rv });
+        }
+        if rv > self.head.rv {
+            return Err(StoreError::TooNew { requested: rv, confirmed: self.head.rv });
+        }
+        Ok(())
+    }
+
+    /// The index of the first logged event after `rv`.
+    fn first_after(&self, rv: u64) -> usize {
+        match self.log.binary_search_by(|e| e.rv().cmp(&rv)) {
+            Ok(i) => i + 1,
+            Err(i) => i,
+        }
+    }
+
+    /// The objects as they were at `rv`, which must be in the window.
+    pub fn snapshot_at(&self, rv: u64) -> Result<Arc<Snapshot>, StoreError> {
+        self.check(rv)?;
+        if rv == self.head.rv {
+            return Ok(self.head.clone());
+        }
+        let from = self.first_after(rv);
+        // The nearest snapshot at or after `rv`: a checkpoint or the head.
+        let start = self
+            .checkpoints
+            .binary_search_by(|c| c.rv.cmp(&rv))
+            .map_or_else(|i| self.checkpoints.get(i), |i| self.checkpoints.get(i))
+            .unwrap_or(&self.head);
+        let to = self.first_after(start.rv);
+        let mut objects = start.objects.clone();
+        for i in (from..to).rev() {
+            if let Some(e) = self.log.get(i) {
+                e.undo(&mut objects);
+            }
+        }
+        Ok(Arc::new(Snapshot::new(rv, objects)))
+    }
+
+    /// The events after `rv`, in order; `rv` must be in the window.
+    pub fn events_after(&self, rv: u64) -> Result<Vector<Arc<Event>>, StoreError> {
+        self.check(rv)?;
+        Ok(self.log.skip(self.first_after(rv)))
+    }
+}

@@ -1,0 +1,151 @@
+//! [`StoreWriter`]: the one writer of a store (DESIGN invariant 1). It
+//! changes a private working view and makes it visible with
+//! [`StoreWriter::publish`], an atomic pointer swap: readers never wait on
+//! it and it never waits on a reader. Subscribers learn of a publish through
+//! a `watch` channel, which only overwrites a value, so a slow subscriber
+//! cannot hold the writer back; it reads what it missed from the log, or
+//! learns it fell out of the window.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use imbl::ordmap::DiffItem;
+
+use super::event::{Event, EventType};
+use super::object::CachedObject;
+use super::snapshot::{Objects, Snapshot};
+use super::view::View;
+use super::{Shared, StoreConfig, StoreError, StoreReader};
+
+/// The single writer of a store. Not `Clone`.
+#[derive(Debug)]
+pub struct StoreWriter {
+    shared: Arc<Shared>,
+    view: View,
+    since_checkpoint: usize,
+}
+
+impl StoreWriter {
+    /// An empty store at revision 0 and a reader of it.
+    pub fn new(config: StoreConfig) -> (StoreWriter, StoreReader) {
+        let shared = Arc::new(Shared::new(config));
+        let writer = StoreWriter { shared: shared.clone(), view: View::default(), since_checkpoint: 0 };
+        (writer, StoreReader { shared })
+    }
+
+    /// The working (possibly unpublished) view.
+    pub fn view(&self) -> &View {
+        &self.view
+    }
+
+    /// Applies one upstream event; its revision is its object's and must be
+    /// above `confirmed_rv`, and the change must fit the current state.
+    pub fn apply(&mut self, typ: EventType, object: CachedObject, now: Instant) -> Result<(), StoreError> {
+        let rv = object.resource_version();
+        let confirmed = self.view.head.rv;
+        if rv <= confirmed {
+            return Err(StoreError::OutOfOrder { rv, confirmed });
+        }
+        let prev = self.view.head.objects.get(object.key()).cloned();
+        match (typ, &prev) {
+            (EventType::Added, Some(_)) | (EventType::Modified | EventType::Deleted, None) => {
+                return Err(StoreError::Inconsistent { typ, key: object.key().to_string() });
+            }
+            _ => {}
+        }
+        let event = Arc::new(Event { typ, object: Arc::new(object), prev, at: now });
+        let head = Arc::make_mut(&mut self.view.head);
+        event.redo(&mut head.objects);
+        head.rv = rv;
+        self.view.log.push_back(event);
+        self.since_checkpoint += 1;
+        if self.since_checkpoint >= self.shared.config.checkpoint_every {
+            self.since_checkpoint = 0;
+            self.view.checkpoints.push_back(self.view.head.clone());
+        }
+        self.trim_to(self.shared.config.max_events);
+        Ok(())
+    }
+
+    /// Upstream says every event up to `rv` has been sent.
+    pub fn bookmark(&mut self, rv: u64) -> Result<(), StoreError> {
+        let confirmed = self.view.head.rv;
+        if rv < confirmed {
+            return Err(StoreError::OutOfOrder { rv, confirmed });
+        }
+        if rv > confirmed {
+            Arc::make_mut(&mut self.view.head).rv = rv;
+        }
+        Ok(())
+    }
+
+    /// Replaces everything with a re-list taken at `rv`. The window restarts
+    /// at `rv` (what happened between the old state and the list is
+    /// unknown, so no older revision can be served exactly) and the epoch
+    /// changes. Returns the difference as events, for callers that report it.
+    pub fn replace(&mut self, objects: Vec<CachedObject>, rv: u64) -> Vec<Event> {
+        let now = Instant::now();
+        let fresh: Objects = objects.into_iter().map(|o| (o.key().clone(), Arc::new(o))).collect();
+        let diff = self
+            .view
+            .head
+            .objects
+            .diff(&fresh)
+            .map(|item| match item {
+                DiffItem::Add(_, o) => Event { typ: EventType::Added, object: o.clone(), prev: None, at: now },
+                DiffItem::Update { old: (_, prev), new: (_, o) } => {
+                    Event { typ: EventType::Modified, object: o.clone(), prev: Some(prev.clone()), at: now }
+                }
+                DiffItem::Remove(_, o) => Event { typ: EventType::Deleted, object: o.clone(), prev: Some(o.clone()), at: now },
+            })
+            .collect();
+        self.view = View {
+            head: Arc::new(Snapshot::new(rv, fresh)),
+            log: Default::default(),
+            oldest_rv: rv,
+            checkpoints: Default::default(),
+            epoch: self.view.epoch + 1,
+        };
+        self.since_checkpoint = 0;
+        diff
+    }
+
+    /// Drops logged events older than the configured age.
+    pub fn expire(&mut self, now: Instant) {
+        let max_age = self.shared.config.max_age;
+        while self.view.log.front().is_some_and(|e| now.saturating_duration_since(e.at) > max_age) {
+            self.pop_oldest();
+        }
+    }
+
+    /// Keeps at most `max` events.
+    fn trim_to(&mut self, max: usize) {
+        while self.view.log.len() > max {
+            self.pop_oldest();
+        }
+    }
+
+    fn pop_oldest(&mut self) {
+        if let Some(e) = self.view.log.pop_front() {
+            self.view.oldest_rv = e.rv();
+            while self.view.checkpoints.front().is_some_and(|c| c.rv < self.view.oldest_rv) {
+                self.view.checkpoints.pop_front();
+            }
+        }
+    }
+
+    /// Compacts the log to revisions `>= rv` (never past `confirmed_rv`).
+    pub fn compact(&mut self, rv: u64) {
+        let rv = rv.min(self.view.head.rv);
+        while self.view.log.front().is_some_and(|e| e.rv() <= rv) {
+            self.pop_oldest();
+        }
+        self.view.oldest_rv = self.view.oldest_rv.max(rv);
+    }
+
+    /// Makes the working view visible to readers and wakes subscribers.
+    pub fn publish(&mut self) {
+        self.shared.view.store(Arc::new(self.view.clone()));
+        self.shared.published.send_replace(self.view.head.rv);
+    }
+}
