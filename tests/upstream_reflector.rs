@@ -9,11 +9,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use kache::store::{StoreConfig, StoreReader, StoreWriter};
 use kache::upstream::client::Client;
 use kache::upstream::connect::ConnectArgs;
 use kache::upstream::discovery::{self, ResourceInfo};
 use kache::upstream::frames::{FrameType, WatchDecoder, parse_list};
 use kache::upstream::reflector::{Reflector, ReflectorConfig, ReflectorStatus, Sink};
+use kache::upstream::store_sink::StoreSink;
 use parking_lot::Mutex;
 use serde_json::Value;
 use sim::{Sim, SimConfig, Workload};
@@ -70,6 +72,34 @@ impl Sink for Recorder {
     fn bookmark(&mut self, rv: u64) {
         self.0.lock().rv = rv;
     }
+
+    fn flush(&mut self) {}
+}
+
+/// Feeds the recorder and the real store alike.
+#[derive(Debug)]
+struct Tee(Recorder, StoreSink);
+
+impl Sink for Tee {
+    fn replace(&mut self, items: Vec<Bytes>, rv: u64) -> Result<(), String> {
+        self.0.replace(items.clone(), rv)?;
+        self.1.replace(items, rv)
+    }
+
+    fn apply(&mut self, typ: FrameType, object: Bytes) -> Result<u64, String> {
+        let rv = self.0.apply(typ, object.clone())?;
+        assert_eq!(self.1.apply(typ, object)?, rv);
+        Ok(rv)
+    }
+
+    fn bookmark(&mut self, rv: u64) {
+        self.0.bookmark(rv);
+        self.1.bookmark(rv);
+    }
+
+    fn flush(&mut self) {
+        self.1.flush();
+    }
 }
 
 struct Rig {
@@ -77,6 +107,7 @@ struct Rig {
     client: Client,
     pods: ResourceInfo,
     model: Recorder,
+    store: StoreReader,
     status: Arc<ReflectorStatus>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -94,11 +125,13 @@ async fn rig(churn: f64, page_size: usize) -> Rig {
     let client = Client::new(&creds).expect("a client");
     let pods = discovery::resolve(&client, &["pods".to_string()]).await.expect("pods").remove(0);
     let model = Recorder::default();
+    let (writer, store) = StoreWriter::new(StoreConfig::default());
+    let sink = Tee(model.clone(), StoreSink::new(&pods, writer));
     let config = ReflectorConfig { page_size, backoff_initial: Duration::from_millis(20), ..ReflectorConfig::default() };
-    let reflector = Reflector::new(client.clone(), pods.clone(), config, model.clone());
+    let reflector = Reflector::new(client.clone(), pods.clone(), config, sink);
     let status = reflector.status();
     let task = tokio::spawn(reflector.run());
-    Rig { sim, client, pods, model, status, task }
+    Rig { sim, client, pods, model, store, status, task }
 }
 
 impl Rig {
@@ -112,11 +145,14 @@ impl Rig {
         panic!("timed out waiting for {what}; last error {:?}", self.status.last_error());
     }
 
-    /// The simulator's pods at `rv`, by an Exact list.
-    async fn upstream_state(&self, rv: u64) -> State {
+    /// The simulator's pods at `rv`, by an Exact list: the items' bytes.
+    async fn upstream_items(&self, rv: u64) -> Vec<Bytes> {
         let path = format!("{}?resourceVersion={rv}&resourceVersionMatch=Exact", self.pods.collection_path());
-        let page = parse_list(&self.client.get_bytes(&path).await.expect("an Exact list")).expect("a list");
-        page.items.iter().map(|i| key_and_rv(i)).collect::<Result<_, _>>().expect("keys")
+        parse_list(&self.client.get_bytes(&path).await.expect("an Exact list")).expect("a list").items
+    }
+
+    async fn upstream_state(&self, rv: u64) -> State {
+        self.upstream_items(rv).await.iter().map(|i| key_and_rv(i)).collect::<Result<_, _>>().expect("keys")
     }
 
     /// The simulator's pod events in `(from, to]`, from a watch.
@@ -161,6 +197,17 @@ impl Rig {
             (m.state.clone(), m.rv, m.listed_at, m.events.clone())
         };
         assert_eq!(state, self.upstream_state(rv).await, "{what}: the state at {rv} differs");
+        // The store holds every object byte for byte as upstream lists it.
+        let head = self.store.view().head().clone();
+        let stored: Vec<Bytes> = head.iter().map(|o| o.bytes().clone()).collect();
+        let upstream = self.upstream_items(head.rv()).await;
+        assert!(
+            stored == upstream,
+            "{what}: the store at {} differs from the simulator's list ({} vs {} items)",
+            head.rv(),
+            stored.len(),
+            upstream.len()
+        );
         let upstream = self.upstream_events(listed_at, events.last().map_or(listed_at, |e| e.0)).await;
         assert_eq!(events, upstream, "{what}: the events since {listed_at} differ");
         assert!(events.windows(2).all(|w| w[0].0 < w[1].0), "{what}: events out of order");

@@ -181,3 +181,53 @@ async fn fetch(client: &Client, group: &str, version: &str) -> Result<Vec<(Resou
         })
         .collect())
 }
+
+/// Fields beyond `metadata.name`/`metadata.namespace` that field selectors
+/// accept, per built-in resource, with the value an absent field has (as
+/// the apiserver's field sets give it).
+const SELECTABLE: &[(&str, &str, &[(&str, &str)])] = &[
+    (
+        "",
+        "pods",
+        &[
+            ("spec.nodeName", ""),
+            ("spec.restartPolicy", ""),
+            ("spec.schedulerName", ""),
+            ("spec.serviceAccountName", ""),
+            ("spec.hostNetwork", "false"),
+            ("status.phase", ""),
+            ("status.podIP", ""),
+            ("status.nominatedNodeName", ""),
+        ],
+    ),
+    (
+        "",
+        "events",
+        &[
+            ("involvedObject.kind", ""),
+            ("involvedObject.namespace", ""),
+            ("involvedObject.name", ""),
+            ("involvedObject.uid", ""),
+            ("involvedObject.apiVersion", ""),
+            ("involvedObject.resourceVersion", ""),
+            ("involvedObject.fieldPath", ""),
+            ("reason", ""),
+            ("reportingComponent", ""),
+            ("source", ""),
+            ("type", ""),
+        ],
+    ),
+    ("", "namespaces", &[("status.phase", "")]),
+    ("", "nodes", &[("spec.unschedulable", "false")]),
+    ("", "secrets", &[("type", "")]),
+    ("", "replicationcontrollers", &[("status.replicas", "0")]),
+    ("apps", "replicasets", &[("status.replicas", "0")]),
+    ("batch", "jobs", &[("status.successful", "0")]),
+];
+
+impl ResourceInfo {
+    /// The extra fields field selectors may name, with their absent values.
+    pub fn selectable_fields(&self) -> &'static [(&'static str, &'static str)] {
+        SELECTABLE.iter().find(|(g, r, _)| *g == self.group && *r == self.resource).map_or(&[], |(_, _, f)| f)
+    }
+}

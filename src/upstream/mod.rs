@@ -9,6 +9,7 @@ pub mod connect;
 pub mod discovery;
 pub mod frames;
 pub mod reflector;
+pub mod store_sink;
 pub mod tls;
 
 /// Why talking to the apiserver failed.

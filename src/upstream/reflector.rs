@@ -46,6 +46,8 @@ pub trait Sink: Send {
     fn apply(&mut self, typ: FrameType, object: Bytes) -> Result<u64, String>;
     /// Every event up to `rv` has been applied.
     fn bookmark(&mut self, rv: u64);
+    /// Makes what was applied visible (called after each received chunk).
+    fn flush(&mut self);
 }
 
 /// Reflector settings.
@@ -268,6 +270,7 @@ impl<S: Sink> Reflector<S> {
                 match decoder.next_frame() {
                     Ok(Some(f)) => {
                         if let Some(end) = self.handle(f.typ, f.object) {
+                            self.sink.flush();
                             return end;
                         }
                     }
@@ -275,6 +278,7 @@ impl<S: Sink> Reflector<S> {
                     Err(e) => return WatchEnd::Relist(e.to_string()),
                 }
             }
+            self.sink.flush();
         }
     }
 
