@@ -182,10 +182,13 @@ async fn fetch(client: &Client, group: &str, version: &str) -> Result<Vec<(Resou
         .collect())
 }
 
+/// Field paths and the values they have when absent.
+type Fields = &'static [(&'static str, &'static str)];
+
 /// Fields beyond `metadata.name`/`metadata.namespace` that field selectors
 /// accept, per built-in resource, with the value an absent field has (as
 /// the apiserver's field sets give it).
-const SELECTABLE: &[(&str, &str, &[(&str, &str)])] = &[
+const SELECTABLE: &[(&str, &str, Fields)] = &[
     (
         "",
         "pods",
@@ -227,7 +230,7 @@ const SELECTABLE: &[(&str, &str, &[(&str, &str)])] = &[
 
 impl ResourceInfo {
     /// The extra fields field selectors may name, with their absent values.
-    pub fn selectable_fields(&self) -> &'static [(&'static str, &'static str)] {
+    pub fn selectable_fields(&self) -> Fields {
         SELECTABLE.iter().find(|(g, r, _)| *g == self.group && *r == self.resource).map_or(&[], |(_, _, f)| f)
     }
 }
