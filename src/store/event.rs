@@ -37,15 +37,6 @@ impl Event {
         self.object.resource_version()
     }
 
-    /// Applies the change to `objects`.
-    pub(super) fn redo(&self, objects: &mut Objects) {
-        let key = self.object.key().clone();
-        match self.typ {
-            EventType::Deleted => objects.remove(&key),
-            _ => objects.insert(key, self.object.clone()),
-        };
-    }
-
     /// Reverts the change in `objects`.
     pub(super) fn undo(&self, objects: &mut Objects) {
         let key = self.object.key().clone();

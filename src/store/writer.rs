@@ -46,17 +46,24 @@ impl StoreWriter {
         if rv <= confirmed {
             return Err(StoreError::OutOfOrder { rv, confirmed });
         }
-        let prev = self.view.head.objects.get(object.key()).cloned();
-        match (typ, &prev) {
-            (EventType::Added, Some(_)) | (EventType::Modified | EventType::Deleted, None) => {
-                return Err(StoreError::Inconsistent { typ, key: object.key().to_string() });
-            }
-            _ => {}
-        }
-        let event = Arc::new(Event { typ, object: Arc::new(object), prev, at: now });
+        let object = Arc::new(object);
+        let key = object.key().clone();
         let head = Arc::make_mut(&mut self.view.head);
-        event.redo(&mut head.objects);
+        // One descent: the change returns what it replaced.
+        let prev = match typ {
+            EventType::Deleted => head.objects.remove(&key),
+            _ => head.objects.insert(key.clone(), object.clone()),
+        };
+        let fits = matches!((typ, &prev), (EventType::Added, None) | (EventType::Modified | EventType::Deleted, Some(_)));
+        if !fits {
+            match &prev {
+                Some(p) => head.objects.insert(key.clone(), p.clone()),
+                None => head.objects.remove(&key),
+            };
+            return Err(StoreError::Inconsistent { typ, key: key.to_string() });
+        }
         head.rv = rv;
+        let event = Arc::new(Event { typ, object, prev, at: now });
         self.view.log.push_back(event);
         self.since_checkpoint += 1;
         if self.since_checkpoint >= self.shared.config.checkpoint_every {
