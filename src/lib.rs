@@ -1,7 +1,13 @@
 //! kache: a Kubernetes API watch cache and list proxy.
 //!
 //! [`upstream`] follows the apiserver (credentials, discovery, one reflector
-//! per cached resource); see `DESIGN.md` for how the parts fit.
+//! per cached resource) into [`store`]s; [`cache`] holds them; [`api`]
+//! answers lists from memory and [`proxy`] passes everything else through;
+//! [`serve`] wires it together. See `DESIGN.md` for how the parts fit.
 
+pub mod api;
+pub mod cache;
+pub mod proxy;
+pub mod serve;
 pub mod store;
 pub mod upstream;

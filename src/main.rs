@@ -1,4 +1,5 @@
-//! The `kache` command: `kache sim` runs the simulated apiserver.
+//! The `kache` command: `serve` in front of an apiserver, `demo` in front of
+//! a simulated cluster, `sim` the simulated apiserver alone.
 
 use clap::{Parser, Subcommand};
 
@@ -11,6 +12,10 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Cache an apiserver's resources and serve lists from memory.
+    Serve(kache::serve::ServeArgs),
+    /// Start a simulated cluster and kache in front of it.
+    Demo(kache::serve::DemoArgs),
     /// Run the in-memory Kubernetes API simulator (kache's test and demo upstream).
     Sim(sim::cli::SimArgs),
 }
@@ -22,6 +27,8 @@ async fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     match Cli::parse().command {
+        Command::Serve(args) => kache::serve::run(args).await,
+        Command::Demo(args) => kache::serve::demo(args).await,
         Command::Sim(args) => sim::cli::run(args).await.map_err(anyhow::Error::msg),
     }
 }

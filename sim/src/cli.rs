@@ -104,8 +104,8 @@ impl SimArgs {
     }
 }
 
-/// Runs the simulator until interrupted. Prints `serving on http://ADDR` once ready.
-pub async fn run(args: SimArgs) -> Result<(), String> {
+/// Starts a simulator as `args` say: listening, populated, churning.
+pub async fn start(args: &SimArgs) -> Result<Sim, String> {
     if !(args.churn.is_finite() && args.churn >= 0.0) {
         return Err(format!("--churn must be a rate >= 0, got {}", args.churn));
     }
@@ -113,11 +113,17 @@ pub async fn run(args: SimArgs) -> Result<(), String> {
     let listener = TcpListener::bind(&args.listen).await.map_err(|e| format!("--listen {}: {e}", args.listen))?;
     let mut sim = Sim::start(config, listener)?;
     let w = args.workload();
-    let started = std::time::Instant::now();
     sim.populate(&w);
     if args.churn > 0.0 {
         sim.start_churn(args.churn, w);
     }
+    Ok(sim)
+}
+
+/// Runs the simulator until interrupted. Prints `serving on http://ADDR` once ready.
+pub async fn run(args: SimArgs) -> Result<(), String> {
+    let started = std::time::Instant::now();
+    let sim = start(&args).await?;
     // Whoever reads stdout may stop after the address line: a closed stdout is not an error.
     let _ = writeln!(
         std::io::stdout(),

@@ -22,16 +22,16 @@
 
 mod body;
 pub mod cli;
-mod continue_token;
+pub mod continue_token;
 mod db;
 mod faults;
 pub mod generate;
 mod list;
 mod object;
-mod params;
+pub mod params;
 mod patch;
 pub mod resources;
-mod selector;
+pub mod selector;
 mod server;
 mod state;
 pub mod status;

@@ -81,7 +81,12 @@ impl LabelSelector {
 
     /// Whether `labels` satisfies every requirement.
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        self.requirements.iter().all(|r| r.matches(labels))
+        self.matches_with(|k| labels.get(k).map(String::as_str))
+    }
+
+    /// Whether the labels `label_of` looks up satisfy every requirement.
+    pub fn matches_with<'a>(&self, label_of: impl Fn(&str) -> Option<&'a str>) -> bool {
+        self.requirements.iter().all(|r| r.matches(label_of(&r.key)))
     }
 }
 
@@ -90,8 +95,7 @@ impl LabelRequirement {
         self.values.iter().any(|x| x == v)
     }
 
-    fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        let val = labels.get(&self.key);
+    fn matches(&self, val: Option<&str>) -> bool {
         match self.op {
             LabelOp::In | LabelOp::Equals | LabelOp::DoubleEquals => val.is_some_and(|v| self.has_value(v)),
             LabelOp::NotIn | LabelOp::NotEquals => val.is_none_or(|v| !self.has_value(v)),
@@ -772,8 +776,8 @@ impl FieldSelector {
     }
 
     /// Whether every term holds, `value_of` giving a field's value (`""` when absent).
-    pub fn matches(&self, value_of: impl Fn(&str) -> String) -> bool {
-        self.requirements.iter().all(|r| (value_of(&r.field) == r.value) == (r.op == FieldOp::Equals))
+    pub fn matches<S: AsRef<str>>(&self, value_of: impl Fn(&str) -> S) -> bool {
+        self.requirements.iter().all(|r| (value_of(&r.field).as_ref() == r.value) == (r.op == FieldOp::Equals))
     }
 }
 

@@ -1,0 +1,246 @@
+//! kache's HTTP front: HTTP/1.1 and HTTP/2 (h2c) on one listener, routing
+//! of apiserver paths, lists of cached resources answered from memory
+//! ([`list`]), kache's own health endpoints, and everything else passed
+//! through ([`crate::proxy`]).
+//!
+//! A request is answered from memory only when kache can answer exactly as
+//! the apiserver would: a list (not a watch) of a cached resource, asking for
+//! plain JSON (not protobuf, tables or metadata-only), not pretty-printed.
+//! Every refusal is the apiserver's `Status` (invariant 7).
+
+pub mod body;
+pub mod list;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{ACCEPT, ACCEPT_ENCODING, CONTENT_ENCODING, CONTENT_TYPE, RETRY_AFTER, USER_AGENT, VARY};
+use http::{HeaderMap, Method, Request, Response, StatusCode};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use serde_json::json;
+use sim::params::ListOptions;
+use sim::status::ApiError;
+use tokio::net::TcpListener;
+
+use crate::cache::{Cache, CachedResource};
+use crate::upstream::client::Client;
+use body::ApiBody;
+use list::{Answer, Page};
+
+/// Lists above this size are gzipped when the client accepts it (the apiserver's 128 KiB).
+const GZIP_THRESHOLD: usize = 128 * 1024;
+
+/// Serving settings.
+#[derive(Debug, Clone)]
+pub struct ApiConfig {
+    /// How long a list for a revision kache has not confirmed yet waits
+    /// before it is passed through.
+    pub wait: Duration,
+}
+
+impl Default for ApiConfig {
+    fn default() -> Self {
+        ApiConfig { wait: Duration::from_secs(3) }
+    }
+}
+
+/// Requests answered and passed through.
+#[derive(Debug, Default)]
+pub struct Counters {
+    /// Lists answered from memory.
+    pub lists_served: AtomicU64,
+    /// Requests passed through to the apiserver.
+    pub passed_through: AtomicU64,
+}
+
+/// What every request handler shares.
+#[derive(Debug)]
+pub struct Api {
+    /// The cached resources.
+    pub cache: Cache,
+    /// The apiserver connection.
+    pub client: Client,
+    /// Settings.
+    pub config: ApiConfig,
+    /// Counters.
+    pub counters: Counters,
+}
+
+/// Serves `api` on `listener` until `shutdown` completes, then stops
+/// accepting and lets open connections finish.
+pub async fn serve(listener: TcpListener, api: Arc<Api>, shutdown: impl std::future::Future<Output = ()>) {
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    tokio::pin!(shutdown);
+    loop {
+        let (stream, _) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let api = api.clone();
+        let service = hyper::service::service_fn(move |req| {
+            let api = api.clone();
+            async move { Ok::<_, std::convert::Infallible>(handle(&api, req).await) }
+        });
+        let conn = auto::Builder::new(TokioExecutor::new()).serve_connection_with_upgrades(TokioIo::new(stream), service).into_owned();
+        let conn = graceful.watch(conn);
+        tokio::spawn(async move {
+            if let Err(e) = conn.await {
+                tracing::debug!(error = %e, "connection ended");
+            }
+        });
+    }
+    graceful.shutdown().await;
+}
+
+fn header<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    h.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// Whether the first acceptable media type is plain JSON.
+fn wants_plain_json(headers: &HeaderMap) -> bool {
+    let Some(accept) = header(headers, ACCEPT.as_str()) else { return true };
+    let first = accept.split(',').next().unwrap_or("");
+    let mut parts = first.split(';').map(str::trim);
+    let media = parts.next().unwrap_or("");
+    parts.all(|p| !p.starts_with("as=") && !p.starts_with("g=") && !p.starts_with("v=")) && matches!(media, "" | "application/json" | "*/*")
+}
+
+/// Whether the apiserver would indent its answer (`pretty`, or curl and browsers).
+fn wants_pretty(headers: &HeaderMap, query: &str) -> bool {
+    match form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == "pretty") {
+        Some((_, v)) => !matches!(v.to_ascii_lowercase().as_str(), "false" | "0"),
+        None => header(headers, USER_AGENT.as_str()).is_some_and(|ua| ["curl", "Wget", "Mozilla/5.0"].iter().any(|p| ua.starts_with(p))),
+    }
+}
+
+fn accepts_gzip(headers: &HeaderMap) -> bool {
+    header(headers, ACCEPT_ENCODING.as_str())
+        .is_some_and(|ae| ae.split(',').any(|t| t.split(';').next().unwrap_or("").trim().eq_ignore_ascii_case("gzip")))
+}
+
+/// The cached resource and namespace a collection path names, if any.
+fn collection<'a>(cache: &'a Cache, path: &str) -> Option<(&'a Arc<CachedResource>, Option<String>)> {
+    let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    let (group, version, rest) = match segments.as_slice() {
+        ["api", version, rest @ ..] => ("", *version, rest),
+        ["apis", group, version, rest @ ..] => (*group, *version, rest),
+        _ => return None,
+    };
+    let (namespace, resource) = match rest {
+        [resource] => (None, *resource),
+        ["namespaces", ns, resource] if !ns.is_empty() => (Some(ns.to_string()), *resource),
+        _ => return None,
+    };
+    let res = cache.find(group, version, resource)?;
+    if namespace.is_some() && !res.info.namespaced {
+        return None;
+    }
+    Some((res, namespace))
+}
+
+async fn handle(api: &Api, req: Request<Incoming>) -> Response<ApiBody> {
+    let path = req.uri().path().to_string();
+    let query = req.uri().query().unwrap_or("").to_string();
+    match (req.method(), path.as_str()) {
+        (&Method::GET, "/healthz" | "/livez") => return text(StatusCode::OK, "ok"),
+        (&Method::GET, "/readyz") if api.cache.ready() => return text(StatusCode::OK, "ok"),
+        (&Method::GET, "/readyz") => return text(StatusCode::SERVICE_UNAVAILABLE, "not ready: the initial lists are not all in"),
+        _ => {}
+    }
+    if req.method() == Method::GET && wants_plain_json(req.headers()) && !wants_pretty(req.headers(), &query) {
+        if let Some((res, namespace)) = collection(&api.cache, &path) {
+            if let Some(resp) = serve_list(api, res, namespace.as_deref(), &query, req.headers()).await {
+                api.counters.lists_served.fetch_add(1, Ordering::Relaxed);
+                return resp;
+            }
+        }
+    }
+    api.counters.passed_through.fetch_add(1, Ordering::Relaxed);
+    crate::proxy::forward(&api.client, req).await
+}
+
+/// A list from memory, an error `Status`, or `None` to pass the request through.
+async fn serve_list(api: &Api, res: &CachedResource, namespace: Option<&str>, query: &str, headers: &HeaderMap) -> Option<Response<ApiBody>> {
+    let mut opts = match ListOptions::decode(query) {
+        Ok(o) => o,
+        Err(e) => return Some(error(&e)),
+    };
+    if opts.watch {
+        return None;
+    }
+    if let Err(e) = opts.validate() {
+        return Some(error(&e));
+    }
+    match list::list(res, namespace, &opts, api.config.wait).await {
+        Ok(Answer::Page(page)) => Some(encode(res, &page, accepts_gzip(headers))),
+        Ok(Answer::Upstream(why)) => {
+            tracing::debug!(resource = %res.info.qualified(), why, "list passed through");
+            None
+        }
+        Err(e) => Some(error(&e)),
+    }
+}
+
+/// The list envelope around the items' own bytes.
+fn encode(res: &CachedResource, page: &Page, gzip: bool) -> Response<ApiBody> {
+    let mut meta = serde_json::Map::new();
+    meta.insert("resourceVersion".into(), page.rv.to_string().into());
+    if let Some(c) = &page.continue_token {
+        meta.insert("continue".into(), c.clone().into());
+    }
+    if let Some(r) = page.remaining {
+        meta.insert("remainingItemCount".into(), r.into());
+    }
+    let head = format!(
+        "{{\"kind\":{},\"apiVersion\":{},\"metadata\":{},\"items\":[",
+        json!(res.info.list_kind()),
+        json!(res.info.api_version()),
+        serde_json::Value::Object(meta)
+    );
+    let mut parts = Vec::with_capacity(page.items.len() * 2 + 2);
+    parts.push(Bytes::from(head));
+    for (i, o) in page.items.iter().enumerate() {
+        if i > 0 {
+            parts.push(Bytes::from_static(b","));
+        }
+        parts.push(o.bytes().clone());
+    }
+    parts.push(Bytes::from_static(b"]}"));
+    let len: usize = parts.iter().map(Bytes::len).sum();
+    let resp = Response::builder().status(StatusCode::OK).header(CONTENT_TYPE, "application/json");
+    let built = if gzip && len > GZIP_THRESHOLD {
+        resp.header(CONTENT_ENCODING, "gzip").header(VARY, "Accept-Encoding").body(body::gzip(parts))
+    } else {
+        resp.body(body::chunks(parts))
+    };
+    built.unwrap_or_else(|_| text(StatusCode::INTERNAL_SERVER_ERROR, "response"))
+}
+
+fn error(e: &ApiError) -> Response<ApiBody> {
+    let mut resp = Response::new(body::full(e.body()));
+    *resp.status_mut() = StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    resp.headers_mut().insert(CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
+    if let Some(s) = e.retry_after {
+        resp.headers_mut().insert(RETRY_AFTER, s.into());
+    }
+    resp
+}
+
+fn text(status: StatusCode, s: &'static str) -> Response<ApiBody> {
+    let mut resp = Response::new(body::full(s));
+    *resp.status_mut() = status;
+    resp.headers_mut().insert(CONTENT_TYPE, http::HeaderValue::from_static("text/plain; charset=utf-8"));
+    resp
+}

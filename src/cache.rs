@@ -1,0 +1,76 @@
+//! The cached resources: for each, what it is, its store's reader and its
+//! reflector's status. Built once at start-up; the reflectors run as tasks
+//! that end when the [`Cache`] is dropped.
+
+use std::sync::Arc;
+
+use tokio::task::JoinHandle;
+
+use crate::store::{StoreConfig, StoreReader, StoreWriter};
+use crate::upstream::client::Client;
+use crate::upstream::discovery::ResourceInfo;
+use crate::upstream::reflector::{Reflector, ReflectorConfig, ReflectorStatus};
+use crate::upstream::store_sink::StoreSink;
+
+/// One cached resource.
+#[derive(Debug)]
+pub struct CachedResource {
+    /// What the apiserver says it is.
+    pub info: ResourceInfo,
+    /// Its objects and history.
+    pub store: StoreReader,
+    /// Its reflector's readiness and counters.
+    pub status: Arc<ReflectorStatus>,
+}
+
+impl CachedResource {
+    /// Whether field selectors may name `field` for this resource.
+    pub fn supports_field(&self, field: &str) -> bool {
+        field == "metadata.name"
+            || (self.info.namespaced && field == "metadata.namespace")
+            || self.info.selectable_fields().iter().any(|(f, _)| *f == field)
+    }
+}
+
+/// Every cached resource and the tasks that follow upstream.
+#[derive(Debug)]
+pub struct Cache {
+    resources: Vec<Arc<CachedResource>>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Cache {
+    /// Starts one reflector per resource.
+    pub fn start(client: &Client, infos: Vec<ResourceInfo>, store: &StoreConfig, reflector: &ReflectorConfig) -> Cache {
+        let mut resources = Vec::new();
+        let mut tasks = Vec::new();
+        for info in infos {
+            let (writer, reader) = StoreWriter::new(store.clone());
+            let r = Reflector::new(client.clone(), info.clone(), reflector.clone(), StoreSink::new(&info, writer));
+            resources.push(Arc::new(CachedResource { info, store: reader, status: r.status() }));
+            tasks.push(tokio::spawn(r.run()));
+        }
+        Cache { resources, tasks }
+    }
+
+    /// The cached resource at `group`/`version` named `resource`.
+    pub fn find(&self, group: &str, version: &str, resource: &str) -> Option<&Arc<CachedResource>> {
+        self.resources.iter().find(|r| r.info.group == group && r.info.version == version && r.info.resource == resource)
+    }
+
+    /// Every cached resource.
+    pub fn resources(&self) -> &[Arc<CachedResource>] {
+        &self.resources
+    }
+
+    /// Whether every resource has its initial list.
+    pub fn ready(&self) -> bool {
+        self.resources.iter().all(|r| r.status.is_ready())
+    }
+}
+
+impl Drop for Cache {
+    fn drop(&mut self) {
+        self.tasks.iter().for_each(JoinHandle::abort);
+    }
+}

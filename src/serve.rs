@@ -1,0 +1,161 @@
+//! `kache serve` and `kache demo`: flags → upstream connection → discovery
+//! → one reflector per cached resource → the HTTP front, until Ctrl-C.
+//! `demo` first starts the simulator in-process and points kache at it.
+
+use std::io::Write;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+use tokio::net::TcpListener;
+
+use crate::api::{self, Api, ApiConfig, Counters};
+use crate::cache::Cache;
+use crate::store::StoreConfig;
+use crate::upstream::client::Client;
+use crate::upstream::connect::ConnectArgs;
+use crate::upstream::discovery;
+use crate::upstream::reflector::ReflectorConfig;
+
+/// Options of `kache serve`.
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Address to listen on (loopback by default: kache does not authorize clients yet).
+    #[arg(long, default_value = "127.0.0.1:8001")]
+    pub listen: String,
+    /// Resources to cache: RESOURCE, RESOURCE.GROUP, GROUP/VERSION/RESOURCE, or `*` for all (comma-separated).
+    #[arg(long, value_delimiter = ',', default_value = "pods,configmaps,nodes,namespaces,services,apps/v1/deployments")]
+    pub resources: Vec<String>,
+    /// Items per page of the initial lists.
+    #[arg(long, default_value_t = 500)]
+    pub page_size: usize,
+    /// Shortest upstream watch, in seconds (each picks a random time up to twice this).
+    #[arg(long, default_value_t = 300)]
+    pub watch_timeout: u64,
+    /// Most events kept per resource.
+    #[arg(long, default_value_t = 100_000)]
+    pub max_events: usize,
+    /// Seconds events are kept (the window for exact and continue reads).
+    #[arg(long, default_value_t = 300)]
+    pub max_age: u64,
+    /// Milliseconds a list for a revision kache has not reached waits before it is passed through.
+    #[arg(long, default_value_t = 3000)]
+    pub wait_ms: u64,
+    /// Where the apiserver is and how to authenticate.
+    #[command(flatten)]
+    pub upstream: ConnectArgs,
+}
+
+impl ServeArgs {
+    fn store(&self) -> StoreConfig {
+        StoreConfig { max_events: self.max_events.max(1), max_age: Duration::from_secs(self.max_age), ..StoreConfig::default() }
+    }
+
+    fn reflector(&self) -> ReflectorConfig {
+        ReflectorConfig { page_size: self.page_size.max(1), watch_timeout: Duration::from_secs(self.watch_timeout.max(1)), ..ReflectorConfig::default() }
+    }
+}
+
+/// A running kache: its address and the shared state.
+#[derive(Debug)]
+pub struct Running {
+    /// Where it listens.
+    pub url: String,
+    /// Its state (cache, counters).
+    pub api: Arc<Api>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Connects, discovers, starts the reflectors and the server.
+pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
+    let creds = args.upstream.resolve().await?;
+    let client = Client::new(&creds)?;
+    let resources = discovery::resolve(&client, &args.resources).await?;
+    let listener = TcpListener::bind(&args.listen).await.map_err(|e| anyhow::anyhow!("--listen {}: {e}", args.listen))?;
+    let url = format!("http://{}", listener.local_addr()?);
+    let cache = Cache::start(&client, resources, &args.store(), &args.reflector());
+    let config = ApiConfig { wait: Duration::from_millis(args.wait_ms) };
+    let api = Arc::new(Api { cache, client, config, counters: Counters::default() });
+    let task = tokio::spawn(api::serve(listener, api.clone(), std::future::pending()));
+    tracing::info!(%url, upstream = %creds.server, resources = api.cache.resources().len(), "kache serving");
+    Ok(Running { url, api, task })
+}
+
+/// `kache serve`: runs until Ctrl-C. Prints `kache: serving on URL` once listening.
+pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
+    let running = start(&args).await?;
+    let names: Vec<String> = running.api.cache.resources().iter().map(|r| r.info.qualified()).collect();
+    // Whoever reads stdout may stop after the address line.
+    let _ = writeln!(std::io::stdout(), "kache: serving on {} (caching {})", running.url, names.join(", "));
+    tokio::signal::ctrl_c().await?;
+    Ok(())
+}
+
+/// Options of `kache demo`.
+#[derive(Debug, Clone, Args)]
+pub struct DemoArgs {
+    /// Address kache listens on.
+    #[arg(long, default_value = "127.0.0.1:8001")]
+    pub listen: String,
+    /// Pods in the simulated cluster.
+    #[arg(long, default_value_t = 10_000)]
+    pub pods: usize,
+    /// Changes per second in the simulated cluster.
+    #[arg(long, default_value_t = 20.0)]
+    pub churn: f64,
+}
+
+/// `kache demo`: a simulated cluster (pods on 100 nodes, configmaps, churn) and kache in front of it.
+pub async fn demo(args: DemoArgs) -> anyhow::Result<()> {
+    let sim_args = sim::cli::SimArgs {
+        listen: "127.0.0.1:0".into(),
+        pods: args.pods,
+        nodes: 100,
+        namespaces: 10,
+        configmaps: args.pods / 10,
+        configmap_size: 1024,
+        churn: args.churn,
+        custom: Vec::new(),
+        bookmark_interval: 60.0,
+        compact_interval: 300.0,
+        tls_cert: None,
+        tls_key: None,
+        client_ca: None,
+        token: None,
+    };
+    let sim = sim::cli::start(&sim_args).await.map_err(anyhow::Error::msg)?;
+    let serve = ServeArgs {
+        listen: args.listen,
+        resources: vec!["pods".into(), "configmaps".into(), "nodes".into(), "namespaces".into()],
+        page_size: 500,
+        watch_timeout: 300,
+        max_events: 100_000,
+        max_age: 300,
+        wait_ms: 3000,
+        upstream: ConnectArgs { server: Some(sim.url()), ..ConnectArgs::default() },
+    };
+    let running = start(&serve).await?;
+    while !running.api.cache.ready() {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let k = &running.url;
+    let _ = writeln!(
+        std::io::stdout(),
+        "kache: serving on {k} in front of a simulated cluster at {} ({} pods, {} changes/s)\n\
+         try:\n  kubectl --server {k} get pods -A --chunk-size=500\n  kubectl --server {k} get --raw '/api/v1/pods?resourceVersion=0' | head -c 300\n  \
+         kubectl --server {k} get --raw '/api/v1/namespaces/ns-0001/pods?limit=5'\n  kubectl --server {k} get configmaps -n ns-0002\n  \
+         curl -s {k}/readyz",
+        sim.url(),
+        args.pods,
+        args.churn
+    );
+    tokio::signal::ctrl_c().await?;
+    drop(sim);
+    Ok(())
+}
