@@ -52,7 +52,11 @@ impl ServeArgs {
     }
 
     fn reflector(&self) -> ReflectorConfig {
-        ReflectorConfig { page_size: self.page_size.max(1), watch_timeout: Duration::from_secs(self.watch_timeout.max(1)), ..ReflectorConfig::default() }
+        ReflectorConfig {
+            page_size: self.page_size.max(1),
+            watch_timeout: Duration::from_secs(self.watch_timeout.max(1)),
+            ..ReflectorConfig::default()
+        }
     }
 }
 

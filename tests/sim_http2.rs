@@ -3,14 +3,14 @@
 
 mod common;
 
-use common::SimProcess;
+use common::Process;
 use http_body_util::{BodyExt, Empty};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 
 #[tokio::test]
 async fn lists_and_watches_share_one_http2_connection() {
-    let sim = SimProcess::start(&["--pods", "30"]);
+    let sim = Process::sim(&["--pods", "30"]);
     let client: Client<_, Empty<bytes::Bytes>> = Client::builder(TokioExecutor::new()).http2_only(true).build_http();
     let list = client.get(format!("{}/api/v1/pods?limit=10", sim.url).parse().expect("a URI")).await.expect("an HTTP/2 response");
     assert_eq!((list.version(), list.status().as_u16()), (http::Version::HTTP_2, 200));

@@ -2,19 +2,19 @@
 
 mod common;
 
-use common::SimProcess;
+use common::Process;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::api::{Api, ListParams, PostParams, VersionMatch, WatchEvent, WatchParams};
 use kube::{Client, Config};
 
-fn client(sim: &SimProcess) -> Client {
+fn client(sim: &Process) -> Client {
     Client::try_from(Config::new(sim.url.parse().expect("a URL"))).expect("a client")
 }
 
 #[tokio::test]
 async fn kube_client_pages_through_every_pod_at_one_revision() {
-    let sim = SimProcess::start(&["--pods", "1234", "--churn", "200"]);
+    let sim = Process::sim(&["--pods", "1234", "--churn", "200"]);
     let pods: Api<Pod> = Api::all(client(&sim));
     let mut params = ListParams::default().limit(100);
     let first = pods.list(&params).await.expect("a first page");
@@ -39,7 +39,7 @@ async fn kube_client_pages_through_every_pod_at_one_revision() {
 
 #[tokio::test]
 async fn kube_client_watches_changes_and_sees_expiry() {
-    let sim = SimProcess::start(&["--compact-interval", "0"]);
+    let sim = Process::sim(&["--compact-interval", "0"]);
     let cms: Api<ConfigMap> = Api::namespaced(client(&sim), "default");
     let start = cms.list(&ListParams::default()).await.expect("a list").metadata.resource_version.expect("a revision");
     let mut stream = cms.watch(&WatchParams::default().timeout(10), &start).await.expect("a watch").boxed();

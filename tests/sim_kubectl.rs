@@ -7,7 +7,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{SimProcess, eventually};
+use common::{Process, eventually};
 use serde_json::{Value, json};
 
 fn json_of(s: &str) -> Value {
@@ -16,7 +16,7 @@ fn json_of(s: &str) -> Value {
 
 #[test]
 fn kubectl_lists_every_generated_pod_in_chunks() {
-    let sim = SimProcess::start(&["--pods", "3000", "--nodes", "30"]);
+    let sim = Process::sim(&["--pods", "3000", "--nodes", "30"]);
     let out = sim.kubectl_ok(&["get", "pods", "-A", "--chunk-size=500", "--no-headers"]);
     assert_eq!(out.lines().count(), 3000);
     let names: Vec<&str> = out.lines().map(|l| l.split_whitespace().nth(1).expect("a name")).collect();
@@ -29,7 +29,7 @@ fn kubectl_lists_every_generated_pod_in_chunks() {
 
 #[test]
 fn kubectl_create_apply_patch_label_and_delete_round_trip() {
-    let sim = SimProcess::start(&[]);
+    let sim = Process::sim(&[]);
     let out = sim.kubectl_stdin(&["create", "-f", "-"], Some("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team\n"));
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: team\ndata:\n  mode: fast\n";
@@ -77,7 +77,7 @@ fn kubectl_create_apply_patch_label_and_delete_round_trip() {
 
 #[test]
 fn kubectl_applies_deployments_and_custom_resources() {
-    let sim = SimProcess::start(&["--crd", "widgets.example.com/v1=Widget"]);
+    let sim = Process::sim(&["--crd", "widgets.example.com/v1=Widget"]);
     let deploy = r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"default"},
         "spec":{"replicas":2,"selector":{"matchLabels":{"app":"web"}},
         "template":{"metadata":{"labels":{"app":"web"}},"spec":{"containers":[{"name":"web","image":"nginx:1"}]}}}}"#;
@@ -101,7 +101,7 @@ fn kubectl_applies_deployments_and_custom_resources() {
 
 #[test]
 fn kubectl_deletes_in_two_phases_when_finalizers_are_set() {
-    let sim = SimProcess::start(&[]);
+    let sim = Process::sim(&[]);
     let cm = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"held","namespace":"default","finalizers":["example.com/hold"]}}"#;
     let out = sim.kubectl_stdin(&["create", "-f", "-"], Some(cm));
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -114,7 +114,7 @@ fn kubectl_deletes_in_two_phases_when_finalizers_are_set() {
 
 #[test]
 fn kubectl_watch_sees_changes_as_they_happen() {
-    let sim = SimProcess::start(&[]);
+    let sim = Process::sim(&[]);
     let mut watch = Command::new("kubectl")
         .args(["--server", &sim.url, "get", "configmaps", "-n", "default", "--watch-only", "-o", "name", "--request-timeout=30s"])
         .env("KUBECONFIG", "/nonexistent")
@@ -142,7 +142,7 @@ fn kubectl_watch_sees_changes_as_they_happen() {
 
 #[test]
 fn kubectl_raw_requests_cover_the_list_semantics_table() {
-    let sim = SimProcess::start(&["--pods", "40", "--namespaces", "2", "--nodes", "4"]);
+    let sim = Process::sim(&["--pods", "40", "--namespaces", "2", "--nodes", "4"]);
     let raw = |path: &str| json_of(&sim.kubectl_ok(&["get", "--raw", path]));
     let base = "/api/v1/namespaces/ns-0000/pods";
     let names = |v: &Value| {
@@ -193,7 +193,7 @@ fn kubectl_raw_requests_cover_the_list_semantics_table() {
 
 #[test]
 fn kubectl_reports_a_watch_from_a_compacted_revision_as_expired() {
-    let sim = SimProcess::start(&["--pods", "5", "--compact-interval", "0"]);
+    let sim = Process::sim(&["--pods", "5", "--compact-interval", "0"]);
     assert_eq!(sim.request("POST", "/_sim/compact", &[], None).status, 200);
     let out = sim.kubectl_ok(&["get", "--raw", "/api/v1/pods?watch=1&resourceVersion=2"]);
     let event = json_of(out.trim());

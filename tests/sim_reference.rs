@@ -9,7 +9,7 @@ use std::fs;
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use common::{SimProcess, reference_dir};
+use common::{Process, reference_dir};
 use serde_json::{Value, json};
 
 const NS: &str = "cap-1795339857";
@@ -49,12 +49,12 @@ fn load(name: &str) -> Capture {
 /// The simulator loaded with the captured namespace: the same 12 pods and
 /// enough configmaps to pass the gzip threshold, then compacted.
 struct Fixture {
-    sim: SimProcess,
+    sim: Process,
     rv: String,
 }
 
 fn fixture() -> Fixture {
-    let sim = SimProcess::start(&["--compact-interval", "0"]);
+    let sim = Process::sim(&["--compact-interval", "0"]);
     assert_eq!(sim.post("/api/v1/namespaces", &json!({"metadata": {"name": NS}})).status, 201);
     let list: Value = serde_json::from_str(&load("list-any.txt").body).expect("captured JSON");
     for item in list["items"].as_array().expect("items") {

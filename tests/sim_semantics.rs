@@ -6,7 +6,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use common::{SimProcess, eventually};
+use common::{Process, eventually};
 use serde_json::{Value, json};
 
 const SHORT: Duration = Duration::from_secs(5);
@@ -15,13 +15,13 @@ fn rv(v: &Value) -> u64 {
     v["metadata"]["resourceVersion"].as_str().expect("a resourceVersion").parse().expect("numeric")
 }
 
-fn create_cm(sim: &SimProcess, ns: &str, name: &str, labels: Value) -> Value {
+fn create_cm(sim: &Process, ns: &str, name: &str, labels: Value) -> Value {
     let r = sim.post(&format!("/api/v1/namespaces/{ns}/configmaps"), &json!({"metadata": {"name": name, "labels": labels}}));
     assert_eq!(r.status, 201, "{}", r.text());
     r.json()
 }
 
-fn patch_labels(sim: &SimProcess, ns: &str, name: &str, labels: Value) -> Value {
+fn patch_labels(sim: &Process, ns: &str, name: &str, labels: Value) -> Value {
     let body = json!({"metadata": {"labels": labels}}).to_string();
     let r = sim.request(
         "PATCH",
@@ -35,7 +35,7 @@ fn patch_labels(sim: &SimProcess, ns: &str, name: &str, labels: Value) -> Value 
 
 #[test]
 fn a_watch_from_a_revision_gets_only_later_changes_in_order() {
-    let sim = SimProcess::start(&[]);
+    let sim = Process::sim(&[]);
     let a = create_cm(&sim, "default", "a", json!({}));
     let b = create_cm(&sim, "default", "b", json!({}));
     let w = sim.watch(&format!("/api/v1/namespaces/default/configmaps?watch=1&resourceVersion={}", rv(&a)));
@@ -49,7 +49,7 @@ fn a_watch_from_a_revision_gets_only_later_changes_in_order() {
 
 #[test]
 fn selector_transitions_arrive_as_added_and_deleted() {
-    let sim = SimProcess::start(&[]);
+    let sim = Process::sim(&[]);
     create_cm(&sim, "default", "a", json!({"team": "x"}));
     let w = sim.watch("/api/v1/namespaces/default/configmaps?watch=1&labelSelector=team%3Dy&allowWatchBookmarks=true");
     let end = w.next(SHORT).expect("the initial-events-end bookmark");
@@ -67,7 +67,7 @@ fn selector_transitions_arrive_as_added_and_deleted() {
 
 #[test]
 fn bookmarks_advance_with_the_store_and_timeouts_end_the_watch() {
-    let sim = SimProcess::start(&["--bookmark-interval", "0.3"]);
+    let sim = Process::sim(&["--bookmark-interval", "0.3"]);
     let start = sim.revision();
     let w =
         sim.watch(&format!("/api/v1/namespaces/default/pods?watch=1&resourceVersion={start}&allowWatchBookmarks=true&timeoutSeconds=3"));
@@ -89,7 +89,7 @@ fn bookmarks_advance_with_the_store_and_timeouts_end_the_watch() {
 
 #[test]
 fn a_watch_without_initial_events_from_zero_starts_now() {
-    let sim = SimProcess::start(&["--pods", "5", "--compact-interval", "0"]);
+    let sim = Process::sim(&["--pods", "5", "--compact-interval", "0"]);
     assert_eq!(sim.request("POST", "/_sim/compact", &[], None).status, 200);
     let w = sim
         .watch("/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=0&sendInitialEvents=false&resourceVersionMatch=NotOlderThan");
@@ -101,7 +101,7 @@ fn a_watch_without_initial_events_from_zero_starts_now() {
 
 #[test]
 fn a_watch_at_a_future_revision_waits_for_it() {
-    let sim = SimProcess::start(&[]);
+    let sim = Process::sim(&[]);
     let future = sim.revision() + 2;
     let w = sim.watch(&format!("/api/v1/namespaces/default/configmaps?watch=1&resourceVersion={future}"));
     create_cm(&sim, "default", "one", json!({}));
@@ -115,7 +115,7 @@ fn a_watch_at_a_future_revision_waits_for_it() {
 /// at the watch's last revision: the simulator's history is consistent.
 #[test]
 fn under_churn_list_plus_watch_events_equals_the_later_list() {
-    let sim = SimProcess::start(&["--pods", "300", "--nodes", "5", "--churn", "400"]);
+    let sim = Process::sim(&["--pods", "300", "--nodes", "5", "--churn", "400"]);
     let base = sim.get("/api/v1/pods").json();
     let r0 = rv(&base);
     let mut state: BTreeMap<String, Value> = base["items"].as_array().expect("items").iter().map(|p| (key(p), p.clone())).collect();
@@ -153,7 +153,7 @@ fn key(o: &Value) -> String {
 
 #[test]
 fn watch_option_errors_are_joined_like_the_apiserver() {
-    let sim = SimProcess::start(&[]);
+    let sim = Process::sim(&[]);
     let r = sim.get("/api/v1/pods?watch=1&sendInitialEvents=true&resourceVersionMatch=Exact");
     assert_eq!(r.status, 422);
     assert_eq!(
@@ -167,7 +167,7 @@ fn watch_option_errors_are_joined_like_the_apiserver() {
 
 #[test]
 fn continue_tokens_expire_with_compaction_and_offer_a_fresh_token() {
-    let sim = SimProcess::start(&["--pods", "20", "--namespaces", "1", "--compact-interval", "0"]);
+    let sim = Process::sim(&["--pods", "20", "--namespaces", "1", "--compact-interval", "0"]);
     let page = sim.get("/api/v1/namespaces/ns-0000/pods?limit=5").json();
     let token = page["metadata"]["continue"].as_str().expect("a token").to_string();
     create_cm(&sim, "default", "bump", json!({}));
@@ -184,7 +184,7 @@ fn continue_tokens_expire_with_compaction_and_offer_a_fresh_token() {
 
 #[test]
 fn dropping_watches_ends_every_stream() {
-    let sim = SimProcess::start(&[]);
+    let sim = Process::sim(&[]);
     let a = sim.watch("/api/v1/configmaps?watch=1");
     let b = sim.watch(&format!("/api/v1/pods?watch=1&resourceVersion={}", sim.revision()));
     // Let both streams subscribe before dropping.
@@ -196,7 +196,7 @@ fn dropping_watches_ends_every_stream() {
 
 #[test]
 fn a_stall_holds_responses_until_it_passes() {
-    let sim = SimProcess::start(&[]);
+    let sim = Process::sim(&[]);
     assert_eq!(sim.request("POST", "/_sim/stall?seconds=1", &[], None).status, 200);
     let started = Instant::now();
     assert_eq!(sim.get("/api/v1/namespaces").status, 200);
@@ -205,7 +205,7 @@ fn a_stall_holds_responses_until_it_passes() {
 
 #[test]
 fn a_restart_that_resets_revisions_keeps_objects_and_renumbers_them() {
-    let sim = SimProcess::start(&["--pods", "50", "--compact-interval", "0"]);
+    let sim = Process::sim(&["--pods", "50", "--compact-interval", "0"]);
     let before = sim.get("/api/v1/pods").json();
     let old_rev = rv(&before);
     let w = sim.watch(&format!("/api/v1/pods?watch=1&resourceVersion={old_rev}"));
@@ -234,7 +234,7 @@ fn a_restart_that_resets_revisions_keeps_objects_and_renumbers_them() {
 
 #[test]
 fn deletecollection_deletes_only_what_the_selector_picks() {
-    let sim = SimProcess::start(&[]);
+    let sim = Process::sim(&[]);
     for (name, team) in [("a", "x"), ("b", "y"), ("c", "x")] {
         create_cm(&sim, "default", name, json!({"team": team}));
     }
@@ -251,7 +251,7 @@ fn deletecollection_deletes_only_what_the_selector_picks() {
 
 #[test]
 fn conflicts_not_found_and_already_exists_are_the_apiserver_statuses() {
-    let sim = SimProcess::start(&[]);
+    let sim = Process::sim(&[]);
     let a = create_cm(&sim, "default", "a", json!({}));
     let again = sim.post("/api/v1/namespaces/default/configmaps", &json!({"metadata": {"name": "a"}}));
     assert_eq!(
@@ -282,7 +282,7 @@ fn conflicts_not_found_and_already_exists_are_the_apiserver_statuses() {
 
 #[test]
 fn requests_are_counted_per_resource_and_verb() {
-    let sim = SimProcess::start(&[]);
+    let sim = Process::sim(&[]);
     sim.get("/api/v1/pods");
     sim.get("/api/v1/pods?limit=1");
     let _w = sim.watch("/api/v1/pods?watch=1");
@@ -312,7 +312,7 @@ type MalformedCase<'a> = (&'a str, String, &'a [(&'a str, &'a str)], Option<&'a 
 
 #[test]
 fn malformed_requests_get_status_bodies_and_the_server_survives() {
-    let sim = SimProcess::start(&["--pods", "3"]);
+    let sim = Process::sim(&["--pods", "3"]);
     let cm = "/api/v1/namespaces/default/configmaps";
     create_cm(&sim, "default", "a", json!({}));
     let merge = [("content-type", "application/merge-patch+json")];

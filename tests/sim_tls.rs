@@ -5,7 +5,7 @@ mod common;
 
 use std::path::Path;
 
-use common::SimProcess;
+use common::Process;
 use common::pki::Pki;
 
 fn flag(name: &str, path: &str) -> String {
@@ -15,7 +15,7 @@ fn flag(name: &str, path: &str) -> String {
 #[test]
 fn tls_with_token_and_client_certificates_both_checked() {
     let pki = Pki::new();
-    let sim = SimProcess::start(&[
+    let sim = Process::sim(&[
         "--pods",
         "7",
         "--tls-cert",

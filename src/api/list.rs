@@ -65,7 +65,8 @@ pub async fn list(res: &CachedResource, namespace: Option<&str>, opts: &ListOpti
     };
     let mut start = prefix.clone();
     let plan = if !opts.continue_token.is_empty() {
-        let c = continue_token::decode(&opts.continue_token, &prefix).map_err(|e| ApiError::bad_request(format!("invalid continue token: {e}")))?;
+        let c = continue_token::decode(&opts.continue_token, &prefix)
+            .map_err(|e| ApiError::bad_request(format!("invalid continue token: {e}")))?;
         if !opts.resource_version.is_empty() && opts.resource_version != "0" {
             return Err(ApiError::bad_request("specifying resource version is not allowed when using continue"));
         }

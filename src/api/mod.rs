@@ -159,20 +159,26 @@ async fn handle(api: &Api, req: Request<Incoming>) -> Response<ApiBody> {
         (&Method::GET, "/readyz") => return text(StatusCode::SERVICE_UNAVAILABLE, "not ready: the initial lists are not all in"),
         _ => {}
     }
-    if req.method() == Method::GET && wants_plain_json(req.headers()) && !wants_pretty(req.headers(), &query) {
-        if let Some((res, namespace)) = collection(&api.cache, &path) {
-            if let Some(resp) = serve_list(api, res, namespace.as_deref(), &query, req.headers()).await {
-                api.counters.lists_served.fetch_add(1, Ordering::Relaxed);
-                return resp;
-            }
-        }
+    let memory = req.method() == Method::GET && wants_plain_json(req.headers()) && !wants_pretty(req.headers(), &query);
+    if memory
+        && let Some((res, namespace)) = collection(&api.cache, &path)
+        && let Some(resp) = serve_list(api, res, namespace.as_deref(), &query, req.headers()).await
+    {
+        api.counters.lists_served.fetch_add(1, Ordering::Relaxed);
+        return resp;
     }
     api.counters.passed_through.fetch_add(1, Ordering::Relaxed);
     crate::proxy::forward(&api.client, req).await
 }
 
 /// A list from memory, an error `Status`, or `None` to pass the request through.
-async fn serve_list(api: &Api, res: &CachedResource, namespace: Option<&str>, query: &str, headers: &HeaderMap) -> Option<Response<ApiBody>> {
+async fn serve_list(
+    api: &Api,
+    res: &CachedResource,
+    namespace: Option<&str>,
+    query: &str,
+    headers: &HeaderMap,
+) -> Option<Response<ApiBody>> {
     let mut opts = match ListOptions::decode(query) {
         Ok(o) => o,
         Err(e) => return Some(error(&e)),

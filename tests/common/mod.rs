@@ -1,5 +1,6 @@
-//! Test harness: runs `kache sim` as a real process on a free loopback port
-//! and talks to it with real clients (kubectl, a plain HTTP client).
+//! Test harness: runs `kache sim` and `kache serve` as real processes on
+//! free loopback ports and talks to them with real clients (kubectl, a
+//! plain HTTP client).
 
 #![allow(dead_code)] // Each test binary uses a different part of the harness.
 
@@ -10,8 +11,8 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-/// A `kache sim` process, killed on drop.
-pub struct SimProcess {
+/// A `kache sim` or `kache serve` process, killed on drop.
+pub struct Process {
     child: Child,
     /// `http://127.0.0.1:PORT`.
     pub url: String,
@@ -40,11 +41,22 @@ impl Resp {
     }
 }
 
-impl SimProcess {
+impl Process {
     /// Starts `kache sim --listen 127.0.0.1:0 ARGS` and waits until it serves.
-    pub fn start(args: &[&str]) -> SimProcess {
+    pub fn sim(args: &[&str]) -> Process {
+        Self::spawn("sim", args)
+    }
+
+    /// Starts `kache serve --listen 127.0.0.1:0 --server UPSTREAM ARGS` and waits until it listens.
+    pub fn kache(upstream: &str, args: &[&str]) -> Process {
+        let mut all = vec!["--server", upstream];
+        all.extend_from_slice(args);
+        Self::spawn("serve", &all)
+    }
+
+    fn spawn(subcommand: &str, args: &[&str]) -> Process {
         let mut child = Command::new(env!("CARGO_BIN_EXE_kache"))
-            .args(["sim", "--listen", "127.0.0.1:0"])
+            .args([subcommand, "--listen", "127.0.0.1:0"])
             .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -53,7 +65,7 @@ impl SimProcess {
         let stdout = child.stdout.take().expect("piped stdout");
         let mut reader = BufReader::new(stdout);
         let mut line = String::new();
-        reader.read_line(&mut line).expect("kache sim prints its address");
+        reader.read_line(&mut line).expect("kache prints its address");
         // Keep draining so the process never writes into a closed pipe.
         std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
         let url = line
@@ -61,7 +73,7 @@ impl SimProcess {
             .find(|w| w.starts_with("http://") || w.starts_with("https://"))
             .unwrap_or_else(|| panic!("no address in {line:?}"))
             .to_string();
-        SimProcess { child, url, kube_dir: tempfile::tempdir().expect("a temp dir") }
+        Process { child, url, kube_dir: tempfile::tempdir().expect("a temp dir") }
     }
 
     /// Runs kubectl against the simulator with a private cache and no kubeconfig.
@@ -118,7 +130,7 @@ impl SimProcess {
     }
 }
 
-impl Drop for SimProcess {
+impl Drop for Process {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
@@ -184,7 +196,7 @@ impl Watch {
     }
 }
 
-impl SimProcess {
+impl Process {
     /// Opens a watch (`path` must carry `watch=1`) and streams its events.
     pub fn watch(&self, path: &str) -> Watch {
         let url = format!("{}{path}", self.url);
