@@ -154,7 +154,7 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<()> {
         "kache: serving on {k} in front of a simulated cluster at {} ({} pods, {} changes/s)\n\
          try:\n  kubectl --server {k} get pods -A --chunk-size=500\n  kubectl --server {k} get --raw '/api/v1/pods?resourceVersion=0' | head -c 300\n  \
          kubectl --server {k} get --raw '/api/v1/namespaces/ns-0001/pods?limit=5'\n  kubectl --server {k} get configmaps -n ns-0002\n  \
-         curl -s {k}/readyz",
+         curl -s {k}/metrics | grep -E 'lists_served|passed_through|store_objects'",
         sim.url(),
         args.pods,
         args.churn

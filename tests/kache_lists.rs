@@ -183,6 +183,11 @@ fn many_clients_one_upstream_list_and_watch_until_a_fault() {
         })
         .collect();
     threads.into_iter().for_each(|t| t.join().expect("a client"));
+    let metrics = kache.get("/metrics").text();
+    let served: u64 =
+        metrics.lines().find_map(|l| l.strip_prefix("kache_lists_served_total ")).and_then(|v| v.parse().ok()).expect("a counter");
+    assert!(served >= 1000, "{metrics}");
+    assert!(metrics.contains("kache_resource_ready{resource=\"pods\"} 1"), "{metrics}");
     assert_eq!((count(&sim, "pods", "list"), count(&sim, "pods", "watch")), (1, 1), "1,000 lists later, still one of each upstream");
 
     sim.post("/_sim/drop-watches", &serde_json::json!({}));

@@ -10,6 +10,7 @@
 
 pub mod body;
 pub mod list;
+mod metrics;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -157,6 +158,11 @@ async fn handle(api: &Api, req: Request<Incoming>) -> Response<ApiBody> {
         (&Method::GET, "/healthz" | "/livez") => return text(StatusCode::OK, "ok"),
         (&Method::GET, "/readyz") if api.cache.ready() => return text(StatusCode::OK, "ok"),
         (&Method::GET, "/readyz") => return text(StatusCode::SERVICE_UNAVAILABLE, "not ready: the initial lists are not all in"),
+        (&Method::GET, "/metrics") => {
+            let mut resp = Response::new(body::full(metrics::render(api)));
+            resp.headers_mut().insert(CONTENT_TYPE, http::HeaderValue::from_static("text/plain; version=0.0.4"));
+            return resp;
+        }
         _ => {}
     }
     let memory = req.method() == Method::GET && wants_plain_json(req.headers()) && !wants_pretty(req.headers(), &query);
