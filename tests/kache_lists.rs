@@ -122,6 +122,11 @@ fn every_list_shape_matches_the_simulator_at_the_same_revision() {
         }
     }
     assert!(pages >= 5, "{pages} pages");
+    // A token kache never issued (from the simulator, in a namespace) continues the same way.
+    let first = sim.get(&format!("/api/v1/namespaces/ns-0001/pods?limit=20&resourceVersion={r}&resourceVersionMatch=Exact"));
+    let token = first.json()["metadata"]["continue"].as_str().expect("more pages").to_string();
+    let q = format!("/api/v1/namespaces/ns-0001/pods?limit=20&continue={token}");
+    same("a foreign token", &kache.get(&q), &sim.get(&q));
 
     // gzip above 128 KiB, the same bytes once inflated.
     let q = format!("{pods}?{}", exact_at("", r));

@@ -145,8 +145,10 @@ fn field<'a>(res: &CachedResource, o: &'a CachedObject, f: &str) -> &'a str {
 fn page(res: &CachedResource, snapshot: &Arc<Snapshot>, prefix: &str, start: &str, opts: &ListOptions, limit: usize) -> Page {
     let mut scope = snapshot.from(start).take_while(|o| o.key().starts_with(prefix));
     let mut items = Vec::new();
+    let mut scanned = 0u64;
     let mut last = None;
     for o in scope.by_ref() {
+        scanned += 1;
         if matches(res, o, opts) {
             items.push(o.clone());
             if items.len() == limit {
@@ -155,17 +157,53 @@ fn page(res: &CachedResource, snapshot: &Arc<Snapshot>, prefix: &str, start: &st
             }
         }
     }
-    let (continue_token, remaining) = match last {
-        Some(last) => match scope.count() as u64 {
-            0 => (None, None),
-            after => {
-                res.store.pin(snapshot.clone(), Instant::now());
-                let selectors = opts.label_selector.as_ref().is_some_and(|s| !s.is_empty())
-                    || opts.field_selector.as_ref().is_some_and(|s| !s.is_empty());
-                (Some(continue_token::encode_after(&last, prefix, snapshot.rv() as i64)), (!selectors).then_some(after))
-            }
-        },
-        None => (None, None),
+    let rv = snapshot.rv();
+    let done = Page { rv, items: Vec::new(), continue_token: None, remaining: None };
+    let Some(last) = last else { return Page { items, ..done } };
+    let selectors =
+        opts.label_selector.as_ref().is_some_and(|s| !s.is_empty()) || opts.field_selector.as_ref().is_some_and(|s| !s.is_empty());
+    // Without selectors the apiserver reports how many objects remain; with
+    // them it only says whether keys remain.
+    let remaining = if selectors {
+        if scope.next().is_none() {
+            return Page { items, ..done };
+        }
+        None
+    } else {
+        let before = position(res, snapshot, prefix, start);
+        let after = scope_len(res, snapshot, prefix).saturating_sub(before + scanned);
+        if after == 0 {
+            return Page { items, ..done };
+        }
+        Some((after, before + scanned))
     };
-    Page { rv: snapshot.rv(), items, continue_token, remaining }
+    let now = Instant::now();
+    res.store.pin(snapshot.clone(), now);
+    let next = format!("{last}\u{0}");
+    if let Some((_, position)) = remaining {
+        res.store.set_cursor(rv, &next, position);
+    }
+    let continue_token = Some(continue_token::encode_after(&last, prefix, rv as i64));
+    Page { rv, items, continue_token, remaining: remaining.map(|(after, _)| after) }
+}
+
+/// How many keys of the list's scope come before `start` (remembered by the pin when kache issued the token).
+fn position(res: &CachedResource, snapshot: &Snapshot, prefix: &str, start: &str) -> u64 {
+    if start == prefix {
+        return 0;
+    }
+    res.store.cursor(snapshot.rv(), start).unwrap_or_else(|| snapshot.from(prefix).take_while(|o| &**o.key() < start).count() as u64)
+}
+
+/// How many keys the list's scope holds.
+fn scope_len(res: &CachedResource, snapshot: &Snapshot, prefix: &str) -> u64 {
+    if prefix.is_empty() {
+        return snapshot.len() as u64;
+    }
+    let key = format!("\u{1}len:{prefix}");
+    res.store.cursor(snapshot.rv(), &key).unwrap_or_else(|| {
+        let n = snapshot.from(prefix).take_while(|o| o.key().starts_with(prefix)).count() as u64;
+        res.store.set_cursor(snapshot.rv(), &key, n);
+        n
+    })
 }

@@ -2,9 +2,11 @@
 //! one atomic pointer load; a reader then works on its own `Arc<View>` for
 //! as long as it likes. Pins keep snapshots alive for continue tokens (a
 //! TTL refreshed on use, like the apiserver's 5-minute token lifetime, and a
-//! bounded count); only readers touch the pin table, never the writer.
+//! bounded count); only readers touch the pin table, never the writer. A pin
+//! also remembers cursors: how many keys precede a continue key, so the next
+//! page can report `remainingItemCount` without counting what came before.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -19,8 +21,19 @@ pub struct StoreReader {
     pub(super) shared: Arc<Shared>,
 }
 
-/// Pinned snapshots by revision, with their expiry.
-pub(super) type Pins = BTreeMap<u64, (Arc<Snapshot>, Instant)>;
+/// Most cursors a pin remembers (a paged list of 5M objects in pages of 500).
+const MAX_CURSORS: usize = 10_000;
+
+/// A pinned snapshot, its expiry, and cursors into it.
+#[derive(Debug)]
+pub(super) struct Pin {
+    snapshot: Arc<Snapshot>,
+    expires: Instant,
+    cursors: HashMap<Box<str>, u64>,
+}
+
+/// Pinned snapshots by revision.
+pub(super) type Pins = BTreeMap<u64, Pin>;
 
 impl StoreReader {
     /// The latest published view.
@@ -48,24 +61,44 @@ impl StoreReader {
     pub fn pin(&self, snapshot: Arc<Snapshot>, now: Instant) {
         let config = &self.shared.config;
         let mut pins = self.shared.pins.lock();
-        pins.retain(|_, (_, expires)| *expires > now);
-        pins.insert(snapshot.rv(), (snapshot, now + config.pin_ttl));
+        pins.retain(|_, p| p.expires > now);
+        let expires = self.expiry(now);
+        pins.entry(snapshot.rv()).or_insert_with(|| Pin { snapshot, expires, cursors: HashMap::new() }).expires = expires;
         while pins.len() > config.max_pins {
-            let Some(soonest) = pins.iter().min_by_key(|(_, (_, e))| *e).map(|(rv, _)| *rv) else { break };
+            let Some(soonest) = pins.iter().min_by_key(|(_, p)| p.expires).map(|(rv, _)| *rv) else { break };
             pins.remove(&soonest);
         }
+    }
+
+    fn expiry(&self, now: Instant) -> Instant {
+        now.checked_add(self.shared.config.pin_ttl).unwrap_or(now)
     }
 
     /// The pinned snapshot at `rv`, if still alive; its TTL restarts.
     pub fn pinned(&self, rv: u64, now: Instant) -> Option<Arc<Snapshot>> {
         let mut pins = self.shared.pins.lock();
-        let (snapshot, expires) = pins.get_mut(&rv)?;
-        if *expires <= now {
+        let pin = pins.get_mut(&rv)?;
+        if pin.expires <= now {
             pins.remove(&rv);
             return None;
         }
-        *expires = now + self.shared.config.pin_ttl;
-        Some(snapshot.clone())
+        pin.expires = self.expiry(now);
+        Some(pin.snapshot.clone())
+    }
+
+    /// Remembers that `position` keys precede `key` in the snapshot pinned at `rv`.
+    pub fn set_cursor(&self, rv: u64, key: &str, position: u64) {
+        if let Some(pin) = self.shared.pins.lock().get_mut(&rv) {
+            if pin.cursors.len() >= MAX_CURSORS {
+                pin.cursors.clear();
+            }
+            pin.cursors.insert(key.into(), position);
+        }
+    }
+
+    /// How many keys precede `key` in the snapshot pinned at `rv`, if remembered.
+    pub fn cursor(&self, rv: u64, key: &str) -> Option<u64> {
+        self.shared.pins.lock().get(&rv)?.cursors.get(key).copied()
     }
 
     /// Memory held by the store: object bytes and everything around them.
