@@ -1,5 +1,6 @@
 //! Response bodies: whole buffers, lists written from the objects' shared
-//! bytes (never assembled into one buffer), gzip streamed from those chunks
+//! bytes (never assembled into one buffer; small ones gathered into 64 KiB
+//! frames as the client reads), gzip streamed from those chunks
 //! by a blocking task through a bounded channel, and upstream bodies passed
 //! through as they arrive.
 
@@ -24,9 +25,25 @@ pub fn full(b: impl Into<Bytes>) -> ApiBody {
     Full::new(b.into()).map_err(|never| match never {}).boxed()
 }
 
-/// A body of shared chunks, written in order.
+/// Small parts are gathered into frames of about this size: one frame per
+/// object would cost a chunk header and a write each.
+const FRAME: usize = 64 * 1024;
+
+/// A body of shared chunks, written in order, gathered into frames lazily
+/// (at most one frame is built ahead of the client).
 pub fn chunks(parts: Vec<Bytes>) -> ApiBody {
-    let stream = futures_util::stream::iter(parts.into_iter().map(|b| Ok::<_, BoxError>(Frame::data(b))));
+    let stream = futures_util::stream::unfold(parts.into_iter().peekable(), |mut parts| async move {
+        let first = parts.next()?;
+        if first.len() >= FRAME || parts.peek().is_none_or(|next| first.len() + next.len() > FRAME) {
+            return Some((Ok::<_, BoxError>(Frame::data(first)), parts));
+        }
+        let mut frame = bytes::BytesMut::with_capacity(FRAME);
+        frame.extend_from_slice(&first);
+        while let Some(next) = parts.next_if(|next| frame.len() + next.len() <= FRAME) {
+            frame.extend_from_slice(&next);
+        }
+        Some((Ok(Frame::data(frame.freeze())), parts))
+    });
     StreamBody::new(stream).boxed()
 }
 
