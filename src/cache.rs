@@ -4,13 +4,14 @@
 
 use std::sync::Arc;
 
+use bytes::Bytes;
 use tokio::task::JoinHandle;
 
-use crate::store::{StoreConfig, StoreReader, StoreWriter};
+use crate::store::{CachedObject, StoreConfig, StoreReader, StoreWriter};
 use crate::upstream::client::Client;
 use crate::upstream::discovery::ResourceInfo;
 use crate::upstream::reflector::{Reflector, ReflectorConfig, ReflectorStatus};
-use crate::upstream::store_sink::StoreSink;
+use crate::upstream::store_sink::{StoreSink, carries_type};
 
 /// One cached resource.
 #[derive(Debug)]
@@ -21,9 +22,23 @@ pub struct CachedResource {
     pub store: StoreReader,
     /// Its reflector's readiness and counters.
     pub status: Arc<ReflectorStatus>,
+    /// `{"kind":K,"apiVersion":V,`, spliced into stored list items that lack it.
+    type_prefix: Bytes,
 }
 
 impl CachedResource {
+    /// `o` as the apiserver writes a lone object (a GET, a watch event):
+    /// with `kind` and `apiVersion` first. Stored list items of built-in
+    /// resources lack them; the parts concatenated are the object (a stored
+    /// object always has `metadata`, so a field follows the prefix's comma).
+    pub fn typed(&self, o: &CachedObject) -> [Bytes; 2] {
+        let bytes = o.bytes();
+        if carries_type(bytes) || !bytes.starts_with(b"{") {
+            return [bytes.clone(), Bytes::new()];
+        }
+        [self.type_prefix.clone(), bytes.slice(1..)]
+    }
+
     /// Whether field selectors may name `field` for this resource.
     pub fn supports_field(&self, field: &str) -> bool {
         field == "metadata.name"
@@ -47,7 +62,8 @@ impl Cache {
         for info in infos {
             let (writer, reader) = StoreWriter::new(store.clone());
             let r = Reflector::new(client.clone(), info.clone(), reflector.clone(), StoreSink::new(&info, writer));
-            resources.push(Arc::new(CachedResource { info, store: reader, status: r.status() }));
+            let type_prefix = Bytes::from(info.type_prefix());
+            resources.push(Arc::new(CachedResource { info, store: reader, status: r.status(), type_prefix }));
             tasks.push(tokio::spawn(r.run()));
         }
         Cache { resources, tasks }

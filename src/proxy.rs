@@ -1,12 +1,17 @@
 //! Pass-through: every request kache does not answer from memory goes to
 //! the apiserver with its method, path, query, headers and body intact
 //! (streamed both ways), under kache's upstream credentials. Hop-by-hop
-//! headers (RFC 9110 §7.6.1) are dropped in both directions.
+//! headers (RFC 9110 §7.6.1) are dropped in both directions, except that a
+//! connection upgrade (exec, attach, port-forward: WebSocket or SPDY) keeps
+//! its `Connection: Upgrade` and `Upgrade` and, once upstream answers 101,
+//! becomes a byte tunnel between the client and the apiserver.
 
-use http::header::{CONNECTION, HOST, HeaderMap, HeaderName};
+use http::header::{CONNECTION, HOST, HeaderMap, HeaderName, HeaderValue, UPGRADE};
 use http::{Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
+use hyper::upgrade::OnUpgrade;
+use hyper_util::rt::TokioIo;
 
 use crate::api::body::{self, ApiBody, BoxError};
 use crate::upstream::client::Client;
@@ -30,8 +35,23 @@ fn strip_hop_by_hop(headers: &mut HeaderMap) {
     }
 }
 
+/// The protocol an HTTP/1.1 request asks to upgrade to, if it does.
+fn upgrade_protocol(req: &Request<Incoming>) -> Option<HeaderValue> {
+    let connection_upgrade = req
+        .headers()
+        .get_all(CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case("upgrade")));
+    if req.version() != http::Version::HTTP_11 || !connection_upgrade {
+        return None;
+    }
+    req.headers().get(UPGRADE).cloned()
+}
+
 /// Forwards `req` upstream and streams the answer back.
-pub async fn forward(client: &Client, req: Request<Incoming>) -> Response<ApiBody> {
+pub async fn forward(client: &Client, mut req: Request<Incoming>) -> Response<ApiBody> {
+    let upgrade = upgrade_protocol(&req).map(|protocol| (protocol, hyper::upgrade::on(&mut req)));
     let (mut parts, incoming) = req.into_parts();
     let path = parts.uri.path_and_query().map_or("/", |pq| pq.as_str());
     let uri = match client.uri(path) {
@@ -40,6 +60,10 @@ pub async fn forward(client: &Client, req: Request<Incoming>) -> Response<ApiBod
     };
     strip_hop_by_hop(&mut parts.headers);
     parts.headers.remove(HOST);
+    if let Some((protocol, _)) = &upgrade {
+        parts.headers.insert(CONNECTION, HeaderValue::from_static("Upgrade"));
+        parts.headers.insert(UPGRADE, protocol.clone());
+    }
     let mut up = Request::builder().method(parts.method).uri(uri).version(http::Version::HTTP_11);
     if let Some(h) = up.headers_mut() {
         *h = parts.headers;
@@ -48,13 +72,47 @@ pub async fn forward(client: &Client, req: Request<Incoming>) -> Response<ApiBod
         Ok(r) => r,
         Err(e) => return bad_gateway(&e.to_string()),
     };
-    match client.send(up).await {
-        Ok(resp) => {
-            let (mut parts, incoming) = resp.into_parts();
-            strip_hop_by_hop(&mut parts.headers);
-            Response::from_parts(parts, incoming.map_err(|e| Box::new(e) as BoxError).boxed())
+    let sent = match upgrade {
+        Some(_) => client.send_upgrade(up).await,
+        None => client.send(up).await,
+    };
+    let mut resp = match sent {
+        Ok(resp) => resp,
+        Err(e) => return bad_gateway(&e.to_string()),
+    };
+    let switching = resp.status() == StatusCode::SWITCHING_PROTOCOLS;
+    let tunnel = match upgrade {
+        Some((_, downstream)) if switching => Some((downstream, hyper::upgrade::on(&mut resp))),
+        _ => None,
+    };
+    let (mut parts, incoming) = resp.into_parts();
+    // A 101 names the protocol switched to; those two headers go back as sent.
+    let switched: Vec<_> = [UPGRADE, CONNECTION]
+        .into_iter()
+        .filter(|_| tunnel.is_some())
+        .filter_map(|name| parts.headers.get(&name).cloned().map(|v| (name, v)))
+        .collect();
+    strip_hop_by_hop(&mut parts.headers);
+    parts.headers.extend(switched);
+    if let Some((downstream, upstream)) = tunnel {
+        tokio::spawn(splice(downstream, upstream));
+    }
+    Response::from_parts(parts, incoming.map_err(|e| Box::new(e) as BoxError).boxed())
+}
+
+/// Copies bytes both ways between the upgraded client and upstream
+/// connections until both sides have closed.
+async fn splice(downstream: OnUpgrade, upstream: OnUpgrade) {
+    let (client, server) = match tokio::try_join!(downstream, upstream) {
+        Ok(pair) => pair,
+        Err(e) => {
+            tracing::debug!(error = %e, "connection upgrade failed");
+            return;
         }
-        Err(e) => bad_gateway(&e.to_string()),
+    };
+    match tokio::io::copy_bidirectional(&mut TokioIo::new(client), &mut TokioIo::new(server)).await {
+        Ok((up, down)) => tracing::debug!(bytes_up = up, bytes_down = down, "upgraded connection closed"),
+        Err(e) => tracing::debug!(error = %e, "upgraded connection ended"),
     }
 }
 

@@ -6,8 +6,13 @@ use std::io::Write;
 use std::sync::Arc;
 use std::time::Duration;
 
+use std::path::PathBuf;
+
 use clap::Args;
+use sim::TlsSettings;
 use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio_rustls::TlsAcceptor;
 
 use crate::api::{self, Api, ApiConfig, Counters};
 use crate::cache::Cache;
@@ -41,6 +46,15 @@ pub struct ServeArgs {
     /// Milliseconds a list for a revision kache has not reached waits before it is passed through.
     #[arg(long, default_value_t = 3000)]
     pub wait_ms: u64,
+    /// Serving certificate chain (PEM): serve HTTPS (HTTP/2 and HTTP/1.1) instead of plain HTTP.
+    #[arg(long, requires = "tls_private_key_file")]
+    pub tls_cert_file: Option<PathBuf>,
+    /// The serving certificate's private key (PEM).
+    #[arg(long, requires = "tls_cert_file")]
+    pub tls_private_key_file: Option<PathBuf>,
+    /// Seconds open requests (watches, long lists) may take to finish after a shutdown signal.
+    #[arg(long, default_value_t = 30)]
+    pub shutdown_drain: u64,
     /// Where the apiserver is and how to authenticate.
     #[command(flatten)]
     pub upstream: ConnectArgs,
@@ -49,6 +63,16 @@ pub struct ServeArgs {
 impl ServeArgs {
     fn store(&self) -> StoreConfig {
         StoreConfig { max_events: self.max_events.max(1), max_age: Duration::from_secs(self.max_age), ..StoreConfig::default() }
+    }
+
+    /// The TLS acceptor for `--tls-cert-file`/`--tls-private-key-file`, if given.
+    fn tls(&self) -> anyhow::Result<Option<TlsAcceptor>> {
+        let (Some(cert), Some(key)) = (&self.tls_cert_file, &self.tls_private_key_file) else { return Ok(None) };
+        let read = |flag: &str, p: &PathBuf| std::fs::read(p).map_err(|e| anyhow::anyhow!("--{flag} {}: {e}", p.display()));
+        let settings =
+            TlsSettings { cert_pem: read("tls-cert-file", cert)?, key_pem: read("tls-private-key-file", key)?, client_ca_pem: None };
+        let config = sim::tls::server_config(&settings).map_err(|e| anyhow::anyhow!("serving TLS: {e}"))?;
+        Ok(Some(TlsAcceptor::from(config)))
     }
 
     fn reflector(&self) -> ReflectorConfig {
@@ -67,7 +91,18 @@ pub struct Running {
     pub url: String,
     /// Its state (cache, counters).
     pub api: Arc<Api>,
+    stop: Option<oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<()>,
+}
+
+impl Running {
+    /// Stops accepting, lets open requests finish (up to the drain period) and returns.
+    pub async fn shutdown(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let _ = (&mut self.task).await;
+    }
 }
 
 impl Drop for Running {
@@ -82,22 +117,39 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
     let client = Client::new(&creds)?;
     let resources = discovery::resolve(&client, &args.resources).await?;
     let listener = TcpListener::bind(&args.listen).await.map_err(|e| anyhow::anyhow!("--listen {}: {e}", args.listen))?;
-    let url = format!("http://{}", listener.local_addr()?);
+    let tls = args.tls()?;
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let url = format!("{scheme}://{}", listener.local_addr()?);
     let cache = Cache::start(&client, resources, &args.store(), &args.reflector());
     let config = ApiConfig { wait: Duration::from_millis(args.wait_ms) };
     let api = Arc::new(Api { cache, client, config, counters: Counters::default() });
-    let task = tokio::spawn(api::serve(listener, api.clone(), std::future::pending()));
+    let (stop, stopped) = oneshot::channel::<()>();
+    let drain = Duration::from_secs(args.shutdown_drain);
+    let task = tokio::spawn(api::serve(listener, tls, api.clone(), async move { _ = stopped.await }, drain));
     tracing::info!(%url, upstream = %creds.server, resources = api.cache.resources().len(), "kache serving");
-    Ok(Running { url, api, task })
+    Ok(Running { url, api, stop: Some(stop), task })
 }
 
-/// `kache serve`: runs until Ctrl-C. Prints `kache: serving on URL` once listening.
+/// `kache serve`: runs until SIGINT or SIGTERM, then drains. Prints
+/// `kache: serving on URL` once listening.
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let running = start(&args).await?;
     let names: Vec<String> = running.api.cache.resources().iter().map(|r| r.info.qualified()).collect();
     // Whoever reads stdout may stop after the address line.
     let _ = writeln!(std::io::stdout(), "kache: serving on {} (caching {})", running.url, names.join(", "));
-    tokio::signal::ctrl_c().await?;
+    terminated().await?;
+    tracing::info!("shutting down: no new connections; draining open requests");
+    running.shutdown().await;
+    Ok(())
+}
+
+/// Completes on SIGINT (Ctrl-C) or SIGTERM (how Kubernetes stops a container).
+async fn terminated() -> anyhow::Result<()> {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    tokio::select! {
+        r = tokio::signal::ctrl_c() => r?,
+        _ = term.recv() => {}
+    }
     Ok(())
 }
 
@@ -142,6 +194,9 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<()> {
         max_events: 100_000,
         max_age: 300,
         wait_ms: 3000,
+        tls_cert_file: None,
+        tls_private_key_file: None,
+        shutdown_drain: 5,
         upstream: ConnectArgs { server: Some(sim.url()), ..ConnectArgs::default() },
     };
     let running = start(&serve).await?;
@@ -159,7 +214,8 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<()> {
         args.pods,
         args.churn
     );
-    tokio::signal::ctrl_c().await?;
+    terminated().await?;
+    running.shutdown().await;
     drop(sim);
     Ok(())
 }

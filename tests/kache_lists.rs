@@ -220,6 +220,10 @@ fn kubectl_works_through_kache() {
     let through = via(&kache, &args);
     assert_eq!(through.lines().count(), 1200);
     assert_eq!(through, via(&sim, &args), "the same lines through kache");
+    let first = through.lines().next().expect("a pod").split_whitespace().collect::<Vec<_>>();
+    let logs = ["logs", "-n", first[0], first[1]];
+    assert_eq!(via(&kache, &logs), via(&sim, &logs), "logs pass through");
+    assert!(via(&kache, &logs).contains(first[1]));
 
     let manifest = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"via-kache","namespace":"ns-0001"},"data":{"k":"v"}}"#;
     kache.kubectl_stdin(&["apply", "-f", "-"], Some(manifest));

@@ -35,7 +35,7 @@ pub mod selector;
 mod server;
 mod state;
 pub mod status;
-mod tls;
+pub mod tls;
 mod watch;
 
 use std::net::SocketAddr;

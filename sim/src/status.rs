@@ -83,7 +83,13 @@ impl ApiError {
 
     /// 404 NotFound for an object of `rt`.
     pub fn not_found(rt: &ResourceType, name: &str) -> Self {
-        Self::new(404, "NotFound", format!("{} {name:?} not found", rt.qualified())).with_details(rt, name)
+        Self::object_not_found(&rt.group, &rt.plural, name)
+    }
+
+    /// 404 for a missing object of resource `plural` in API group `group`.
+    pub fn object_not_found(group: &str, plural: &str, name: &str) -> Self {
+        let qualified = if group.is_empty() { plural.to_string() } else { format!("{plural}.{group}") };
+        Self::new(404, "NotFound", format!("{qualified} {name:?} not found")).with_details(group, plural, name)
     }
 
     /// 404 for a path the server has no handler for.
@@ -103,12 +109,12 @@ impl ApiError {
 
     /// 409 AlreadyExists.
     pub fn already_exists(rt: &ResourceType, name: &str) -> Self {
-        Self::new(409, "AlreadyExists", format!("{} {name:?} already exists", rt.qualified())).with_details(rt, name)
+        Self::new(409, "AlreadyExists", format!("{} {name:?} already exists", rt.qualified())).with_details(&rt.group, &rt.plural, name)
     }
 
     /// 409 Conflict for a stale `resourceVersion` or a failed precondition.
     pub fn conflict(rt: &ResourceType, name: &str, why: &str) -> Self {
-        Self::new(409, "Conflict", format!("Operation cannot be fulfilled on {} {name:?}: {why}", rt.qualified())).with_details(rt, name)
+        Self::new(409, "Conflict", format!("Operation cannot be fulfilled on {} {name:?}: {why}", rt.qualified())).with_details(&rt.group, &rt.plural, name)
     }
 
     /// 409 Conflict for an update whose `resourceVersion` is not the stored one.
@@ -208,13 +214,13 @@ impl ApiError {
         Self::new(503, "ServiceUnavailable", "the server is currently unable to handle the request")
     }
 
-    fn with_details(self, rt: &ResourceType, name: &str) -> Self {
+    fn with_details(self, group: &str, plural: &str, name: &str) -> Self {
         let mut d = Map::new();
         d.insert("name".into(), name.into());
-        if !rt.group.is_empty() {
-            d.insert("group".into(), rt.group.clone().into());
+        if !group.is_empty() {
+            d.insert("group".into(), group.into());
         }
-        d.insert("kind".into(), rt.plural.clone().into());
+        d.insert("kind".into(), plural.into());
         self.with_raw_details(Value::Object(d))
     }
 

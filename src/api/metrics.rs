@@ -24,6 +24,12 @@ pub fn render(api: &Api) -> String {
         vec![(String::new(), c.lists_served.load(Ordering::Relaxed))],
     );
     metric(
+        "kache_gets_served_total",
+        "counter",
+        "Single-object GETs answered from memory.",
+        vec![(String::new(), c.gets_served.load(Ordering::Relaxed))],
+    );
+    metric(
         "kache_passed_through_total",
         "counter",
         "Requests passed through to the apiserver.",

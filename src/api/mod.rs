@@ -22,10 +22,12 @@ use http::{HeaderMap, Method, Request, Response, StatusCode};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::Watcher;
 use serde_json::json;
 use sim::params::ListOptions;
 use sim::status::ApiError;
 use tokio::net::TcpListener;
+use tokio_rustls::TlsAcceptor;
 
 use crate::cache::{Cache, CachedResource};
 use crate::upstream::client::Client;
@@ -54,6 +56,8 @@ impl Default for ApiConfig {
 pub struct Counters {
     /// Lists answered from memory.
     pub lists_served: AtomicU64,
+    /// Single-object GETs answered from memory.
+    pub gets_served: AtomicU64,
     /// Requests passed through to the apiserver.
     pub passed_through: AtomicU64,
 }
@@ -71,13 +75,24 @@ pub struct Api {
     pub counters: Counters,
 }
 
-/// Serves `api` on `listener` until `shutdown` completes, then stops
-/// accepting and lets open connections finish.
-pub async fn serve(listener: TcpListener, api: Arc<Api>, shutdown: impl std::future::Future<Output = ()>) {
+/// How long a client has to finish its TLS handshake.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Serves `api` on `listener` (over TLS when `tls` is set, HTTP/2 or
+/// HTTP/1.1 by ALPN; otherwise HTTP/1.1 or h2c) until `shutdown` completes,
+/// then stops accepting and waits for open connections to finish their
+/// requests (watches and other long requests are ended after `drain`).
+pub async fn serve(
+    listener: TcpListener,
+    tls: Option<TlsAcceptor>,
+    api: Arc<Api>,
+    shutdown: impl std::future::Future<Output = ()>,
+    drain: Duration,
+) {
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     tokio::pin!(shutdown);
     loop {
-        let (stream, _) = tokio::select! {
+        let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(a) => a,
                 Err(e) => {
@@ -90,19 +105,37 @@ pub async fn serve(listener: TcpListener, api: Arc<Api>, shutdown: impl std::fut
         };
         let _ = stream.set_nodelay(true);
         let api = api.clone();
-        let service = hyper::service::service_fn(move |req| {
-            let api = api.clone();
-            async move { Ok::<_, std::convert::Infallible>(handle(&api, req).await) }
-        });
-        let conn = auto::Builder::new(TokioExecutor::new()).serve_connection_with_upgrades(TokioIo::new(stream), service).into_owned();
-        let conn = graceful.watch(conn);
+        let watcher = graceful.watcher();
+        let tls = tls.clone();
         tokio::spawn(async move {
-            if let Err(e) = conn.await {
-                tracing::debug!(error = %e, "connection ended");
+            let result = match tls {
+                None => serve_connection(stream, api, watcher).await,
+                Some(acceptor) => match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
+                    Ok(Ok(stream)) => serve_connection(stream, api, watcher).await,
+                    Ok(Err(e)) => Err(e.into()),
+                    Err(_) => Err("TLS handshake timed out".into()),
+                },
+            };
+            if let Err(e) = result {
+                tracing::debug!(%peer, error = %e, "connection ended");
             }
         });
     }
-    graceful.shutdown().await;
+    if tokio::time::timeout(drain, graceful.shutdown()).await.is_err() {
+        tracing::info!(?drain, "connections still open after the drain period; closing them");
+    }
+}
+
+async fn serve_connection<I>(io: I, api: Arc<Api>, watcher: Watcher) -> Result<(), body::BoxError>
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let service = hyper::service::service_fn(move |req| {
+        let api = api.clone();
+        async move { Ok::<_, std::convert::Infallible>(handle(&api, req).await) }
+    });
+    let conn = auto::Builder::new(TokioExecutor::new()).serve_connection_with_upgrades(TokioIo::new(io), service).into_owned();
+    watcher.watch(conn).await
 }
 
 fn header<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
@@ -131,24 +164,40 @@ fn accepts_gzip(headers: &HeaderMap) -> bool {
         .is_some_and(|ae| ae.split(',').any(|t| t.split(';').next().unwrap_or("").trim().eq_ignore_ascii_case("gzip")))
 }
 
-/// The cached resource and namespace a collection path names, if any.
-fn collection<'a>(cache: &'a Cache, path: &str) -> Option<(&'a Arc<CachedResource>, Option<String>)> {
+/// What a path under a cached resource names.
+struct Target<'a> {
+    res: &'a Arc<CachedResource>,
+    namespace: Option<&'a str>,
+    /// The object, for a path below the collection.
+    name: Option<&'a str>,
+}
+
+/// The cached collection or object `path` names, if any (subresources and
+/// other paths are not cached).
+fn target<'a>(cache: &'a Cache, path: &'a str) -> Option<Target<'a>> {
     let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
     let (group, version, rest) = match segments.as_slice() {
         ["api", version, rest @ ..] => ("", *version, rest),
         ["apis", group, version, rest @ ..] => (*group, *version, rest),
         _ => return None,
     };
-    let (namespace, resource) = match rest {
-        [resource] => (None, *resource),
-        ["namespaces", ns, resource] if !ns.is_empty() => (Some(ns.to_string()), *resource),
+    let (namespace, resource, name) = match *rest {
+        [resource] => (None, resource, None),
+        [resource, name] => (None, resource, Some(name)),
+        ["namespaces", ns, resource] => (Some(ns), resource, None),
+        ["namespaces", ns, resource, name] => (Some(ns), resource, Some(name)),
         _ => return None,
     };
-    let res = cache.find(group, version, resource)?;
-    if namespace.is_some() && !res.info.namespaced {
+    if namespace.is_some_and(str::is_empty) || name.is_some_and(str::is_empty) {
         return None;
     }
-    Some((res, namespace))
+    let res = cache.find(group, version, resource)?;
+    // A namespaced object is only named within its namespace; a cluster-scoped
+    // resource has no namespaced paths.
+    if res.info.namespaced != namespace.is_some() && (name.is_some() || namespace.is_some()) {
+        return None;
+    }
+    Some(Target { res, namespace, name })
 }
 
 async fn handle(api: &Api, req: Request<Incoming>) -> Response<ApiBody> {
@@ -166,12 +215,18 @@ async fn handle(api: &Api, req: Request<Incoming>) -> Response<ApiBody> {
         _ => {}
     }
     let memory = req.method() == Method::GET && wants_plain_json(req.headers()) && !wants_pretty(req.headers(), &query);
-    if memory
-        && let Some((res, namespace)) = collection(&api.cache, &path)
-        && let Some(resp) = serve_list(api, res, namespace.as_deref(), &query, req.headers()).await
-    {
-        api.counters.lists_served.fetch_add(1, Ordering::Relaxed);
-        return resp;
+    if memory && let Some(t) = target(&api.cache, &path).filter(|t| t.res.status.is_ready()) {
+        let answer = match t.name {
+            None => serve_list(api, t.res, t.namespace, &query, req.headers()).await.inspect(|_| {
+                api.counters.lists_served.fetch_add(1, Ordering::Relaxed);
+            }),
+            Some(name) => serve_get(t.res, t.namespace, name, &query).inspect(|_| {
+                api.counters.gets_served.fetch_add(1, Ordering::Relaxed);
+            }),
+        };
+        if let Some(resp) = answer {
+            return resp;
+        }
     }
     api.counters.passed_through.fetch_add(1, Ordering::Relaxed);
     crate::proxy::forward(&api.client, req).await
@@ -203,6 +258,25 @@ async fn serve_list(
         }
         Err(e) => Some(error(&e)),
     }
+}
+
+/// A GET of one object with `resourceVersion=0` from the head snapshot (as
+/// the apiserver's watch cache answers it); `None` to pass it through.
+fn serve_get(res: &CachedResource, namespace: Option<&str>, name: &str, query: &str) -> Option<Response<ApiBody>> {
+    let rv = form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == "resourceVersion").map(|(_, v)| v);
+    if rv.as_deref() != Some("0") {
+        return None;
+    }
+    let key = match namespace {
+        Some(ns) => format!("{ns}/{name}"),
+        None => name.to_string(),
+    };
+    let view = res.store.view();
+    let Some(o) = view.head().get(&key) else {
+        return Some(error(&ApiError::object_not_found(&res.info.group, &res.info.resource, name)));
+    };
+    let resp = Response::builder().status(StatusCode::OK).header(CONTENT_TYPE, "application/json");
+    Some(resp.body(body::chunks(res.typed(o).to_vec())).unwrap_or_else(|_| text(StatusCode::INTERNAL_SERVER_ERROR, "response")))
 }
 
 /// The list envelope around the items' own bytes.

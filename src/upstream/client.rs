@@ -36,26 +36,27 @@ pub struct Client {
     base: Uri,
     auth: Auth,
     http: HyperClient<HttpsConnector<HttpConnector>, UpBody>,
+    /// HTTP/1.1 only: connection upgrades (exec, attach, port-forward) are
+    /// an HTTP/1.1 mechanism, so ALPN must not pick HTTP/2 for them.
+    http1: HyperClient<HttpsConnector<HttpConnector>, UpBody>,
 }
 
 impl Client {
     /// Opens nothing yet: connections are made on demand and pooled.
     pub fn new(creds: &Credentials) -> Result<Client, UpstreamError> {
         let tls = client_config(&creds.tls)?;
-        let mut http = HttpConnector::new();
-        http.enforce_http(false);
-        http.set_nodelay(true);
-        http.set_connect_timeout(Some(Duration::from_secs(10)));
-        let https =
-            hyper_rustls::HttpsConnectorBuilder::new().with_tls_config(tls).https_or_http().enable_all_versions().wrap_connector(http);
-        let http = HyperClient::builder(TokioExecutor::new())
-            .timer(TokioTimer::new())
-            .pool_timer(TokioTimer::new())
-            .pool_idle_timeout(Duration::from_secs(90))
-            .http2_keep_alive_interval(Duration::from_secs(30))
-            .http2_keep_alive_while_idle(true)
-            .build(https);
-        Ok(Client { base: creds.server.clone(), auth: creds.auth.clone(), http })
+        let mut tcp = HttpConnector::new();
+        tcp.enforce_http(false);
+        tcp.set_nodelay(true);
+        tcp.set_connect_timeout(Some(Duration::from_secs(10)));
+        let connector = || hyper_rustls::HttpsConnectorBuilder::new().with_tls_config(tls.clone()).https_or_http();
+        let all_versions = connector().enable_all_versions().wrap_connector(tcp.clone());
+        let http1 = connector().enable_http1().wrap_connector(tcp);
+        let mut builder = HyperClient::builder(TokioExecutor::new());
+        builder.timer(TokioTimer::new()).pool_timer(TokioTimer::new()).pool_idle_timeout(Duration::from_secs(90));
+        let http1 = builder.build(http1);
+        let http = builder.http2_keep_alive_interval(Duration::from_secs(30)).http2_keep_alive_while_idle(true).build(all_versions);
+        Ok(Client { base: creds.server.clone(), auth: creds.auth.clone(), http, http1 })
     }
 
     /// The apiserver URL for `path_and_query` (which starts with `/`).
@@ -70,12 +71,25 @@ impl Client {
     }
 
     /// Sends `req` with kache's credentials in place of any the request had.
-    pub async fn send(&self, mut req: Request<UpBody>) -> Result<Response<Incoming>, UpstreamError> {
+    pub async fn send(&self, req: Request<UpBody>) -> Result<Response<Incoming>, UpstreamError> {
+        self.send_with(&self.http, req).await
+    }
+
+    /// Sends a connection-upgrade request over HTTP/1.1, with kache's credentials.
+    pub async fn send_upgrade(&self, req: Request<UpBody>) -> Result<Response<Incoming>, UpstreamError> {
+        self.send_with(&self.http1, req).await
+    }
+
+    async fn send_with(
+        &self,
+        http: &HyperClient<HttpsConnector<HttpConnector>, UpBody>,
+        mut req: Request<UpBody>,
+    ) -> Result<Response<Incoming>, UpstreamError> {
         req.headers_mut().remove(AUTHORIZATION);
         if let Some(v) = self.auth.header() {
             req.headers_mut().insert(AUTHORIZATION, v);
         }
-        self.http.request(req).await.map_err(|e| UpstreamError::Transport(error_chain(&e)))
+        http.request(req).await.map_err(|e| UpstreamError::Transport(error_chain(&e)))
     }
 
     /// A GET of `path_and_query` accepting JSON.

@@ -47,6 +47,12 @@ impl ResourceInfo {
         format!("{}/{}", self.group_version_path(), self.resource)
     }
 
+    /// `{"kind":K,"apiVersion":V,`: how the apiserver begins an object of
+    /// this resource outside a list (a GET, a watch event).
+    pub fn type_prefix(&self) -> Vec<u8> {
+        format!("{{\"kind\":{},\"apiVersion\":{},", serde_json::json!(self.kind), serde_json::json!(self.api_version())).into_bytes()
+    }
+
     /// `pods` or `deployments.apps`, as the apiserver names resources in messages.
     pub fn qualified(&self) -> String {
         if self.group.is_empty() { self.resource.clone() } else { format!("{}.{}", self.resource, self.group) }

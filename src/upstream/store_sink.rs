@@ -31,9 +31,7 @@ pub struct StoreSink {
 impl StoreSink {
     /// A sink for `resource` writing to `writer`.
     pub fn new(resource: &ResourceInfo, writer: StoreWriter) -> Self {
-        let type_prefix =
-            format!("{{\"kind\":{},\"apiVersion\":{},", serde_json::json!(resource.kind), serde_json::json!(resource.api_version()))
-                .into_bytes();
+        let type_prefix = resource.type_prefix();
         let fields = resource.selectable_fields().iter().map(|(path, _)| *path).collect();
         StoreSink { writer, fields, type_prefix, typed_items: false }
     }
@@ -54,7 +52,8 @@ impl StoreSink {
     }
 }
 
-fn carries_type(item: &[u8]) -> bool {
+/// Whether an object's bytes begin with its `kind` or `apiVersion`.
+pub fn carries_type(item: &[u8]) -> bool {
     item.starts_with(b"{\"kind\":") || item.starts_with(b"{\"apiVersion\":")
 }
 

@@ -124,6 +124,13 @@ impl Process {
         self.request("POST", path, &[("content-type", "application/json")], Some(body.to_string().as_bytes()))
     }
 
+    /// Sends SIGTERM and waits up to `timeout` for the process to exit.
+    pub fn terminate(&mut self, timeout: Duration) -> std::process::ExitStatus {
+        let pid = self.child.id().to_string();
+        assert!(Command::new("kill").args(["-TERM", &pid]).status().expect("kill runs").success());
+        eventually(timeout, "the process to exit", || self.child.try_wait().expect("waitable"))
+    }
+
     /// The simulator's current revision.
     pub fn revision(&self) -> u64 {
         self.get("/_sim/stats").json()["revision"].as_u64().expect("a revision")
