@@ -1,14 +1,17 @@
 //! kubectl, unchanged, runs commands in the simulator's pods: `exec` and
-//! `attach` over the WebSocket remote-command protocol, and the apiserver's
-//! refusals of connect requests it cannot upgrade.
+//! `attach` over the WebSocket remote-command protocol, `port-forward` over
+//! SPDY (tunnelled in a WebSocket, and plain), and the apiserver's refusals of
+//! connect requests it cannot upgrade.
 
 mod common;
 
-use std::io::{Read, Write};
-use std::process::{Command, Output, Stdio};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use common::Process;
+use serde_json::json;
 
 const NS: &str = "ns-0000";
 const POD: &str = "app-00000-0000000";
@@ -155,4 +158,121 @@ fn connect_requests_that_cannot_be_upgraded_get_the_apiserver_status() {
     let (code, reason, message) = status(&format!("{POD_PATH}/exec?command=ls&stdout=true"), &ws);
     assert_eq!((code, reason.as_str()), (400, "BadRequest"));
     assert!(message.starts_with("requested protocol(s) are not supported: [base64.channel.k8s.io]"), "{message}");
+}
+
+/// A running `kubectl port-forward`, killed on drop.
+struct PortForward {
+    child: Child,
+    home: tempfile::TempDir,
+    /// The local port kubectl listens on.
+    port: u16,
+}
+
+impl PortForward {
+    /// kubectl's `-v=6` log so far.
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.home.path().join("stderr")).unwrap_or_default()
+    }
+}
+
+impl Drop for PortForward {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `kubectl port-forward pod/POD :8080` and waits for its
+/// "Forwarding from 127.0.0.1:PORT -> 8080" line.
+fn port_forward(sim: &Process, websockets: bool) -> PortForward {
+    let home = tempfile::tempdir().expect("a temp dir");
+    let mut child = Command::new("kubectl")
+        .args(["--server", &sim.url, "-n", NS, "-v=6", "port-forward", &format!("pod/{POD}"), ":8080"])
+        .env("KUBECONFIG", home.path().join("config"))
+        .env("KUBECACHEDIR", home.path().join("cache"))
+        .env("HOME", home.path())
+        .env("KUBECTL_PORT_FORWARD_WEBSOCKETS", if websockets { "true" } else { "false" })
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(home.path().join("stderr")).expect("a log file"))
+        .spawn()
+        .expect("kubectl is installed");
+    let stdout = child.stdout.take().expect("piped stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut forward = PortForward { child, home, port: 0 };
+    let line = rx.recv_timeout(KUBECTL_TIMEOUT).expect("kubectl port-forward prints where it listens");
+    let port = line
+        .strip_prefix("Forwarding from 127.0.0.1:")
+        .and_then(|rest| rest.strip_suffix(" -> 8080"))
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
+    forward.port = port;
+    // Keep draining ("Handling connection for ...") so kubectl never blocks on its output.
+    std::thread::spawn(move || for _ in rx {});
+    forward
+}
+
+/// Connects to the forwarded port, sends `data`, ends the write side and
+/// returns everything read back until the far side ends.
+fn echo_through(port: u16, data: &[u8]) -> Vec<u8> {
+    let mut conn = TcpStream::connect(("127.0.0.1", port)).expect("kubectl accepts the connection");
+    conn.set_read_timeout(Some(KUBECTL_TIMEOUT)).expect("a timeout");
+    conn.set_write_timeout(Some(KUBECTL_TIMEOUT)).expect("a timeout");
+    let mut writer = conn.try_clone().expect("a second handle");
+    let data = data.to_vec();
+    let sender = std::thread::spawn(move || {
+        writer.write_all(&data).expect("the forwarded connection takes the bytes");
+        writer.shutdown(std::net::Shutdown::Write).expect("half-close");
+    });
+    let mut back = Vec::new();
+    conn.read_to_end(&mut back).expect("the echo comes back and ends");
+    sender.join().expect("sender");
+    back
+}
+
+fn check_port_forward(websockets: bool) {
+    let sim = sim();
+    let forward = port_forward(&sim, websockets);
+    assert_eq!(echo_through(forward.port, b"hello through the pod"), b"hello through the pod");
+    // A second connection, larger than any one frame or message.
+    let big: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+    assert!(echo_through(forward.port, &big) == big, "the large echo differs");
+    // The upgrade kubectl made is the one under test, not its fallback.
+    let upgrade = format!("{} {}{POD_PATH}/portforward 101 Switching Protocols", if websockets { "GET" } else { "POST" }, sim.url);
+    let log = forward.log();
+    assert!(log.contains(&upgrade), "no {upgrade:?} in kubectl's log:\n{log}");
+}
+
+#[test]
+fn kubectl_port_forward_echoes_through_a_websocket_tunnel() {
+    check_port_forward(true);
+}
+
+#[test]
+fn kubectl_port_forward_echoes_over_plain_spdy() {
+    check_port_forward(false);
+}
+
+#[test]
+fn port_forward_refusals_are_apiserver_statuses() {
+    let sim = sim();
+    let missing = sim.get("/api/v1/namespaces/ns-0000/pods/nope/portforward");
+    assert_eq!((missing.status, missing.json()["reason"].as_str()), (404, Some("NotFound")));
+    let plain = sim.get(&format!("{POD_PATH}/portforward"));
+    assert_eq!((plain.status, plain.json()["message"].as_str()), (400, Some("Upgrade request required")));
+    let created = sim.post(
+        "/api/v1/namespaces/ns-0000/pods",
+        &json!({"metadata": {"name": "unscheduled"}, "spec": {"containers": [{"name": "c", "image": "i"}]}}),
+    );
+    assert_eq!(created.status, 201, "{}", created.text());
+    let unscheduled = sim.get("/api/v1/namespaces/ns-0000/pods/unscheduled/portforward");
+    assert_eq!((unscheduled.status, unscheduled.json()["message"].as_str()), (400, Some("pod unscheduled does not have a host assigned")));
+    let out = kubectl(&sim, &["port-forward", "pod/nope", ":8080"], None);
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains(r#"pods "nope" not found"#), "{}", text(&out.stderr));
 }

@@ -1,9 +1,9 @@
-//! The connect subresources of pods, `exec` and `attach`: the checks
-//! kube-apiserver makes before it upgrades a request (the pod exists, the
-//! container is one of the pod's, the pod is on a node, at least one stream is
-//! asked for, the request is an upgrade), the WebSocket handshake with its
-//! subprotocol negotiation, and the hand-off of the upgraded connection to a
-//! [`remotecommand`] session.
+//! The connect subresources of pods, `exec`, `attach` and `portforward`: the
+//! checks kube-apiserver makes before it upgrades a request (the pod exists,
+//! the container is one of the pod's, the pod is on a node, at least one
+//! stream is asked for, the request is an upgrade), the WebSocket or SPDY
+//! handshake with its protocol negotiation, and the hand-off of the upgraded
+//! connection to a [`remotecommand`] or [`portforward`] session.
 //!
 //! Invariants: every refusal is an [`ApiError`] sent before any upgrade; a
 //! 101 is only answered to an HTTP/1.1 request whose upgrade hyper can hand
@@ -20,8 +20,14 @@ use tokio_tungstenite::tungstenite::protocol::Role;
 
 use crate::body::{self, Body};
 use crate::object::Obj;
+use crate::portforward;
 use crate::remotecommand::{self, Job, Streams};
 use crate::status::ApiError;
+
+/// The `Upgrade` token of SPDY.
+const SPDY: &str = "SPDY/3.1";
+/// The header in which SPDY clients list their stream protocols.
+const STREAM_PROTOCOL: &str = "x-stream-protocol-version";
 
 /// A connect subresource of pods.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,6 +36,8 @@ pub enum Subresource {
     Exec,
     /// `pods/attach`.
     Attach,
+    /// `pods/portforward`.
+    PortForward,
 }
 
 impl Subresource {
@@ -38,6 +46,7 @@ impl Subresource {
         match segment {
             "exec" => Some(Self::Exec),
             "attach" => Some(Self::Attach),
+            "portforward" => Some(Self::PortForward),
             _ => None,
         }
     }
@@ -49,25 +58,29 @@ pub fn handle(mut req: Request<Incoming>, pod: &Obj, sub: Subresource) -> Result
     let spec: Value =
         serde_json::from_slice::<Value>(&pod.item).ok().and_then(|mut v| v.get_mut("spec").map(Value::take)).unwrap_or_default();
     let name = pod.name.as_str();
-    check_container(&spec, name, query.one("container"))?;
+    if sub != Subresource::PortForward {
+        check_container(&spec, name, query.one("container"))?;
+    }
     if spec.get("nodeName").and_then(Value::as_str).is_none_or(str::is_empty) {
         return Err(ApiError::bad_request(format!("pod {name} does not have a host assigned")));
+    }
+    if sub == Subresource::PortForward {
+        return port_forward(req);
     }
     let tty = query.flag("tty");
     let streams = Streams { stdin: query.flag("stdin"), stdout: query.flag("stdout"), stderr: query.flag("stderr") && !tty, tty };
     if !streams.stdin && !streams.stdout && !streams.stderr {
         return Err(ApiError::bad_request("you must specify at least 1 of stdin, stdout, stderr"));
     }
-    let job = match sub {
-        Subresource::Exec => {
-            let argv = query.all("command");
-            if argv.is_empty() {
-                // kubectl refuses an empty command itself; the runtime could not start one.
-                return Err(ApiError::bad_request("you must specify at least 1 command"));
-            }
-            Job::Exec { pod: name.to_string(), argv }
+    let job = if sub == Subresource::Exec {
+        let argv = query.all("command");
+        if argv.is_empty() {
+            // kubectl refuses an empty command itself; the runtime could not start one.
+            return Err(ApiError::bad_request("you must specify at least 1 command"));
         }
-        Subresource::Attach => Job::Attach { namespace: pod.namespace.clone(), pod: name.to_string() },
+        Job::Exec { pod: name.to_string(), argv }
+    } else {
+        Job::Attach { namespace: pod.namespace.clone(), pod: name.to_string() }
     };
     let (resp, protocol) = accept_websocket(&req, &remotecommand::PROTOCOLS)?;
     let on_upgrade = hyper::upgrade::on(&mut req);
@@ -76,6 +89,43 @@ pub fn handle(mut req: Request<Incoming>, pod: &Obj, sub: Subresource) -> Result
         let Ok(upgraded) = on_upgrade.await else { return };
         let ws = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, None).await;
         remotecommand::serve(ws, protocol, streams, job).await;
+    });
+    Ok(resp)
+}
+
+/// Port forwarding: SPDY tunnelled in a WebSocket, or a plain SPDY upgrade.
+fn port_forward(mut req: Request<Incoming>) -> Result<Response<Body>, ApiError> {
+    if is_upgrade(req.headers()) && header(req.headers(), UPGRADE).is_some_and(|u| u.eq_ignore_ascii_case(SPDY)) {
+        if req.version() != Version::HTTP_11 {
+            return Err(ApiError::bad_request("unable to upgrade: a SPDY upgrade is an HTTP/1.1 request"));
+        }
+        let offered: Vec<&str> = list(req.headers(), STREAM_PROTOCOL);
+        if !offered.is_empty() && !offered.contains(&portforward::PROTOCOL) {
+            return Err(ApiError::bad_request(format!(
+                "unable to upgrade: none of the client's stream protocols [{}] is supported; supports [{}]",
+                offered.join(" "),
+                portforward::PROTOCOL
+            )));
+        }
+        let on_upgrade = hyper::upgrade::on(&mut req);
+        tokio::spawn(async move {
+            let Ok(upgraded) = on_upgrade.await else { return };
+            portforward::serve(TokioIo::new(upgraded)).await;
+        });
+        return Ok(Response::builder()
+            .status(StatusCode::SWITCHING_PROTOCOLS)
+            .header(CONNECTION, "Upgrade")
+            .header(UPGRADE, SPDY)
+            .header(STREAM_PROTOCOL, portforward::PROTOCOL)
+            .body(body::full(""))
+            .expect("valid response"));
+    }
+    let (resp, _) = accept_websocket(&req, &[portforward::TUNNEL_PROTOCOL])?;
+    let on_upgrade = hyper::upgrade::on(&mut req);
+    tokio::spawn(async move {
+        let Ok(upgraded) = on_upgrade.await else { return };
+        let ws = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, None).await;
+        portforward::serve_tunnel(ws).await;
     });
     Ok(resp)
 }
@@ -136,15 +186,21 @@ fn header(headers: &HeaderMap, name: http::header::HeaderName) -> Option<&str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
+/// The comma-separated values of every `name` header.
+fn list<'a>(headers: &'a HeaderMap, name: &str) -> Vec<&'a str> {
+    headers
+        .get_all(name)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .collect()
+}
+
 /// Whether the request asks to upgrade the connection at all.
 fn is_upgrade(headers: &HeaderMap) -> bool {
-    header(headers, UPGRADE).is_some()
-        && headers
-            .get_all(CONNECTION)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(','))
-            .any(|t| t.trim().eq_ignore_ascii_case("upgrade"))
+    header(headers, UPGRADE).is_some() && list(headers, CONNECTION.as_str()).iter().any(|t| t.eq_ignore_ascii_case("upgrade"))
 }
 
 /// Checks a WebSocket upgrade request and negotiates one of `supported`
@@ -169,14 +225,7 @@ fn accept_websocket(req: &Request<Incoming>, supported: &[&'static str]) -> Resu
     let key = header(headers, SEC_WEBSOCKET_KEY)
         .filter(|k| !k.trim().is_empty())
         .ok_or_else(|| ApiError::bad_request("websocket: not a websocket handshake: 'Sec-WebSocket-Key' header is missing or blank"))?;
-    let offered: Vec<&str> = headers
-        .get_all(SEC_WEBSOCKET_PROTOCOL)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .map(str::trim)
-        .filter(|p| !p.is_empty())
-        .collect();
+    let offered = list(headers, SEC_WEBSOCKET_PROTOCOL.as_str());
     let protocol = offered.iter().find_map(|o| supported.iter().find(|s| *s == o)).ok_or_else(|| {
         ApiError::bad_request(format!(
             "requested protocol(s) are not supported: [{}]; supports [{}]",

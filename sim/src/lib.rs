@@ -15,7 +15,9 @@
 //!   selector transitions;
 //! - `pods/exec` and `pods/attach` over the WebSocket remote-command
 //!   protocol (`v5.channel.k8s.io`), running a few built-in commands of a
-//!   simulated container, so `kubectl exec` and `kubectl attach` work;
+//!   simulated container, and `pods/portforward` over SPDY (tunnelled in a
+//!   WebSocket or plain) to ports that echo, so `kubectl exec`, `attach` and
+//!   `port-forward` work;
 //! - generators of realistic objects, a churn driver, and fault switches
 //!   (drop watches, stall, compact, restart keeping or resetting revisions),
 //!   reachable from Rust ([`Sim`]) and over HTTP (`/_sim/...`).
@@ -35,10 +37,12 @@ mod list;
 mod object;
 pub mod params;
 mod patch;
+mod portforward;
 mod remotecommand;
 pub mod resources;
 pub mod selector;
 mod server;
+mod spdy;
 mod state;
 pub mod status;
 mod tls;
@@ -220,6 +224,6 @@ where
         async move { Ok::<_, std::convert::Infallible>(server::handle(state, req, server_address, verified_client_cert).await) }
     });
     // A client that goes away mid-request is not an error of the server.
-    // Upgrades (exec, attach) are handed to the handler through `hyper::upgrade::on`.
+    // Upgrades (exec, attach, portforward) are handed to the handler through `hyper::upgrade::on`.
     let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new()).serve_connection_with_upgrades(TokioIo::new(io), svc).await;
 }
