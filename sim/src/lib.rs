@@ -13,6 +13,11 @@
 //!   continue tokens and error `Status` bodies, 410 after compaction;
 //! - watches from a revision, with initial events, bookmarks, timeouts and
 //!   selector transitions;
+//! - `pods/exec` and `pods/attach` over the WebSocket remote-command
+//!   protocol (`v5.channel.k8s.io`), running a few built-in commands of a
+//!   simulated container, and `pods/portforward` over SPDY (tunnelled in a
+//!   WebSocket or plain) to ports that echo, so `kubectl exec`, `attach` and
+//!   `port-forward` work;
 //! - generators of realistic objects, a churn driver, and fault switches
 //!   (drop watches, stall, compact, restart keeping or resetting revisions),
 //!   reachable from Rust ([`Sim`]) and over HTTP (`/_sim/...`).
@@ -22,6 +27,8 @@
 
 mod body;
 pub mod cli;
+mod connect;
+mod container;
 pub mod continue_token;
 mod db;
 mod faults;
@@ -30,9 +37,12 @@ mod list;
 mod object;
 pub mod params;
 mod patch;
+mod portforward;
+mod remotecommand;
 pub mod resources;
 pub mod selector;
 mod server;
+mod spdy;
 mod state;
 pub mod status;
 pub mod tls;
@@ -214,5 +224,6 @@ where
         async move { Ok::<_, std::convert::Infallible>(server::handle(state, req, server_address, verified_client_cert).await) }
     });
     // A client that goes away mid-request is not an error of the server.
-    let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new()).serve_connection(TokioIo::new(io), svc).await;
+    // Upgrades (exec, attach, portforward) are handed to the handler through `hyper::upgrade::on`.
+    let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new()).serve_connection_with_upgrades(TokioIo::new(io), svc).await;
 }

@@ -15,6 +15,7 @@ use hyper::body::Incoming;
 use serde_json::{Value, json};
 
 use crate::body::{self, Body};
+use crate::connect::{self, Subresource};
 use crate::db::{Deleted, Preconditions};
 use crate::list;
 use crate::params::{ListOptions, parse_resource_version};
@@ -288,6 +289,16 @@ async fn resource(state: &Arc<State>, req: Request<Incoming>, t: Target, enc: En
                 .header(CONTENT_TYPE, "text/plain")
                 .body(body::full(format!("simulated log of pod {ns}/{name}\n")))
                 .expect("valid response"))
+        }
+        (Method::GET | Method::POST, Some(name), Some(sub))
+            if rt.plural == "pods" && rt.group.is_empty() && Subresource::of(sub).is_some() =>
+        {
+            verb("connect");
+            let pod = {
+                let db = state.db.read();
+                db.get(t.res, &rt.key(&ns, name), db.rev()).cloned().ok_or_else(|| ApiError::not_found(rt, name))?
+            };
+            connect::handle(req, &pod, Subresource::of(sub).expect("checked by the guard"))
         }
         (Method::POST, None, None) => {
             verb("create");
