@@ -114,7 +114,8 @@ impl ApiError {
 
     /// 409 Conflict for a stale `resourceVersion` or a failed precondition.
     pub fn conflict(rt: &ResourceType, name: &str, why: &str) -> Self {
-        Self::new(409, "Conflict", format!("Operation cannot be fulfilled on {} {name:?}: {why}", rt.qualified())).with_details(&rt.group, &rt.plural, name)
+        Self::new(409, "Conflict", format!("Operation cannot be fulfilled on {} {name:?}: {why}", rt.qualified()))
+            .with_details(&rt.group, &rt.plural, name)
     }
 
     /// 409 Conflict for an update whose `resourceVersion` is not the stored one.
