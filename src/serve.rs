@@ -3,10 +3,9 @@
 //! `demo` first starts the simulator in-process and points kache at it.
 
 use std::io::Write;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-
-use std::path::PathBuf;
 
 use clap::Args;
 use sim::TlsSettings;
@@ -113,11 +112,11 @@ impl Drop for Running {
 
 /// Connects, discovers, starts the reflectors and the server.
 pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
+    let tls = args.tls()?;
     let creds = args.upstream.resolve().await?;
     let client = Client::new(&creds)?;
     let resources = discovery::resolve(&client, &args.resources).await?;
     let listener = TcpListener::bind(&args.listen).await.map_err(|e| anyhow::anyhow!("--listen {}: {e}", args.listen))?;
-    let tls = args.tls()?;
     let scheme = if tls.is_some() { "https" } else { "http" };
     let url = format!("{scheme}://{}", listener.local_addr()?);
     let cache = Cache::start(&client, resources, &args.store(), &args.reflector());

@@ -192,9 +192,14 @@ fn target<'a>(cache: &'a Cache, path: &'a str) -> Option<Target<'a>> {
         return None;
     }
     let res = cache.find(group, version, resource)?;
-    // A namespaced object is only named within its namespace; a cluster-scoped
-    // resource has no namespaced paths.
-    if res.info.namespaced != namespace.is_some() && (name.is_some() || namespace.is_some()) {
+    let in_scope = match (res.info.namespaced, namespace, name) {
+        // A cluster-scoped resource has no namespaced paths.
+        (false, Some(_), _) => false,
+        // A namespaced object is only named within its namespace.
+        (true, None, Some(_)) => false,
+        _ => true,
+    };
+    if !in_scope {
         return None;
     }
     Some(Target { res, namespace, name })
