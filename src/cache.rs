@@ -7,9 +7,10 @@ use std::sync::Arc;
 use bytes::Bytes;
 use tokio::task::JoinHandle;
 
+use apimachinery::resource::Resource;
+
 use crate::store::{CachedObject, StoreConfig, StoreReader, StoreWriter};
 use crate::upstream::client::Client;
-use crate::upstream::discovery::ResourceInfo;
 use crate::upstream::reflector::{Reflector, ReflectorConfig, ReflectorStatus};
 use crate::upstream::store_sink::{StoreSink, carries_type};
 
@@ -17,7 +18,7 @@ use crate::upstream::store_sink::{StoreSink, carries_type};
 #[derive(Debug)]
 pub struct CachedResource {
     /// What the apiserver says it is.
-    pub info: ResourceInfo,
+    pub info: Resource,
     /// Its objects and history.
     pub store: StoreReader,
     /// Its reflector's readiness and counters.
@@ -38,13 +39,6 @@ impl CachedResource {
         }
         [self.type_prefix.clone(), bytes.slice(1..)]
     }
-
-    /// Whether field selectors may name `field` for this resource.
-    pub fn supports_field(&self, field: &str) -> bool {
-        field == "metadata.name"
-            || (self.info.namespaced && field == "metadata.namespace")
-            || self.info.selectable_fields().iter().any(|(f, _)| *f == field)
-    }
 }
 
 /// Every cached resource and the tasks that follow upstream.
@@ -56,7 +50,7 @@ pub struct Cache {
 
 impl Cache {
     /// Starts one reflector per resource.
-    pub fn start(client: &Client, infos: Vec<ResourceInfo>, store: &StoreConfig, reflector: &ReflectorConfig) -> Cache {
+    pub fn start(client: &Client, infos: Vec<Resource>, store: &StoreConfig, reflector: &ReflectorConfig) -> Cache {
         let mut resources = Vec::new();
         let mut tasks = Vec::new();
         for info in infos {
@@ -71,7 +65,7 @@ impl Cache {
 
     /// The cached resource at `group`/`version` named `resource`.
     pub fn find(&self, group: &str, version: &str, resource: &str) -> Option<&Arc<CachedResource>> {
-        self.resources.iter().find(|r| r.info.group == group && r.info.version == version && r.info.resource == resource)
+        self.resources.iter().find(|r| r.info.group == group && r.info.version == version && r.info.plural == resource)
     }
 
     /// Every cached resource.

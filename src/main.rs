@@ -1,7 +1,11 @@
-//! The `kache` command: `serve` in front of an apiserver, `demo` in front of
-//! a simulated cluster, `sim` the simulated apiserver alone.
+//! The `kache` command: `serve` in front of an apiserver; with the `sim`
+//! feature (on by default), also `demo` in front of a simulated cluster and
+//! `sim`, the simulated apiserver alone.
 
 use clap::{Parser, Subcommand};
+
+#[cfg(feature = "sim")]
+mod demo;
 
 #[derive(Debug, Parser)]
 #[command(name = "kache", version, about = "A Kubernetes API watch cache and list proxy")]
@@ -12,11 +16,13 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Cache an apiserver's resources and serve lists from memory.
+    /// Cache an apiserver's resources and serve lists and watches from memory.
     Serve(kache::serve::ServeArgs),
     /// Start a simulated cluster and kache in front of it.
-    Demo(kache::serve::DemoArgs),
+    #[cfg(feature = "sim")]
+    Demo(demo::DemoArgs),
     /// Run the in-memory Kubernetes API simulator (kache's test and demo upstream).
+    #[cfg(feature = "sim")]
     Sim(sim::cli::SimArgs),
 }
 
@@ -28,7 +34,9 @@ async fn main() -> anyhow::Result<()> {
         .init();
     match Cli::parse().command {
         Command::Serve(args) => kache::serve::run(args).await,
-        Command::Demo(args) => kache::serve::demo(args).await,
+        #[cfg(feature = "sim")]
+        Command::Demo(args) => demo::run(args).await,
+        #[cfg(feature = "sim")]
         Command::Sim(args) => sim::cli::run(args).await.map_err(anyhow::Error::msg),
     }
 }

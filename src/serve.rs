@@ -1,14 +1,13 @@
-//! `kache serve` and `kache demo`: flags → upstream connection → discovery
-//! → one reflector per cached resource → the HTTP front, until Ctrl-C.
-//! `demo` first starts the simulator in-process and points kache at it.
+//! `kache serve`: flags → upstream connection → discovery → one reflector
+//! per cached resource → the HTTP front, until SIGINT or SIGTERM.
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use apimachinery::tls::TlsSettings;
 use clap::Args;
-use sim::TlsSettings;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio_rustls::TlsAcceptor;
@@ -70,7 +69,7 @@ impl ServeArgs {
         let read = |flag: &str, p: &PathBuf| std::fs::read(p).map_err(|e| anyhow::anyhow!("--{flag} {}: {e}", p.display()));
         let settings =
             TlsSettings { cert_pem: read("tls-cert-file", cert)?, key_pem: read("tls-private-key-file", key)?, client_ca_pem: None };
-        let config = sim::tls::server_config(&settings).map_err(|e| anyhow::anyhow!("serving TLS: {e}"))?;
+        let config = apimachinery::tls::server_config(&settings).map_err(|e| anyhow::anyhow!("serving TLS: {e}"))?;
         Ok(Some(TlsAcceptor::from(config)))
     }
 
@@ -143,78 +142,11 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
 }
 
 /// Completes on SIGINT (Ctrl-C) or SIGTERM (how Kubernetes stops a container).
-async fn terminated() -> anyhow::Result<()> {
+pub async fn terminated() -> anyhow::Result<()> {
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     tokio::select! {
         r = tokio::signal::ctrl_c() => r?,
         _ = term.recv() => {}
     }
-    Ok(())
-}
-
-/// Options of `kache demo`.
-#[derive(Debug, Clone, Args)]
-pub struct DemoArgs {
-    /// Address kache listens on.
-    #[arg(long, default_value = "127.0.0.1:8001")]
-    pub listen: String,
-    /// Pods in the simulated cluster.
-    #[arg(long, default_value_t = 10_000)]
-    pub pods: usize,
-    /// Changes per second in the simulated cluster.
-    #[arg(long, default_value_t = 20.0)]
-    pub churn: f64,
-}
-
-/// `kache demo`: a simulated cluster (pods on 100 nodes, configmaps, churn) and kache in front of it.
-pub async fn demo(args: DemoArgs) -> anyhow::Result<()> {
-    let sim_args = sim::cli::SimArgs {
-        listen: "127.0.0.1:0".into(),
-        pods: args.pods,
-        nodes: 100,
-        namespaces: 10,
-        configmaps: args.pods / 10,
-        configmap_size: 1024,
-        churn: args.churn,
-        custom: Vec::new(),
-        bookmark_interval: 60.0,
-        compact_interval: 300.0,
-        tls_cert: None,
-        tls_key: None,
-        client_ca: None,
-        token: None,
-    };
-    let sim = sim::cli::start(&sim_args).await.map_err(anyhow::Error::msg)?;
-    let serve = ServeArgs {
-        listen: args.listen,
-        resources: vec!["pods".into(), "configmaps".into(), "nodes".into(), "namespaces".into()],
-        page_size: 500,
-        watch_timeout: 300,
-        max_events: 100_000,
-        max_age: 300,
-        wait_ms: 3000,
-        tls_cert_file: None,
-        tls_private_key_file: None,
-        shutdown_drain: 5,
-        upstream: ConnectArgs { server: Some(sim.url()), ..ConnectArgs::default() },
-    };
-    let running = start(&serve).await?;
-    while !running.api.cache.ready() {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let k = &running.url;
-    let _ = writeln!(
-        std::io::stdout(),
-        "kache: serving on {k} in front of a simulated cluster at {} ({} pods, {} changes/s)\n\
-         try:\n  kubectl --server {k} get pods -A --chunk-size=500\n  kubectl --server {k} get --raw '/api/v1/pods?resourceVersion=0' | head -c 300\n  \
-         kubectl --server {k} get --raw '/api/v1/namespaces/ns-0001/pods?limit=5'\n  kubectl --server {k} get configmaps -n ns-0002\n  \
-         curl -s {k}/metrics | grep -E 'lists_served|passed_through|store_objects'",
-        sim.url(),
-        args.pods,
-        args.churn
-    );
-    terminated().await?;
-    running.shutdown().await;
-    drop(sim);
     Ok(())
 }

@@ -7,11 +7,12 @@ mod common;
 
 use std::path::PathBuf;
 
+use apimachinery::resource::Resource;
 use common::pki::Pki;
 use kache::upstream::UpstreamError;
 use kache::upstream::client::Client;
 use kache::upstream::connect::ConnectArgs;
-use kache::upstream::discovery::{self, ResourceInfo};
+use kache::upstream::discovery;
 use sim::{AuthSettings, Sim, SimConfig, TlsSettings};
 use tokio::net::TcpListener;
 
@@ -25,13 +26,13 @@ async fn tls_sim(pki: &Pki) -> Sim {
     Sim::start(config, TcpListener::bind("127.0.0.1:0").await.expect("a port")).expect("the simulator starts")
 }
 
-async fn discover(args: &ConnectArgs, specs: &[&str]) -> Result<Vec<ResourceInfo>, UpstreamError> {
+async fn discover(args: &ConnectArgs, specs: &[&str]) -> Result<Vec<Resource>, UpstreamError> {
     let client = Client::new(&args.resolve().await?)?;
     discovery::resolve(&client, &specs.iter().map(|s| s.to_string()).collect::<Vec<_>>()).await
 }
 
-fn info(group: &str, version: &str, resource: &str, kind: &str, namespaced: bool) -> ResourceInfo {
-    ResourceInfo { group: group.into(), version: version.into(), resource: resource.into(), kind: kind.into(), namespaced }
+fn info(group: &str, version: &str, resource: &str, kind: &str, namespaced: bool) -> Resource {
+    Resource::new(group, version, resource, kind, namespaced)
 }
 
 #[tokio::test]
@@ -137,7 +138,7 @@ async fn discovery_resolves_every_spelling_and_refuses_unknown_resources() {
         ]
     );
     let all = discover(&args, &["*"]).await.expect("every resource");
-    assert!(all.len() > 15 && all.iter().all(|r| !r.resource.contains('/')), "{all:?}");
+    assert!(all.len() > 15 && all.iter().all(|r| !r.plural.contains('/')), "{all:?}");
     assert!(all.contains(&info("", "v1", "configmaps", "ConfigMap", true)));
 
     for bad in ["gizmos", "v1/gizmos", "apps/v9/deployments", "pods.nogroup", "a/b/c/d"] {

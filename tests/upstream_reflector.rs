@@ -8,12 +8,14 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use apimachinery::list::ListPage;
+use apimachinery::resource::Resource;
+use apimachinery::watch::{EventType as FrameType, WatchDecoder};
 use bytes::Bytes;
 use kache::store::{StoreConfig, StoreReader, StoreWriter};
 use kache::upstream::client::Client;
 use kache::upstream::connect::ConnectArgs;
-use kache::upstream::discovery::{self, ResourceInfo};
-use kache::upstream::frames::{FrameType, WatchDecoder, parse_list};
+use kache::upstream::discovery;
 use kache::upstream::reflector::{Reflector, ReflectorConfig, ReflectorStatus, Sink};
 use kache::upstream::store_sink::StoreSink;
 use parking_lot::Mutex;
@@ -105,7 +107,7 @@ impl Sink for Tee {
 struct Rig {
     sim: Sim,
     client: Client,
-    pods: ResourceInfo,
+    pods: Resource,
     model: Recorder,
     store: StoreReader,
     status: Arc<ReflectorStatus>,
@@ -148,7 +150,7 @@ impl Rig {
     /// The simulator's pods at `rv`, by an Exact list: the items' bytes.
     async fn upstream_items(&self, rv: u64) -> Vec<Bytes> {
         let path = format!("{}?resourceVersion={rv}&resourceVersionMatch=Exact", self.pods.collection_path());
-        parse_list(&self.client.get_bytes(&path).await.expect("an Exact list")).expect("a list").items
+        ListPage::parse(&self.client.get_bytes(&path).await.expect("an Exact list")).expect("a list").items
     }
 
     async fn upstream_state(&self, rv: u64) -> State {

@@ -22,7 +22,7 @@ use crate::body::{self, Body};
 use crate::object::Obj;
 use crate::portforward;
 use crate::remotecommand::{self, Job, Streams};
-use crate::status::ApiError;
+use apimachinery::status::ApiError;
 
 /// The `Upgrade` token of SPDY.
 const SPDY: &str = "SPDY/3.1";

@@ -16,7 +16,7 @@ use tokio::sync::broadcast;
 
 use crate::object::Obj;
 use crate::resources::{Registry, ResourceId, ResourceType};
-use crate::status::{ApiError, FieldError};
+use apimachinery::status::{ApiError, FieldError};
 
 /// A watch event's type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -23,29 +23,27 @@
 //!   reachable from Rust ([`Sim`]) and over HTTP (`/_sim/...`).
 //!
 //! It is deliberately simple (a `BTreeMap` of versions per key and a `Vec` of
-//! events) and shares no code with kache's store.
+//! events) and shares no code with kache's store; what it shares with kache
+//! is the API's wire contract, the `apimachinery` crate (options,
+//! selectors, continue tokens, `Status` bodies, encodings).
 
+mod auth;
 mod body;
 pub mod cli;
 mod connect;
 mod container;
-pub mod continue_token;
 mod db;
 mod faults;
 pub mod generate;
 mod list;
 mod object;
-pub mod params;
 mod patch;
 mod portforward;
 mod remotecommand;
 pub mod resources;
-pub mod selector;
 mod server;
 mod spdy;
 mod state;
-pub mod status;
-pub mod tls;
 mod watch;
 
 use std::net::SocketAddr;
@@ -56,9 +54,10 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
+pub use apimachinery::tls::TlsSettings;
+pub use auth::AuthSettings;
 pub use generate::Workload;
 pub use resources::CustomResource;
-pub use tls::{AuthSettings, TlsSettings};
 
 use resources::Registry;
 use state::State;
@@ -107,7 +106,7 @@ impl Sim {
     /// Starts serving on `listener` with the system namespaces created.
     pub fn start(config: SimConfig, listener: TcpListener) -> Result<Sim, String> {
         let registry = Arc::new(Registry::new(&config.custom)?);
-        let tls = config.tls.as_ref().map(tls::server_config).transpose()?;
+        let tls = config.tls.as_ref().map(apimachinery::tls::server_config).transpose()?;
         if config.auth.client_certificates && config.tls.as_ref().is_none_or(|t| t.client_ca_pem.is_none()) {
             return Err("client certificate authentication needs TLS with a client CA".into());
         }

@@ -10,15 +10,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use apimachinery::list::{ListMeta, ListPlan, Read, check_fields, json_list};
+use apimachinery::params::ListOptions;
+use apimachinery::status::ApiError;
 use bytes::Bytes;
-use serde_json::json;
 
-use crate::continue_token;
 use crate::object::Obj;
-use crate::params::{ListOptions, parse_resource_version};
 use crate::resources::{ResourceId, ResourceType};
 use crate::state::State;
-use crate::status::ApiError;
 
 /// How long a read for a future revision waits (the apiserver's cacher waits 3 s).
 const FUTURE_RV_WAIT: Duration = Duration::from_secs(3);
@@ -26,27 +25,10 @@ const FUTURE_RV_WAIT: Duration = Duration::from_secs(3);
 /// One page of a list.
 #[derive(Debug, Clone)]
 pub struct Page {
-    /// The revision the page was read at.
-    pub rv: u64,
+    /// `ListMeta`: the revision read at, the continue token, the remaining count.
+    pub meta: ListMeta,
     /// Matching objects in key order.
     pub items: Vec<Arc<Obj>>,
-    /// Token for the next page, when keys remain.
-    pub continue_token: Option<String>,
-    /// Number of objects after this page (only without selectors).
-    pub remaining: Option<u64>,
-}
-
-/// What a list request reads.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Plan {
-    /// `resourceVersion` unset: the latest revision (a quorum read).
-    MostRecent,
-    /// `resourceVersion=0`: any revision; the whole list, `limit` ignored.
-    Any,
-    /// The latest revision once it is at least this one.
-    NotOlderThan(u64),
-    /// Exactly this revision.
-    Exact(u64),
 }
 
 /// The selectors of a request, checked against an object.
@@ -74,64 +56,23 @@ impl<'a> Filter<'a> {
     }
 }
 
-/// Checks that every field of the field selector is one `rt` supports.
-pub fn check_fields(rt: &ResourceType, opts: &ListOptions) -> Result<(), ApiError> {
-    for r in opts.field_selector.iter().flat_map(|s| s.requirements.iter()) {
-        if !rt.supports_field(&r.field) {
-            return Err(ApiError::bad_request(format!("field label not supported: {}", r.field)));
-        }
-    }
-    Ok(())
-}
-
-/// The key prefix of a list: `ns/` in a namespace, `""` across all.
-pub fn prefix(rt: &ResourceType, namespace: Option<&str>) -> String {
-    match namespace {
-        Some(ns) if rt.namespaced => format!("{ns}/"),
-        _ => String::new(),
-    }
-}
-
 /// Serves a list request (options already validated).
 pub async fn list(state: &State, res: ResourceId, namespace: Option<&str>, opts: &ListOptions) -> Result<Page, ApiError> {
     let registry = state.registry();
     let rt = registry.get(res);
     check_fields(rt, opts)?;
-    let prefix = prefix(rt, namespace);
-    let mut start = prefix.clone();
-    let plan = if !opts.continue_token.is_empty() {
-        let c = continue_token::decode(&opts.continue_token, &prefix)
-            .map_err(|e| ApiError::bad_request(format!("invalid continue token: {e}")))?;
-        if !opts.resource_version.is_empty() && opts.resource_version != "0" {
-            return Err(ApiError::bad_request("specifying resource version is not allowed when using continue"));
-        }
-        start = c.key;
-        if c.rv > 0 {
-            let rv = c.rv as u64;
-            if rv < state.db.read().oldest() {
-                return Err(ApiError::continue_too_old(continue_token::encode_start(&c.start, -1)));
-            }
-            Plan::Exact(rv)
-        } else {
-            Plan::MostRecent
-        }
-    } else if opts.resource_version.is_empty() {
-        Plan::MostRecent
-    } else {
-        let rv = parse_resource_version(&opts.resource_version)?;
-        match (rv, opts.resource_version_match.as_str()) {
-            (0, _) => Plan::Any,
-            (rv, "Exact") => Plan::Exact(rv),
-            (rv, "") if opts.limit > 0 => Plan::Exact(rv),
-            (rv, _) => Plan::NotOlderThan(rv),
-        }
-    };
-    let limit = if plan == Plan::Any || opts.limit <= 0 { usize::MAX } else { opts.limit as usize };
-    let at = match plan {
-        Plan::MostRecent | Plan::Any => None,
-        Plan::NotOlderThan(rv) | Plan::Exact(rv) => {
+    let prefix = rt.prefix(namespace);
+    let plan = ListPlan::of(opts, &prefix)?;
+    let at = match plan.read {
+        Read::Exact(rv) if plan.continued.is_some() && rv < state.db.read().oldest() => return Err(plan.continue_expired()),
+        Read::MostRecent | Read::Any => None,
+        Read::NotOlderThan(rv) => {
             state.wait_for_revision(rv, FUTURE_RV_WAIT).await?;
-            Some(rv).filter(|_| matches!(plan, Plan::Exact(_)))
+            None
+        }
+        Read::Exact(rv) => {
+            state.wait_for_revision(rv, FUTURE_RV_WAIT).await?;
+            Some(rv)
         }
     };
     let db = state.db.read();
@@ -142,55 +83,22 @@ pub async fn list(state: &State, res: ResourceId, namespace: Option<&str>, opts:
     let filter = Filter::new(rt, opts);
     let mut items = Vec::new();
     let mut last_key = None;
-    let mut rest = db.range(res, &prefix, &start, at);
+    let mut rest = db.range(res, &prefix, &plan.start, at);
     for (key, obj) in rest.by_ref() {
         if filter.matches(obj) {
             items.push(obj.clone());
-            if items.len() == limit {
+            if items.len() == plan.limit {
                 last_key = Some(key.clone());
                 break;
             }
         }
     }
-    let (continue_token, remaining) = match last_key {
-        Some(last) => {
-            let after = rest.count() as u64;
-            if after == 0 {
-                (None, None)
-            } else {
-                let token = continue_token::encode_after(&last, &prefix, at as i64);
-                (Some(token), filter.is_empty().then_some(after))
-            }
-        }
-        None => (None, None),
-    };
-    Ok(Page { rv: at, items, continue_token, remaining })
+    let after = if last_key.is_some() { rest.count() as u64 } else { 0 };
+    let meta = ListMeta::for_page(at, &prefix, last_key.as_deref(), after, !filter.is_empty());
+    Ok(Page { meta, items })
 }
 
 /// The list envelope and items as chunks that share the objects' bytes.
 pub fn encode(rt: &ResourceType, page: &Page) -> Vec<Bytes> {
-    let mut meta = serde_json::Map::new();
-    meta.insert("resourceVersion".into(), page.rv.to_string().into());
-    if let Some(c) = &page.continue_token {
-        meta.insert("continue".into(), c.clone().into());
-    }
-    if let Some(r) = page.remaining {
-        meta.insert("remainingItemCount".into(), r.into());
-    }
-    let head = format!(
-        "{{\"kind\":{},\"apiVersion\":{},\"metadata\":{},\"items\":[",
-        json!(rt.list_kind()),
-        json!(rt.api_version()),
-        serde_json::Value::Object(meta)
-    );
-    let mut out = Vec::with_capacity(page.items.len() * 2 + 2);
-    out.push(Bytes::from(head));
-    for (i, o) in page.items.iter().enumerate() {
-        if i > 0 {
-            out.push(Bytes::from_static(b","));
-        }
-        out.push(o.item.clone());
-    }
-    out.push(Bytes::from_static(b"]}"));
-    out
+    json_list(rt, &page.meta, page.items.iter().map(|o| &o.item))
 }

@@ -9,6 +9,7 @@
 
 use std::collections::BTreeMap;
 
+use apimachinery::meta;
 use bytes::Bytes;
 use serde_json::{Map, Value};
 
@@ -82,9 +83,9 @@ impl Obj {
         let deleting = meta.get("deletionTimestamp").is_some_and(|t| !t.is_null());
         obj.insert("metadata".into(), Value::Object(meta));
         obj.extend(top);
-        let value = Value::Object(obj);
-        let fields = rt.fields.iter().map(|f| field_value(&value, f.name).unwrap_or_else(|| f.default.to_string())).collect();
-        let item = Bytes::from(serde_json::to_vec(&value).expect("JSON values serialize"));
+        let item = Bytes::from(serde_json::to_vec(&Value::Object(obj)).expect("JSON values serialize"));
+        let read = meta::field_values(&item, &rt.field_paths()).unwrap_or_default();
+        let fields = (0..rt.fields.len()).map(|i| rt.field_or_default(i, read.get(i).and_then(Option::as_deref)).to_string()).collect();
         Obj { item, namespace, name, uid, rv, labels, fields, has_finalizers, deleting }
     }
 
@@ -107,7 +108,7 @@ impl Obj {
         match field {
             "metadata.name" => self.name.clone(),
             "metadata.namespace" => self.namespace.clone(),
-            _ => rt.fields.iter().position(|f| f.name == field).map(|i| self.fields[i].clone()).unwrap_or_default(),
+            _ => rt.fields.iter().position(|(f, _)| *f == field).map(|i| self.fields[i].clone()).unwrap_or_default(),
         }
     }
 
@@ -129,23 +130,6 @@ fn order_metadata(mut m: Map<String, Value>) -> Map<String, Value> {
     }
     out.extend(m);
     out
-}
-
-/// The string form of the value at a dotted path (`spec.nodeName`), as the
-/// apiserver's field-selector attribute functions format it.
-fn field_value(v: &Value, path: &str) -> Option<String> {
-    // Events select on `source`, which is `source.component` in the object.
-    let path = if path == "source" { "source.component" } else { path };
-    let mut cur = v;
-    for part in path.split('.') {
-        cur = cur.get(part)?;
-    }
-    match cur {
-        Value::String(s) => Some(s.clone()),
-        Value::Bool(b) => Some(b.to_string()),
-        Value::Number(n) => Some(n.to_string()),
-        _ => None,
-    }
 }
 
 #[cfg(test)]

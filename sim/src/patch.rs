@@ -9,7 +9,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::status::ApiError;
+use apimachinery::status::ApiError;
 
 /// A supported patch media type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

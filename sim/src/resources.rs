@@ -5,78 +5,34 @@
 //! The table is fixed once the server starts (built-ins plus the custom
 //! resources named in [`crate::SimConfig`]); [`Registry`] is shared read-only.
 
+use apimachinery::resource::{BUILTINS, BuiltinKind, Resource};
 use serde_json::{Value, json};
 
-/// A field that a field selector may name, and where its value lives in the object.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SelectableField {
-    /// The selector's name for it, e.g. `spec.nodeName`.
-    pub name: &'static str,
-    /// The value when the object does not set it (`"false"` for booleans, as
-    /// the apiserver's `strconv.FormatBool` of a zero value gives).
-    pub default: &'static str,
-}
-
-/// One served resource.
+/// One served resource: its names and built-in facts ([`Resource`]) plus
+/// what discovery says of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResourceType {
-    /// API group, `""` for core.
-    pub group: String,
-    /// API version, e.g. `v1`.
-    pub version: String,
-    /// Plural resource name used in paths, e.g. `pods`.
-    pub plural: String,
+    /// Names, scope, selectable fields and zero object.
+    pub resource: Resource,
     /// Singular name, e.g. `pod`.
     pub singular: String,
-    /// Kind, e.g. `Pod`.
-    pub kind: String,
-    /// Namespaced or cluster-scoped.
-    pub namespaced: bool,
     /// kubectl short names.
     pub short_names: Vec<String>,
     /// Discovery categories (`all`).
     pub categories: Vec<String>,
-    /// Fields beyond `metadata.name`/`metadata.namespace` that field selectors accept.
-    pub fields: Vec<SelectableField>,
-    /// What the apiserver writes after `metadata` in this kind's zero object
-    /// (bookmarks carry the zero object): e.g. `,"spec":{"containers":null},"status":{}` for pods.
-    pub zero_suffix: &'static str,
     /// Whether the kind has a `status` subresource.
     pub status_subresource: bool,
 }
 
+/// A resource type is named and keyed as its [`Resource`].
+impl std::ops::Deref for ResourceType {
+    type Target = Resource;
+    fn deref(&self) -> &Resource {
+        &self.resource
+    }
+}
+
 impl ResourceType {
-    /// `v1` or `group/version`.
-    pub fn api_version(&self) -> String {
-        if self.group.is_empty() { self.version.clone() } else { format!("{}/{}", self.group, self.version) }
-    }
-
-    /// `pods` or `deployments.apps`, as error messages name the resource.
-    pub fn qualified(&self) -> String {
-        if self.group.is_empty() { self.plural.clone() } else { format!("{}.{}", self.plural, self.group) }
-    }
-
-    /// The list kind, e.g. `PodList`.
-    pub fn list_kind(&self) -> String {
-        format!("{}List", self.kind)
-    }
-
-    /// The storage key in etcd order: `namespace/name` or `name`.
-    pub fn key(&self, namespace: &str, name: &str) -> String {
-        if self.namespaced { format!("{namespace}/{name}") } else { name.to_string() }
-    }
-
-    /// Whether `field` may appear in a field selector of this resource.
-    pub fn supports_field(&self, field: &str) -> bool {
-        field == "metadata.name" || (self.namespaced && field == "metadata.namespace") || self.fields.iter().any(|f| f.name == field)
-    }
-
-    /// `{"kind":K,"apiVersion":V,` — what precedes the rest of an object
-    /// that carries its type (watch events, single gets).
-    pub fn type_prefix(&self) -> String {
-        format!("{{\"kind\":{},\"apiVersion\":{},", json!(self.kind), json!(self.api_version()))
-    }
-
     fn discovery_verbs() -> Value {
         json!(["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"])
     }
@@ -135,100 +91,22 @@ impl std::str::FromStr for CustomResource {
             return Err(usage());
         }
         Ok(Self(ResourceType {
-            group: group.into(),
-            version: version.into(),
-            plural: plural.into(),
+            resource: Resource::new(group, version, plural, kind, scope),
             singular: kind.to_lowercase(),
-            kind: kind.into(),
-            namespaced: scope,
             short_names: vec![],
             categories: vec![],
-            fields: vec![],
-            zero_suffix: "",
             status_subresource: true,
         }))
     }
 }
 
-struct Builtin {
-    gv: &'static str,
-    plural: &'static str,
-    kind: &'static str,
-    namespaced: bool,
-    short: &'static [&'static str],
-    all: bool,
-    fields: &'static [(&'static str, &'static str)],
-    zero: &'static str,
-    status: bool,
-}
-
-const POD_FIELDS: &[(&str, &str)] = &[
-    ("spec.nodeName", ""),
-    ("spec.restartPolicy", ""),
-    ("spec.schedulerName", ""),
-    ("spec.serviceAccountName", ""),
-    ("spec.hostNetwork", "false"),
-    ("status.phase", ""),
-    ("status.podIP", ""),
-    ("status.nominatedNodeName", ""),
-];
-
-const EVENT_FIELDS: &[(&str, &str)] = &[
-    ("involvedObject.kind", ""),
-    ("involvedObject.namespace", ""),
-    ("involvedObject.name", ""),
-    ("involvedObject.uid", ""),
-    ("involvedObject.apiVersion", ""),
-    ("involvedObject.resourceVersion", ""),
-    ("involvedObject.fieldPath", ""),
-    ("reason", ""),
-    ("reportingComponent", ""),
-    ("source", ""),
-    ("type", ""),
-];
-
-#[rustfmt::skip]
-const BUILTINS: &[Builtin] = &[
-    Builtin { gv: "v1", plural: "namespaces", kind: "Namespace", namespaced: false, short: &["ns"], all: false, fields: &[("status.phase", "")], zero: r#","spec":{},"status":{}"#, status: true },
-    Builtin { gv: "v1", plural: "nodes", kind: "Node", namespaced: false, short: &["no"], all: false, fields: &[("spec.unschedulable", "false")], zero: r#","spec":{},"status":{"daemonEndpoints":{"kubeletEndpoint":{"Port":0}},"nodeInfo":{"machineID":"","systemUUID":"","bootID":"","kernelVersion":"","osImage":"","containerRuntimeVersion":"","kubeletVersion":"","operatingSystem":"","architecture":""}}"#, status: true },
-    Builtin { gv: "v1", plural: "pods", kind: "Pod", namespaced: true, short: &["po"], all: true, fields: POD_FIELDS, zero: r#","spec":{"containers":null},"status":{}"#, status: true },
-    Builtin { gv: "v1", plural: "configmaps", kind: "ConfigMap", namespaced: true, short: &["cm"], all: false, fields: &[], zero: "", status: false },
-    Builtin { gv: "v1", plural: "secrets", kind: "Secret", namespaced: true, short: &[], all: false, fields: &[("type", "")], zero: "", status: false },
-    Builtin { gv: "v1", plural: "services", kind: "Service", namespaced: true, short: &["svc"], all: true, fields: &[], zero: r#","spec":{},"status":{"loadBalancer":{}}"#, status: true },
-    Builtin { gv: "v1", plural: "endpoints", kind: "Endpoints", namespaced: true, short: &["ep"], all: false, fields: &[], zero: "", status: false },
-    Builtin { gv: "v1", plural: "events", kind: "Event", namespaced: true, short: &["ev"], all: false, fields: EVENT_FIELDS, zero: r#","involvedObject":{},"reason":"","message":"","source":{},"firstTimestamp":null,"lastTimestamp":null,"eventTime":null,"reportingComponent":"","reportingInstance":"""#, status: false },
-    Builtin { gv: "v1", plural: "serviceaccounts", kind: "ServiceAccount", namespaced: true, short: &["sa"], all: false, fields: &[], zero: "", status: false },
-    Builtin { gv: "v1", plural: "persistentvolumeclaims", kind: "PersistentVolumeClaim", namespaced: true, short: &["pvc"], all: false, fields: &[], zero: r#","spec":{"resources":{}},"status":{}"#, status: true },
-    Builtin { gv: "v1", plural: "persistentvolumes", kind: "PersistentVolume", namespaced: false, short: &["pv"], all: false, fields: &[], zero: r#","spec":{},"status":{}"#, status: true },
-    Builtin { gv: "v1", plural: "replicationcontrollers", kind: "ReplicationController", namespaced: true, short: &["rc"], all: true, fields: &[("status.replicas", "0")], zero: r#","spec":{},"status":{"replicas":0}"#, status: true },
-    Builtin { gv: "apps/v1", plural: "deployments", kind: "Deployment", namespaced: true, short: &["deploy"], all: true, fields: &[], zero: r#","spec":{"selector":null,"template":{"metadata":{},"spec":{"containers":null}},"strategy":{}},"status":{}"#, status: true },
-    Builtin { gv: "apps/v1", plural: "replicasets", kind: "ReplicaSet", namespaced: true, short: &["rs"], all: true, fields: &[("status.replicas", "0")], zero: r#","spec":{"selector":null,"template":{"metadata":{},"spec":{"containers":null}}},"status":{"replicas":0}"#, status: true },
-    Builtin { gv: "apps/v1", plural: "daemonsets", kind: "DaemonSet", namespaced: true, short: &["ds"], all: true, fields: &[], zero: r#","spec":{"selector":null,"template":{"metadata":{},"spec":{"containers":null}},"updateStrategy":{}},"status":{"currentNumberScheduled":0,"numberMisscheduled":0,"desiredNumberScheduled":0,"numberReady":0}"#, status: true },
-    Builtin { gv: "apps/v1", plural: "statefulsets", kind: "StatefulSet", namespaced: true, short: &["sts"], all: true, fields: &[], zero: r#","spec":{"selector":null,"template":{"metadata":{},"spec":{"containers":null}},"serviceName":"","updateStrategy":{}},"status":{"replicas":0,"availableReplicas":0}"#, status: true },
-    Builtin { gv: "apps/v1", plural: "controllerrevisions", kind: "ControllerRevision", namespaced: true, short: &[], all: false, fields: &[], zero: r#","data":null,"revision":0"#, status: false },
-    Builtin { gv: "batch/v1", plural: "jobs", kind: "Job", namespaced: true, short: &[], all: true, fields: &[("status.successful", "0")], zero: r#","spec":{"template":{"metadata":{},"spec":{"containers":null}}},"status":{}"#, status: true },
-    Builtin { gv: "batch/v1", plural: "cronjobs", kind: "CronJob", namespaced: true, short: &["cj"], all: true, fields: &[], zero: r#","spec":{"schedule":"","jobTemplate":{"spec":{"template":{"metadata":{},"spec":{"containers":null}}}}},"status":{}"#, status: true },
-    Builtin { gv: "coordination.k8s.io/v1", plural: "leases", kind: "Lease", namespaced: true, short: &[], all: false, fields: &[], zero: r#","spec":{}"#, status: false },
-    Builtin { gv: "discovery.k8s.io/v1", plural: "endpointslices", kind: "EndpointSlice", namespaced: true, short: &[], all: false, fields: &[], zero: r#","addressType":"","endpoints":null"#, status: false },
-    Builtin { gv: "networking.k8s.io/v1", plural: "ingresses", kind: "Ingress", namespaced: true, short: &["ing"], all: false, fields: &[], zero: r#","spec":{},"status":{"loadBalancer":{}}"#, status: true },
-];
-
-impl Builtin {
-    fn resource_type(&self) -> ResourceType {
-        let (group, version) = self.gv.rsplit_once('/').unwrap_or(("", self.gv));
-        ResourceType {
-            group: group.into(),
-            version: version.into(),
-            plural: self.plural.into(),
-            singular: self.kind.to_lowercase(),
-            kind: self.kind.into(),
-            namespaced: self.namespaced,
-            short_names: self.short.iter().map(|s| s.to_string()).collect(),
-            categories: if self.all { vec!["all".into()] } else { vec![] },
-            fields: self.fields.iter().map(|&(name, default)| SelectableField { name, default }).collect(),
-            zero_suffix: self.zero,
-            status_subresource: self.status,
-        }
+fn builtin_type(b: &BuiltinKind) -> ResourceType {
+    ResourceType {
+        resource: b.resource(),
+        singular: b.kind.to_lowercase(),
+        short_names: b.short_names.iter().map(|s| s.to_string()).collect(),
+        categories: if b.in_all { vec!["all".into()] } else { vec![] },
+        status_subresource: b.status_subresource,
     }
 }
 
@@ -244,7 +122,7 @@ pub struct Registry {
 impl Registry {
     /// The built-in table plus `custom`.
     pub fn new(custom: &[CustomResource]) -> Result<Self, String> {
-        let mut types: Vec<ResourceType> = BUILTINS.iter().map(Builtin::resource_type).collect();
+        let mut types: Vec<ResourceType> = BUILTINS.iter().map(builtin_type).collect();
         for CustomResource(rt) in custom {
             if types.iter().any(|t| t.group == rt.group && t.version == rt.version && t.plural == rt.plural) {
                 return Err(format!("custom resource {}/{} is already served", rt.qualified(), rt.version));
@@ -409,25 +287,5 @@ mod tests {
         assert!(!rt.namespaced);
         assert!("widgets/v1=Widget".parse::<CustomResource>().is_err());
         assert!("widgets.example.com/v1".parse::<CustomResource>().is_err());
-    }
-
-    #[test]
-    fn keys_are_namespace_slash_name_or_name() {
-        let reg = Registry::new(&[]).unwrap();
-        let pods = reg.get(reg.builtin("", "pods"));
-        let nodes = reg.get(reg.builtin("", "nodes"));
-        assert_eq!(pods.key("ns", "p"), "ns/p");
-        assert_eq!(nodes.key("", "n"), "n");
-    }
-
-    #[test]
-    fn pods_accept_node_name_but_not_unknown_fields() {
-        let reg = Registry::new(&[]).unwrap();
-        let pods = reg.get(reg.builtin("", "pods"));
-        assert!(pods.supports_field("spec.nodeName"));
-        assert!(pods.supports_field("metadata.namespace"));
-        assert!(!pods.supports_field("spec.unknownField"));
-        let nodes = reg.get(reg.builtin("", "nodes"));
-        assert!(!nodes.supports_field("metadata.namespace"));
     }
 }

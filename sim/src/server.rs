@@ -1,7 +1,7 @@
 //! The HTTP front: routing of apiserver paths, one handler per verb, and the
 //! response encodings (JSON, indented JSON for curl, gzip over 128 KiB).
 //!
-//! Every request is answered; every refusal is a `Status` (see [`crate::status`]).
+//! Every request is answered; every refusal is a `Status` (see `apimachinery::status`).
 
 use std::io::Write;
 use std::sync::Arc;
@@ -18,12 +18,14 @@ use crate::body::{self, Body};
 use crate::connect::{self, Subresource};
 use crate::db::{Deleted, Preconditions};
 use crate::list;
-use crate::params::{ListOptions, parse_resource_version};
 use crate::patch::{self, PatchType};
 use crate::resources::{ResourceId, ResourceType};
 use crate::state::State;
-use crate::status::ApiError;
 use crate::watch;
+use apimachinery::list::{ListMeta, check_fields};
+use apimachinery::negotiate::{self, Endpoint, Format};
+use apimachinery::params::{ListOptions, parse_resource_version};
+use apimachinery::status::ApiError;
 
 /// The apiserver's limit on request bodies (3 MiB, `MaxRequestBodyBytes`).
 const MAX_BODY: usize = 3 * 1024 * 1024;
@@ -43,14 +45,8 @@ struct Encoding {
 
 impl Encoding {
     fn of(headers: &HeaderMap, query: &str) -> Self {
-        let pretty = match form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == "pretty") {
-            Some((_, v)) => !matches!(v.to_ascii_lowercase().as_str(), "false" | "0"),
-            None => {
-                header(headers, USER_AGENT.as_str()).is_some_and(|ua| ["curl", "Wget", "Mozilla/5.0"].iter().any(|p| ua.starts_with(p)))
-            }
-        };
-        let gzip = header(headers, ACCEPT_ENCODING.as_str())
-            .is_some_and(|ae| ae.split(',').any(|t| t.split(';').next().unwrap_or("").trim().eq_ignore_ascii_case("gzip")));
+        let pretty = negotiate::pretty(query, header(headers, USER_AGENT.as_str()));
+        let gzip = negotiate::accepts_gzip(header(headers, ACCEPT_ENCODING.as_str()));
         Self { pretty, gzip }
     }
 
@@ -100,16 +96,8 @@ fn header<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
     h.get(name).and_then(|v| v.to_str().ok())
 }
 
-/// Whether `Accept` allows plain JSON (with or without `stream=watch`).
-fn accepts_json(headers: &HeaderMap) -> bool {
-    let Some(accept) = header(headers, ACCEPT.as_str()) else { return true };
-    accept.split(',').any(|clause| {
-        let mut parts = clause.split(';').map(str::trim);
-        let media = parts.next().unwrap_or("");
-        let plain = parts.all(|p| !p.starts_with("as=") && !p.starts_with("g=") && !p.starts_with("v="));
-        plain && matches!(media, "" | "application/json" | "application/*" | "*/*")
-    })
-}
+/// What the simulator's resource endpoints write: plain JSON only.
+const ENDPOINT: Endpoint = Endpoint { formats: &[Format::Json], plain: &[Format::Json], conversions: false };
 
 /// A parsed resource path.
 #[derive(Debug)]
@@ -247,7 +235,7 @@ async fn resource(state: &Arc<State>, req: Request<Incoming>, t: Target, enc: En
     let ns = t.namespace.clone().unwrap_or_default();
     let query = req.uri().query().unwrap_or("").to_string();
     let method = req.method().clone();
-    if !accepts_json(req.headers()) {
+    if negotiate::negotiate(header(req.headers(), ACCEPT.as_str()), &ENDPOINT).is_none() {
         return Err(ApiError::not_acceptable());
     }
     let verb = |v: &'static str| state.count(rt.qualified(), v);
@@ -359,10 +347,10 @@ async fn resource(state: &Arc<State>, req: Request<Incoming>, t: Target, enc: En
             verb("deletecollection");
             let mut opts = ListOptions::decode(&query)?;
             opts.validate()?;
-            list::check_fields(rt, &opts)?;
+            check_fields(rt, &opts)?;
             let filter = list::Filter::new(rt, &opts);
             let mut db = state.db.write();
-            let prefix = list::prefix(rt, t.namespace.as_deref());
+            let prefix = rt.prefix(t.namespace.as_deref());
             let rev = db.rev();
             let names: Vec<(String, String)> = db
                 .range(t.res, &prefix, &prefix, rev)
@@ -375,7 +363,7 @@ async fn resource(state: &Arc<State>, req: Request<Incoming>, t: Target, enc: En
                     gone.push(o);
                 }
             }
-            let page = list::Page { rv: db.rev(), items: gone, continue_token: None, remaining: None };
+            let page = list::Page { meta: ListMeta::for_page(db.rev(), "", None, 0, false), items: gone };
             drop(db);
             state.publish_revision();
             Ok(enc.json(StatusCode::OK, list::encode(rt, &page)))

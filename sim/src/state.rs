@@ -11,7 +11,7 @@ use tokio::sync::watch;
 use crate::SimConfig;
 use crate::db::Db;
 use crate::resources::Registry;
-use crate::status::ApiError;
+use apimachinery::status::ApiError;
 
 /// Everything a request handler needs.
 #[derive(Debug)]

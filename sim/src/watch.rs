@@ -9,19 +9,20 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use apimachinery::list::check_fields;
+use apimachinery::params::{ListOptions, parse_resource_version};
+use apimachinery::status::ApiError;
+use apimachinery::watch::{self as frames, EventType as FrameType};
 use bytes::Bytes;
 use rand::Rng;
-use serde_json::json;
 use tokio::sync::{broadcast, mpsc};
 use tokio::time::Instant;
 
 use crate::db::{Event, EventType};
-use crate::list::{Filter, check_fields, prefix};
+use crate::list::Filter;
 use crate::object::Obj;
-use crate::params::{ListOptions, parse_resource_version};
 use crate::resources::{ResourceId, ResourceType};
 use crate::state::State;
-use crate::status::ApiError;
 
 /// How long a watch with `sendInitialEvents` waits for its revision (as a list does).
 const INITIAL_RV_WAIT: Duration = Duration::from_secs(3);
@@ -42,23 +43,12 @@ struct Renderer<'a> {
 }
 
 impl Renderer<'_> {
-    fn frame(&self, typ: &str, obj: &Obj) -> Bytes {
-        let body = obj.with_type(self.rt);
-        let mut out = Vec::with_capacity(body.len() + 32);
-        out.extend_from_slice(b"{\"type\":\"");
-        out.extend_from_slice(typ.as_bytes());
-        out.extend_from_slice(b"\",\"object\":");
-        out.extend_from_slice(&body);
-        out.extend_from_slice(b"}\n");
-        out.into()
+    fn frame(&self, typ: FrameType, obj: &Obj) -> Bytes {
+        frames::json_frame(typ, &[&obj.with_type(self.rt)])
     }
 
     fn bookmark(&self, rv: u64, initial_end: bool) -> Bytes {
-        let mut meta = json!({"resourceVersion": rv.to_string()});
-        if initial_end {
-            meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
-        }
-        format!("{{\"type\":\"BOOKMARK\",\"object\":{}\"metadata\":{meta}{}}}}}\n", self.rt.type_prefix(), self.rt.zero_suffix).into()
+        frames::json_bookmark(self.rt, rv, initial_end)
     }
 
     fn in_scope(&self, o: &Obj) -> bool {
@@ -74,11 +64,11 @@ impl Renderer<'_> {
         let cur = e.typ != EventType::Deleted && self.filter.matches(&e.obj);
         let prev = e.prev.as_ref().is_some_and(|p| self.filter.matches(p));
         match (cur, prev) {
-            (true, true) => Some(self.frame("MODIFIED", &e.obj)),
-            (true, false) => Some(self.frame("ADDED", &e.obj)),
+            (true, true) => Some(self.frame(FrameType::Modified, &e.obj)),
+            (true, false) => Some(self.frame(FrameType::Added, &e.obj)),
             (false, true) => {
                 let gone = if e.typ == EventType::Deleted { e.obj.clone() } else { Arc::new(e.prev.as_ref()?.at_revision(self.rt, e.rv)) };
-                Some(self.frame("DELETED", &gone))
+                Some(self.frame(FrameType::Deleted, &gone))
             }
             (false, false) => None,
         }
@@ -115,10 +105,13 @@ pub async fn watch(
         let db = state.db.read();
         let rx = db.subscribe();
         if initial {
-            let prefix = prefix(rt, namespace.as_deref());
+            let prefix = rt.prefix(namespace.as_deref());
             let rev = db.rev();
-            let mut frames: Vec<Bytes> =
-                db.range(res, &prefix, &prefix, rev).filter(|(_, o)| r.filter.matches(o)).map(|(_, o)| r.frame("ADDED", o)).collect();
+            let mut frames: Vec<Bytes> = db
+                .range(res, &prefix, &prefix, rev)
+                .filter(|(_, o)| r.filter.matches(o))
+                .map(|(_, o)| r.frame(FrameType::Added, o))
+                .collect();
             if opts.allow_watch_bookmarks {
                 frames.push(r.bookmark(rev, true));
             }
@@ -129,11 +122,10 @@ pub async fn watch(
             match db.events_after(res, from) {
                 Some(events) => Start { frames: events.iter().filter_map(|e| r.event(e)).collect(), rx, rev: from.max(db.oldest()) },
                 None => {
-                    let err = ApiError::watch_too_old(from, db.oldest());
-                    let frame = format!("{{\"type\":\"ERROR\",\"object\":{}}}\n", String::from_utf8_lossy(&err.body()));
+                    let frame = frames::json_error(&ApiError::watch_too_old(from, db.oldest()));
                     drop(db);
                     // The channel is new and empty: this send cannot fail.
-                    let _ = tx.try_send(Bytes::from(frame));
+                    let _ = tx.try_send(frame);
                     return Ok(frames_rx);
                 }
             }

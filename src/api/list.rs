@@ -16,9 +16,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use sim::continue_token;
-use sim::params::{ListOptions, parse_resource_version};
-use sim::status::ApiError;
+use apimachinery::list::{ListMeta, ListPlan, Read, check_fields};
+use apimachinery::params::ListOptions;
+use apimachinery::status::ApiError;
 
 use crate::cache::CachedResource;
 use crate::store::{CachedObject, Snapshot, StoreError};
@@ -26,14 +26,10 @@ use crate::store::{CachedObject, Snapshot, StoreError};
 /// A page read from memory.
 #[derive(Debug)]
 pub struct Page {
-    /// The revision it was read at.
-    pub rv: u64,
+    /// Its `ListMeta`.
+    pub meta: ListMeta,
     /// The matching objects, in key order.
     pub items: Vec<Arc<CachedObject>>,
-    /// The token for the next page.
-    pub continue_token: Option<String>,
-    /// Objects after this page, when no selector is set.
-    pub remaining: Option<u64>,
 }
 
 /// How a list is answered.
@@ -45,66 +41,28 @@ pub enum Answer {
     Upstream(&'static str),
 }
 
-/// What a request reads.
-enum Plan {
-    Any,
-    NotOlderThan(u64),
-    Exact(u64),
-}
-
 /// Answers a validated list request for `res` in `namespace` (or all).
 pub async fn list(res: &CachedResource, namespace: Option<&str>, opts: &ListOptions, wait: Duration) -> Result<Answer, ApiError> {
-    for r in opts.field_selector.iter().flat_map(|s| s.requirements.iter()) {
-        if !res.supports_field(&r.field) {
-            return Err(ApiError::bad_request(format!("field label not supported: {}", r.field)));
-        }
-    }
-    let prefix = match namespace {
-        Some(ns) if res.info.namespaced => format!("{ns}/"),
-        _ => String::new(),
-    };
-    let mut start = prefix.clone();
-    let plan = if !opts.continue_token.is_empty() {
-        let c = continue_token::decode(&opts.continue_token, &prefix)
-            .map_err(|e| ApiError::bad_request(format!("invalid continue token: {e}")))?;
-        if !opts.resource_version.is_empty() && opts.resource_version != "0" {
-            return Err(ApiError::bad_request("specifying resource version is not allowed when using continue"));
-        }
-        if c.rv <= 0 {
-            return Ok(Answer::Upstream("continue at the latest revision"));
-        }
-        start = c.key;
-        Plan::Exact(c.rv as u64)
-    } else if opts.resource_version.is_empty() {
-        return Ok(Answer::Upstream("most recent"));
-    } else {
-        match (parse_resource_version(&opts.resource_version)?, opts.resource_version_match.as_str()) {
-            (0, _) => Plan::Any,
-            (rv, "Exact") => Plan::Exact(rv),
-            (rv, "") if opts.limit > 0 => Plan::Exact(rv),
-            (rv, _) => Plan::NotOlderThan(rv),
-        }
-    };
-    let (snapshot, limit) = match plan {
-        Plan::Any => (res.store.view().head().clone(), usize::MAX),
-        Plan::NotOlderThan(rv) => {
+    check_fields(&res.info, opts)?;
+    let prefix = res.info.prefix(namespace);
+    let plan = ListPlan::of(opts, &prefix)?;
+    let snapshot = match plan.read {
+        Read::MostRecent if plan.continued.is_some() => return Ok(Answer::Upstream("continue at the latest revision")),
+        Read::MostRecent => return Ok(Answer::Upstream("most recent")),
+        Read::Any => res.store.view().head().clone(),
+        Read::NotOlderThan(rv) => {
             if !wait_for(res, rv, wait).await {
                 return Ok(Answer::Upstream("revision not reached"));
             }
-            (res.store.view().head().clone(), limit(opts))
+            res.store.view().head().clone()
         }
-        Plan::Exact(rv) => match exact(res, rv, wait).await {
-            Some(s) => (s, limit(opts)),
+        Read::Exact(rv) => match exact(res, rv, wait).await {
+            Some(s) => s,
             None => return Ok(Answer::Upstream("revision outside the window")),
         },
     };
-    Ok(Answer::Page(page(res, &snapshot, &prefix, &start, opts, limit)))
+    Ok(Answer::Page(page(res, &snapshot, &prefix, &plan.start, opts, plan.limit)))
 }
-
-fn limit(opts: &ListOptions) -> usize {
-    if opts.limit > 0 { opts.limit as usize } else { usize::MAX }
-}
-
 /// Waits up to `wait` for the store to confirm `rv`.
 async fn wait_for(res: &CachedResource, rv: u64, wait: Duration) -> bool {
     let mut rx = res.store.subscribe();
@@ -131,14 +89,10 @@ fn field<'a>(res: &CachedResource, o: &'a CachedObject, f: &str) -> &'a str {
     match f {
         "metadata.name" => o.name(),
         "metadata.namespace" => o.namespace(),
-        _ => {
-            let fields = res.info.selectable_fields();
-            match fields.iter().position(|(name, _)| *name == f) {
-                Some(i) if o.field(i).is_empty() => fields[i].1,
-                Some(i) => o.field(i),
-                None => "",
-            }
-        }
+        _ => match res.info.fields.iter().position(|(name, _)| *name == f) {
+            Some(i) => res.info.field_or_default(i, Some(o.field(i)).filter(|v| !v.is_empty())),
+            None => "",
+        },
     }
 }
 
@@ -158,33 +112,25 @@ fn page(res: &CachedResource, snapshot: &Arc<Snapshot>, prefix: &str, start: &st
         }
     }
     let rv = snapshot.rv();
-    let done = Page { rv, items: Vec::new(), continue_token: None, remaining: None };
-    let Some(last) = last else { return Page { items, ..done } };
     let selectors =
         opts.label_selector.as_ref().is_some_and(|s| !s.is_empty()) || opts.field_selector.as_ref().is_some_and(|s| !s.is_empty());
+    let Some(last) = last else { return Page { meta: ListMeta::for_page(rv, prefix, None, 0, selectors), items } };
     // Without selectors the apiserver reports how many objects remain; with
     // them it only says whether keys remain.
-    let remaining = if selectors {
-        if scope.next().is_none() {
-            return Page { items, ..done };
-        }
-        None
+    let (after, cursor) = if selectors {
+        (u64::from(scope.next().is_some()), None)
     } else {
         let before = position(res, snapshot, prefix, start);
-        let after = scope_len(res, snapshot, prefix).saturating_sub(before + scanned);
-        if after == 0 {
-            return Page { items, ..done };
-        }
-        Some((after, before + scanned))
+        (scope_len(res, snapshot, prefix).saturating_sub(before + scanned), Some(before + scanned))
     };
-    let now = Instant::now();
-    res.store.pin(snapshot.clone(), now);
-    let next = format!("{last}\u{0}");
-    if let Some((_, position)) = remaining {
-        res.store.set_cursor(rv, &next, position);
+    let meta = ListMeta::for_page(rv, prefix, Some(&last), after, selectors);
+    if meta.continue_token.is_some() {
+        res.store.pin(snapshot.clone(), Instant::now());
+        if let Some(cursor) = cursor {
+            res.store.set_cursor(rv, &format!("{last}\u{0}"), cursor);
+        }
     }
-    let continue_token = Some(continue_token::encode_after(&last, prefix, rv as i64));
-    Page { rv, items, continue_token, remaining: remaining.map(|(after, _)| after) }
+    Page { meta, items }
 }
 
 /// How many keys of the list's scope come before `start` (remembered by the pin when kache issued the token).

@@ -16,6 +16,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use apimachinery::list::json_list;
+use apimachinery::negotiate::{self, Endpoint};
+use apimachinery::params::ListOptions;
+use apimachinery::status::ApiError;
 use bytes::Bytes;
 use http::header::{ACCEPT, ACCEPT_ENCODING, CONTENT_ENCODING, CONTENT_TYPE, RETRY_AFTER, USER_AGENT, VARY};
 use http::{HeaderMap, Method, Request, Response, StatusCode};
@@ -23,9 +27,6 @@ use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::Watcher;
-use serde_json::json;
-use sim::params::ListOptions;
-use sim::status::ApiError;
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
@@ -142,26 +143,16 @@ fn header<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
     h.get(name).and_then(|v| v.to_str().ok())
 }
 
-/// Whether the first acceptable media type is plain JSON.
-fn wants_plain_json(headers: &HeaderMap) -> bool {
-    let Some(accept) = header(headers, ACCEPT.as_str()) else { return true };
-    let first = accept.split(',').next().unwrap_or("");
-    let mut parts = first.split(';').map(str::trim);
-    let media = parts.next().unwrap_or("");
-    parts.all(|p| !p.starts_with("as=") && !p.starts_with("g=") && !p.starts_with("v=")) && matches!(media, "" | "application/json" | "*/*")
-}
-
-/// Whether the apiserver would indent its answer (`pretty`, or curl and browsers).
-fn wants_pretty(headers: &HeaderMap, query: &str) -> bool {
-    match form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == "pretty") {
-        Some((_, v)) => !matches!(v.to_ascii_lowercase().as_str(), "false" | "0"),
-        None => header(headers, USER_AGENT.as_str()).is_some_and(|ua| ["curl", "Wget", "Mozilla/5.0"].iter().any(|p| ua.starts_with(p))),
-    }
-}
-
-fn accepts_gzip(headers: &HeaderMap) -> bool {
-    header(headers, ACCEPT_ENCODING.as_str())
-        .is_some_and(|ae| ae.split(',').any(|t| t.split(';').next().unwrap_or("").trim().eq_ignore_ascii_case("gzip")))
+/// Whether the apiserver would answer this request for `res` in plain,
+/// unindented JSON: what kache holds.
+fn wants_plain_json(res: &CachedResource, headers: &HeaderMap, query: &str) -> bool {
+    let endpoint = if apimachinery::resource::builtin(&res.info.group, &res.info.version, &res.info.plural).is_some() {
+        Endpoint::BUILTIN
+    } else {
+        Endpoint::CUSTOM
+    };
+    negotiate::negotiate(header(headers, ACCEPT.as_str()), &endpoint).is_some_and(|m| m.is_plain_json() && !m.pretty)
+        && !negotiate::pretty(query, header(headers, USER_AGENT.as_str()))
 }
 
 /// What a path under a cached resource names.
@@ -219,8 +210,10 @@ async fn handle(api: &Api, req: Request<Incoming>) -> Response<ApiBody> {
         }
         _ => {}
     }
-    let memory = req.method() == Method::GET && wants_plain_json(req.headers()) && !wants_pretty(req.headers(), &query);
-    if memory && let Some(t) = target(&api.cache, &path).filter(|t| t.res.status.is_ready()) {
+    let cached = target(&api.cache, &path).filter(|t| t.res.status.is_ready());
+    if req.method() == Method::GET
+        && let Some(t) = cached.filter(|t| wants_plain_json(t.res, req.headers(), &query))
+    {
         let answer = match t.name {
             None => serve_list(api, t.res, t.namespace, &query, req.headers()).await.inspect(|_| {
                 api.counters.lists_served.fetch_add(1, Ordering::Relaxed);
@@ -256,7 +249,7 @@ async fn serve_list(
         return Some(error(&e));
     }
     match list::list(res, namespace, &opts, api.config.wait).await {
-        Ok(Answer::Page(page)) => Some(encode(res, &page, accepts_gzip(headers))),
+        Ok(Answer::Page(page)) => Some(encode(res, &page, negotiate::accepts_gzip(header(headers, ACCEPT_ENCODING.as_str())))),
         Ok(Answer::Upstream(why)) => {
             tracing::debug!(resource = %res.info.qualified(), why, "list passed through");
             None
@@ -278,7 +271,7 @@ fn serve_get(res: &CachedResource, namespace: Option<&str>, name: &str, query: &
     };
     let view = res.store.view();
     let Some(o) = view.head().get(&key) else {
-        return Some(error(&ApiError::object_not_found(&res.info.group, &res.info.resource, name)));
+        return Some(error(&ApiError::not_found(&res.info, name)));
     };
     let resp = Response::builder().status(StatusCode::OK).header(CONTENT_TYPE, "application/json");
     Some(resp.body(body::chunks(res.typed(o).to_vec())).unwrap_or_else(|_| text(StatusCode::INTERNAL_SERVER_ERROR, "response")))
@@ -286,29 +279,7 @@ fn serve_get(res: &CachedResource, namespace: Option<&str>, name: &str, query: &
 
 /// The list envelope around the items' own bytes.
 fn encode(res: &CachedResource, page: &Page, gzip: bool) -> Response<ApiBody> {
-    let mut meta = serde_json::Map::new();
-    meta.insert("resourceVersion".into(), page.rv.to_string().into());
-    if let Some(c) = &page.continue_token {
-        meta.insert("continue".into(), c.clone().into());
-    }
-    if let Some(r) = page.remaining {
-        meta.insert("remainingItemCount".into(), r.into());
-    }
-    let head = format!(
-        "{{\"kind\":{},\"apiVersion\":{},\"metadata\":{},\"items\":[",
-        json!(res.info.list_kind()),
-        json!(res.info.api_version()),
-        serde_json::Value::Object(meta)
-    );
-    let mut parts = Vec::with_capacity(page.items.len() * 2 + 2);
-    parts.push(Bytes::from(head));
-    for (i, o) in page.items.iter().enumerate() {
-        if i > 0 {
-            parts.push(Bytes::from_static(b","));
-        }
-        parts.push(o.bytes().clone());
-    }
-    parts.push(Bytes::from_static(b"]}"));
+    let parts = json_list(&res.info, &page.meta, page.items.iter().map(|o| o.bytes()));
     let len: usize = parts.iter().map(Bytes::len).sum();
     let resp = Response::builder().status(StatusCode::OK).header(CONTENT_TYPE, "application/json");
     let built = if gzip && len > GZIP_THRESHOLD {

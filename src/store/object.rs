@@ -7,14 +7,11 @@
 //! The key is etcd's order key: `namespace/name`, or `name` when the object
 //! has no namespace.
 
-use std::borrow::Cow;
-use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::Arc;
 
+use apimachinery::meta;
 use bytes::Bytes;
-use serde::Deserialize;
-use serde_json::value::RawValue;
 
 use super::StoreError;
 
@@ -42,54 +39,6 @@ pub struct CachedObject {
     fields: Box<[Span]>,
 }
 
-/// The top level of an object: each member unparsed.
-type Top<'a> = BTreeMap<Cow<'a, str>, &'a RawValue>;
-
-#[derive(Deserialize)]
-struct Meta<'a> {
-    #[serde(borrow)]
-    name: Text<'a>,
-    #[serde(borrow, default)]
-    namespace: Option<Text<'a>>,
-    #[serde(rename = "resourceVersion", borrow)]
-    resource_version: Text<'a>,
-    #[serde(borrow, default)]
-    uid: Option<Text<'a>>,
-    #[serde(borrow, default)]
-    labels: Option<BTreeMap<Text<'a>, Text<'a>>>,
-}
-
-/// A JSON string, borrowed from the input unless it had escapes (serde's
-/// own `Cow<str>` always copies when nested in an `Option` or a map).
-#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
-struct Text<'a>(Cow<'a, str>);
-
-impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<'a>(std::marker::PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> serde::de::Visitor<'de> for V<'a> {
-            type Value = Text<'a>;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(Text(Cow::Borrowed(v)))
-            }
-            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(Text(Cow::Owned(v.to_owned())))
-            }
-        }
-        d.deserialize_str(V(std::marker::PhantomData))
-    }
-}
-
-impl std::ops::Deref for Text<'_> {
-    type Target = str;
-    fn deref(&self) -> &str {
-        &self.0
-    }
-}
-
 /// Collects spans while parsing.
 struct Builder<'b> {
     bytes: &'b [u8],
@@ -109,11 +58,6 @@ impl Builder<'_> {
         self.extra.push_str(s);
         Span { start, len }
     }
-
-    fn raw_span(&self, raw: &RawValue) -> Span {
-        let at = raw.get().as_ptr() as usize - self.bytes.as_ptr() as usize;
-        Span { start: at as u32, len: raw.get().len() as u32 }
-    }
 }
 
 impl CachedObject {
@@ -124,27 +68,15 @@ impl CachedObject {
         if bytes.len() >= EXTRA as usize {
             return Err(StoreError::BadObject("an object over 2 GiB".into()));
         }
-        let bad = |e: serde_json::Error| StoreError::BadObject(e.to_string());
-        let top: Top<'_> = serde_json::from_slice(&bytes).map_err(bad)?;
-        let raw_meta = *top.get("metadata").ok_or_else(|| StoreError::BadObject("no metadata".into()))?;
-        let meta: Meta<'_> = serde_json::from_str(raw_meta.get()).map_err(bad)?;
-        let rv =
-            meta.resource_version.parse().map_err(|_| StoreError::BadObject(format!("resourceVersion {:?}", &*meta.resource_version)))?;
+        let m = meta::parse(&bytes, fields).map_err(|e| StoreError::BadObject(e.0))?;
         let mut b = Builder { bytes: &bytes, extra: String::new() };
-        let metadata = b.raw_span(raw_meta);
-        let uid = meta.uid.as_ref().map(|u| b.span(&u.0)).unwrap_or_default();
-        let labels = meta.labels.iter().flatten().map(|(k, v)| (b.span(&k.0), b.span(&v.0))).collect();
-        let fields = fields
-            .iter()
-            .map(|path| field_value(&top, path).map(|v| v.map(|v| b.span(&v)).unwrap_or_default()))
-            .collect::<Result<_, _>>()?;
-        let namespace = meta.namespace.as_deref().filter(|ns| !ns.is_empty());
-        let name: &str = &meta.name;
-        let key: Arc<str> = match namespace {
-            Some(ns) => format!("{ns}/{name}").into(),
-            None => name.into(),
-        };
-        let namespace_len = namespace.map_or(0, str::len) as u32;
+        let metadata = b.span(m.metadata);
+        let uid = b.span(&m.uid);
+        let labels = m.labels.iter().map(|(k, v)| (b.span(k), b.span(v))).collect();
+        let fields = m.fields.iter().map(|v| v.as_deref().map(|v| b.span(v)).unwrap_or_default()).collect();
+        let key: Arc<str> = if m.namespace.is_empty() { m.name.as_ref().into() } else { format!("{}/{}", m.namespace, m.name).into() };
+        let namespace_len = m.namespace.len() as u32;
+        let rv = m.resource_version;
         let extra = b.extra.into_boxed_str();
         Ok(CachedObject { bytes, extra, key, namespace_len, rv, uid, metadata, labels, fields })
     }
@@ -228,32 +160,6 @@ impl PartialEq for CachedObject {
 }
 
 impl Eq for CachedObject {}
-
-/// The value at a dotted path: a string's text, or a scalar's literal.
-fn field_value<'a>(top: &Top<'a>, path: &str) -> Result<Option<Cow<'a, str>>, StoreError> {
-    let bad = |e: serde_json::Error| StoreError::BadObject(format!("{path}: {e}"));
-    let mut parts = path.split('.');
-    let Some(mut raw) = parts.next().and_then(|first| top.get(first).copied()) else { return Ok(None) };
-    for part in parts {
-        if !raw.get().starts_with('{') {
-            return Ok(None);
-        }
-        let map: Top<'a> = serde_json::from_str(raw.get()).map_err(bad)?;
-        match map.get(part) {
-            Some(v) => raw = v,
-            None => return Ok(None),
-        }
-    }
-    let text = raw.get();
-    if text.starts_with('"') {
-        let s: Text<'a> = serde_json::from_str(text).map_err(bad)?;
-        Ok(Some(s.0))
-    } else if text == "null" || text.starts_with(['{', '[']) {
-        Ok(None)
-    } else {
-        Ok(Some(Cow::Borrowed(text)))
-    }
-}
 
 #[cfg(test)]
 mod tests {

@@ -6,58 +6,11 @@
 //! listable and watchable resource at its group's preferred version.
 //! Subresources (`pods/log`) are never cached.
 
+use apimachinery::resource::Resource;
 use serde::Deserialize;
 
 use super::UpstreamError;
 use super::client::Client;
-
-/// A cached resource as the apiserver describes it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ResourceInfo {
-    /// API group; empty for the core group.
-    pub group: String,
-    /// Version, e.g. `v1`.
-    pub version: String,
-    /// Plural resource name, e.g. `pods`.
-    pub resource: String,
-    /// Kind, e.g. `Pod`.
-    pub kind: String,
-    /// Whether objects live in namespaces.
-    pub namespaced: bool,
-}
-
-impl ResourceInfo {
-    /// `v1` or `GROUP/VERSION`, as objects' `apiVersion`.
-    pub fn api_version(&self) -> String {
-        if self.group.is_empty() { self.version.clone() } else { format!("{}/{}", self.group, self.version) }
-    }
-
-    /// The kind of a list of these objects.
-    pub fn list_kind(&self) -> String {
-        format!("{}List", self.kind)
-    }
-
-    /// `/api/v1` or `/apis/GROUP/VERSION`.
-    pub fn group_version_path(&self) -> String {
-        if self.group.is_empty() { format!("/api/{}", self.version) } else { format!("/apis/{}/{}", self.group, self.version) }
-    }
-
-    /// The cluster-wide collection path, e.g. `/api/v1/pods`.
-    pub fn collection_path(&self) -> String {
-        format!("{}/{}", self.group_version_path(), self.resource)
-    }
-
-    /// `{"kind":K,"apiVersion":V,`: how the apiserver begins an object of
-    /// this resource outside a list (a GET, a watch event).
-    pub fn type_prefix(&self) -> Vec<u8> {
-        format!("{{\"kind\":{},\"apiVersion\":{},", serde_json::json!(self.kind), serde_json::json!(self.api_version())).into_bytes()
-    }
-
-    /// `pods` or `deployments.apps`, as the apiserver names resources in messages.
-    pub fn qualified(&self) -> String {
-        if self.group.is_empty() { self.resource.clone() } else { format!("{}.{}", self.resource, self.group) }
-    }
-}
 
 #[derive(Deserialize)]
 struct ResourceList {
@@ -91,8 +44,8 @@ struct GroupVersion {
 }
 
 /// Resolves each spec to one resource; an unknown or unwatchable resource is an error.
-pub async fn resolve(client: &Client, specs: &[String]) -> Result<Vec<ResourceInfo>, UpstreamError> {
-    let mut out: Vec<ResourceInfo> = Vec::new();
+pub async fn resolve(client: &Client, specs: &[String]) -> Result<Vec<Resource>, UpstreamError> {
+    let mut out: Vec<Resource> = Vec::new();
     for spec in specs {
         for info in resolve_one(client, spec.trim()).await? {
             if !out.contains(&info) {
@@ -103,7 +56,7 @@ pub async fn resolve(client: &Client, specs: &[String]) -> Result<Vec<ResourceIn
     Ok(out)
 }
 
-async fn resolve_one(client: &Client, spec: &str) -> Result<Vec<ResourceInfo>, UpstreamError> {
+async fn resolve_one(client: &Client, spec: &str) -> Result<Vec<Resource>, UpstreamError> {
     if spec == "*" {
         let mut all = Vec::new();
         for (group, version) in preferred_versions(client).await? {
@@ -134,7 +87,7 @@ async fn resolve_one(client: &Client, spec: &str) -> Result<Vec<ResourceInfo>, U
             Err(UpstreamError::Status { code: 404, .. }) => continue,
             other => other?,
         };
-        if let Some((info, verbs)) = listing.into_iter().find(|(r, _)| r.resource == resource) {
+        if let Some((info, verbs)) = listing.into_iter().find(|(r, _)| r.plural == resource) {
             if !is_cacheable(&verbs) {
                 return Err(UpstreamError::Config(format!(
                     "resource {spec:?} cannot be cached: it must support list and watch (verbs: {})",
@@ -167,7 +120,7 @@ async fn preferred_versions(client: &Client) -> Result<Vec<(String, String)>, Up
 }
 
 /// The top-level resources of one group version, with their verbs.
-async fn fetch(client: &Client, group: &str, version: &str) -> Result<Vec<(ResourceInfo, Vec<String>)>, UpstreamError> {
+async fn fetch(client: &Client, group: &str, version: &str) -> Result<Vec<(Resource, Vec<String>)>, UpstreamError> {
     let path = if group.is_empty() { format!("/api/{version}") } else { format!("/apis/{group}/{version}") };
     let body = client.get_bytes(&path).await?;
     let list: ResourceList = serde_json::from_slice(&body).map_err(|e| UpstreamError::Decode(format!("a bad {path} document: {e}")))?;
@@ -176,67 +129,8 @@ async fn fetch(client: &Client, group: &str, version: &str) -> Result<Vec<(Resou
         .into_iter()
         .filter(|r| !r.name.contains('/'))
         .map(|r| {
-            let info = ResourceInfo {
-                group: group.to_string(),
-                version: version.to_string(),
-                resource: r.name,
-                kind: r.kind,
-                namespaced: r.namespaced,
-            };
+            let info = Resource::new(group, version, &r.name, &r.kind, r.namespaced);
             (info, r.verbs)
         })
         .collect())
-}
-
-/// Field paths and the values they have when absent.
-type Fields = &'static [(&'static str, &'static str)];
-
-/// Fields beyond `metadata.name`/`metadata.namespace` that field selectors
-/// accept, per built-in resource, with the value an absent field has (as
-/// the apiserver's field sets give it).
-const SELECTABLE: &[(&str, &str, Fields)] = &[
-    (
-        "",
-        "pods",
-        &[
-            ("spec.nodeName", ""),
-            ("spec.restartPolicy", ""),
-            ("spec.schedulerName", ""),
-            ("spec.serviceAccountName", ""),
-            ("spec.hostNetwork", "false"),
-            ("status.phase", ""),
-            ("status.podIP", ""),
-            ("status.nominatedNodeName", ""),
-        ],
-    ),
-    (
-        "",
-        "events",
-        &[
-            ("involvedObject.kind", ""),
-            ("involvedObject.namespace", ""),
-            ("involvedObject.name", ""),
-            ("involvedObject.uid", ""),
-            ("involvedObject.apiVersion", ""),
-            ("involvedObject.resourceVersion", ""),
-            ("involvedObject.fieldPath", ""),
-            ("reason", ""),
-            ("reportingComponent", ""),
-            ("source", ""),
-            ("type", ""),
-        ],
-    ),
-    ("", "namespaces", &[("status.phase", "")]),
-    ("", "nodes", &[("spec.unschedulable", "false")]),
-    ("", "secrets", &[("type", "")]),
-    ("", "replicationcontrollers", &[("status.replicas", "0")]),
-    ("apps", "replicasets", &[("status.replicas", "0")]),
-    ("batch", "jobs", &[("status.successful", "0")]),
-];
-
-impl ResourceInfo {
-    /// The extra fields field selectors may name, with their absent values.
-    pub fn selectable_fields(&self) -> Fields {
-        SELECTABLE.iter().find(|(g, r, _)| *g == self.group && *r == self.resource).map_or(&[], |(_, _, f)| f)
-    }
 }

@@ -7,7 +7,6 @@ pub mod auth;
 pub mod client;
 pub mod connect;
 pub mod discovery;
-pub mod frames;
 pub mod reflector;
 pub mod store_sink;
 pub mod tls;

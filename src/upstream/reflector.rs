@@ -35,15 +35,16 @@ use tokio::time::Instant;
 
 use super::UpstreamError;
 use super::client::Client;
-use super::discovery::ResourceInfo;
-use super::frames::{FrameType, WatchDecoder, parse_list, parse_rv};
+use apimachinery::list::{DecodeError, ListPage};
+use apimachinery::resource::Resource;
+use apimachinery::watch::{EventType, WatchDecoder, bookmark_revision};
 
 /// Where a reflector puts what it learns: the store's writer.
 pub trait Sink: Send {
     /// Replaces the whole state with a list taken at `rv`.
     fn replace(&mut self, items: Vec<Bytes>, rv: u64) -> Result<(), String>;
     /// Applies one watch event; its revision is the object's.
-    fn apply(&mut self, typ: FrameType, object: Bytes) -> Result<u64, String>;
+    fn apply(&mut self, typ: EventType, object: Bytes) -> Result<u64, String>;
     /// Every event up to `rv` has been applied.
     fn bookmark(&mut self, rv: u64);
     /// Makes what was applied visible (called after each received chunk).
@@ -132,7 +133,7 @@ enum Phase {
 #[derive(Debug)]
 pub struct Reflector<S> {
     client: Client,
-    resource: ResourceInfo,
+    resource: Resource,
     config: ReflectorConfig,
     sink: S,
     status: Arc<ReflectorStatus>,
@@ -142,7 +143,7 @@ pub struct Reflector<S> {
 
 impl<S: Sink> Reflector<S> {
     /// A reflector for `resource`; nothing happens until [`Reflector::run`].
-    pub fn new(client: Client, resource: ResourceInfo, config: ReflectorConfig, sink: S) -> Self {
+    pub fn new(client: Client, resource: Resource, config: ReflectorConfig, sink: S) -> Self {
         Reflector { client, resource, config, sink, status: Arc::default(), rv: 0 }
     }
 
@@ -201,7 +202,7 @@ impl<S: Sink> Reflector<S> {
         let mut path = base.clone();
         let rv = loop {
             let body = self.client.get_bytes(&path).await.map_err(|e| (e, Phase::List))?;
-            let page = parse_list(&body).map_err(|e| (e, Phase::List))?;
+            let page = ListPage::parse(&body).map_err(|e| (decode(e), Phase::List))?;
             items.extend(page.items);
             match page.continue_token {
                 Some(token) => path = format!("{base}&continue={}", encode_query(&token)),
@@ -219,7 +220,7 @@ impl<S: Sink> Reflector<S> {
         self.status.probes.fetch_add(1, Ordering::Relaxed);
         let path = format!("{}?limit=1", self.resource.collection_path());
         let body = self.client.get_bytes(&path).await.map_err(|e| (e, Phase::Probe))?;
-        let page = parse_list(&body).map_err(|e| (e, Phase::Probe))?;
+        let page = ListPage::parse(&body).map_err(|e| (decode(e), Phase::Probe))?;
         if page.resource_version < self.rv {
             tracing::warn!(resource = %self.resource.qualified(), ours = self.rv, upstream = page.resource_version, "upstream revision went back");
             return Ok(Phase::List);
@@ -275,7 +276,7 @@ impl<S: Sink> Reflector<S> {
                         }
                     }
                     Ok(None) => break,
-                    Err(e) => return WatchEnd::Relist(e.to_string()),
+                    Err(e) => return WatchEnd::Relist(e.0),
                 }
             }
             self.sink.flush();
@@ -283,17 +284,17 @@ impl<S: Sink> Reflector<S> {
     }
 
     /// Applies one frame; `Some` ends the watch.
-    fn handle(&mut self, typ: FrameType, object: Bytes) -> Option<WatchEnd> {
+    fn handle(&mut self, typ: EventType, object: Bytes) -> Option<WatchEnd> {
         match typ {
-            FrameType::Error => Some(classify(status_error(&object))),
-            FrameType::Bookmark => match bookmark_rv(&object) {
+            EventType::Error => Some(classify(status_error(&object))),
+            EventType::Bookmark => match bookmark_revision(&object) {
                 Ok(rv) if rv >= self.rv => {
                     self.sink.bookmark(rv);
                     self.confirm(rv);
                     None
                 }
                 Ok(rv) => Some(WatchEnd::Relist(format!("a bookmark went back from {} to {rv}", self.rv))),
-                Err(e) => Some(WatchEnd::Relist(e.to_string())),
+                Err(e) => Some(WatchEnd::Relist(e.0)),
             },
             _ => match self.sink.apply(typ, object) {
                 Ok(rv) if rv > self.rv => {
@@ -332,21 +333,8 @@ fn status_error(object: &[u8]) -> UpstreamError {
     }
 }
 
-#[derive(Deserialize)]
-struct Bookmark<'a> {
-    #[serde(borrow)]
-    metadata: BookmarkMeta<'a>,
-}
-
-#[derive(Deserialize)]
-struct BookmarkMeta<'a> {
-    #[serde(rename = "resourceVersion", borrow)]
-    resource_version: &'a str,
-}
-
-fn bookmark_rv(object: &[u8]) -> Result<u64, UpstreamError> {
-    let b: Bookmark<'_> = serde_json::from_slice(object).map_err(|e| UpstreamError::Decode(format!("a bad bookmark: {e}")))?;
-    parse_rv(b.metadata.resource_version)
+fn decode(e: DecodeError) -> UpstreamError {
+    UpstreamError::Decode(e.0)
 }
 
 /// Percent-encodes a query value.

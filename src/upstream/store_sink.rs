@@ -12,8 +12,9 @@ use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
 
-use super::discovery::ResourceInfo;
-use super::frames::FrameType;
+use apimachinery::resource::Resource;
+use apimachinery::watch::EventType as FrameType;
+
 use super::reflector::Sink;
 use crate::store::{CachedObject, EventType, StoreWriter};
 
@@ -30,9 +31,9 @@ pub struct StoreSink {
 
 impl StoreSink {
     /// A sink for `resource` writing to `writer`.
-    pub fn new(resource: &ResourceInfo, writer: StoreWriter) -> Self {
-        let type_prefix = resource.type_prefix();
-        let fields = resource.selectable_fields().iter().map(|(path, _)| *path).collect();
+    pub fn new(resource: &Resource, writer: StoreWriter) -> Self {
+        let type_prefix = resource.type_prefix().into_bytes();
+        let fields = resource.field_paths();
         StoreSink { writer, fields, type_prefix, typed_items: false }
     }
 

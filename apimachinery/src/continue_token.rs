@@ -9,6 +9,8 @@ use base64::Engine;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use serde::{Deserialize, Serialize};
 
+use crate::gostr::{quote, quote_byte};
+
 const VERSION: &str = "meta.k8s.io/v1";
 
 /// Go's `base64.RawURLEncoding`: URL-safe alphabet, no padding, lenient
@@ -66,7 +68,7 @@ pub fn decode(token: &str, prefix: &str) -> Result<Continue, String> {
     let data = RAW_URL.decode(token).map_err(|e| invalid(e.to_string()))?;
     let t: Token = serde_json::from_slice(&data).map_err(|e| invalid(go_json_error(&e, &data)))?;
     if t.version != VERSION {
-        return Err(invalid(format!("server does not recognize this encoded version {:?}", t.version)));
+        return Err(invalid(format!("server does not recognize this encoded version {}", quote(&t.version))));
     }
     if t.rv == 0 {
         return Err(invalid(format!("incorrect encoded start resourceVersion (version {VERSION})")));
@@ -93,9 +95,9 @@ fn go_json_error(e: &serde_json::Error, data: &[u8]) -> String {
                     + e.column().saturating_sub(1);
             match data.get(offset) {
                 Some(c) if offset == 0 || e.to_string().starts_with("expected value") => {
-                    format!("invalid character {:?} looking for beginning of value", *c as char)
+                    format!("invalid character {} looking for beginning of value", quote_byte(*c))
                 }
-                Some(c) => format!("invalid character {:?} after top-level value", *c as char),
+                Some(c) => format!("invalid character {} after top-level value", quote_byte(*c)),
                 None => "unexpected end of JSON input".into(),
             }
         }
@@ -154,6 +156,11 @@ mod tests {
         assert_eq!(
             decode(&RAW_URL.encode(b"xyz"), "").unwrap_err(),
             "continue key is not valid: invalid character 'x' looking for beginning of value"
+        );
+        // Go quotes the offending byte as a rune: `'\u0081'`, not Rust's `'\u{81}'`.
+        assert_eq!(
+            decode(&RAW_URL.encode(b"\x81\x82"), "").unwrap_err(),
+            "continue key is not valid: invalid character '\\u0081' looking for beginning of value"
         );
     }
 }

@@ -1,14 +1,15 @@
 //! `metav1.Status` error bodies, byte-compatible with kube-apiserver.
 //!
-//! Every refusal the simulator makes is an [`ApiError`]; [`ApiError::body`]
-//! renders it with the apiserver's field order
+//! Every refusal kache or the simulator makes is an [`ApiError`];
+//! [`ApiError::body`] renders it with the apiserver's field order
 //! (`kind, apiVersion, metadata, status, message, reason, details, code`) and
-//! its exact messages (see `shared/SEMANTICS.md` and the captures in
-//! `tests/reference/`).
+//! its exact messages, values quoted as Go's `%q` quotes them (the captures
+//! in `tests/reference/` are the ground truth).
 
 use serde_json::{Map, Value, json};
 
-use crate::resources::ResourceType;
+use crate::gostr::quote;
+use crate::resource::Resource;
 
 /// One Kubernetes error: an HTTP code, a `reason` and a message, plus the
 /// optional parts of a `Status` body.
@@ -47,11 +48,11 @@ impl FieldError {
 
     /// `field.NotSupported(field, value, supported)`.
     pub fn not_supported(field: &str, value: &str, supported: &[&str]) -> Self {
-        let list: Vec<String> = supported.iter().map(|s| format!("{s:?}")).collect();
+        let list: Vec<String> = supported.iter().map(|s| quote(s)).collect();
         Self {
             reason: "FieldValueNotSupported",
             field: field.into(),
-            detail: format!("Unsupported value: {value:?}: supported values: {}", list.join(", ")),
+            detail: format!("Unsupported value: {}: supported values: {}", quote(value), list.join(", ")),
         }
     }
 
@@ -62,7 +63,7 @@ impl FieldError {
 
     /// `field.Invalid(field, value, msg)`.
     pub fn invalid(field: &str, value: &str, msg: &str) -> Self {
-        Self { reason: "FieldValueInvalid", field: field.into(), detail: format!("Invalid value: {value:?}: {msg}") }
+        Self { reason: "FieldValueInvalid", field: field.into(), detail: format!("Invalid value: {}: {msg}", quote(value)) }
     }
 }
 
@@ -81,15 +82,9 @@ impl ApiError {
         Self::new(401, "Unauthorized", "Unauthorized")
     }
 
-    /// 404 NotFound for an object of `rt`.
-    pub fn not_found(rt: &ResourceType, name: &str) -> Self {
-        Self::object_not_found(&rt.group, &rt.plural, name)
-    }
-
-    /// 404 for a missing object of resource `plural` in API group `group`.
-    pub fn object_not_found(group: &str, plural: &str, name: &str) -> Self {
-        let qualified = if group.is_empty() { plural.to_string() } else { format!("{plural}.{group}") };
-        Self::new(404, "NotFound", format!("{qualified} {name:?} not found")).with_details(group, plural, name)
+    /// 404 NotFound for a missing object of `res`.
+    pub fn not_found(res: &Resource, name: &str) -> Self {
+        Self::new(404, "NotFound", format!("{} {} not found", res.qualified(), quote(name))).with_details(res, name)
     }
 
     /// 404 for a path the server has no handler for.
@@ -99,7 +94,8 @@ impl ApiError {
 
     /// 404 for a create into a namespace that does not exist.
     pub fn namespace_not_found(ns: &str) -> Self {
-        Self::new(404, "NotFound", format!("namespaces {ns:?} not found")).with_raw_details(json!({"name": ns, "kind": "namespaces"}))
+        Self::new(404, "NotFound", format!("namespaces {} not found", quote(ns)))
+            .with_raw_details(json!({"name": ns, "kind": "namespaces"}))
     }
 
     /// 405 for a verb the resource does not support.
@@ -108,19 +104,19 @@ impl ApiError {
     }
 
     /// 409 AlreadyExists.
-    pub fn already_exists(rt: &ResourceType, name: &str) -> Self {
-        Self::new(409, "AlreadyExists", format!("{} {name:?} already exists", rt.qualified())).with_details(&rt.group, &rt.plural, name)
+    pub fn already_exists(res: &Resource, name: &str) -> Self {
+        Self::new(409, "AlreadyExists", format!("{} {} already exists", res.qualified(), quote(name))).with_details(res, name)
     }
 
     /// 409 Conflict for a stale `resourceVersion` or a failed precondition.
-    pub fn conflict(rt: &ResourceType, name: &str, why: &str) -> Self {
-        Self::new(409, "Conflict", format!("Operation cannot be fulfilled on {} {name:?}: {why}", rt.qualified()))
-            .with_details(&rt.group, &rt.plural, name)
+    pub fn conflict(res: &Resource, name: &str, why: &str) -> Self {
+        Self::new(409, "Conflict", format!("Operation cannot be fulfilled on {} {}: {why}", res.qualified(), quote(name)))
+            .with_details(res, name)
     }
 
     /// 409 Conflict for an update whose `resourceVersion` is not the stored one.
-    pub fn stale(rt: &ResourceType, name: &str) -> Self {
-        Self::conflict(rt, name, "the object has been modified; please apply your changes to the latest version and try again")
+    pub fn stale(res: &Resource, name: &str) -> Self {
+        Self::conflict(res, name, "the object has been modified; please apply your changes to the latest version and try again")
     }
 
     /// 410 Expired for a list at a compacted revision.
@@ -184,7 +180,7 @@ impl ApiError {
         }
         details.insert("kind".into(), kind.into());
         details.insert("causes".into(), causes.into());
-        let mut e = Self::new(422, "Invalid", format!("{qualified} {name:?} is invalid: {joined}"));
+        let mut e = Self::new(422, "Invalid", format!("{qualified} {} is invalid: {joined}", quote(name)));
         e.details = Some(Box::new(Value::Object(details)));
         e
     }
@@ -205,7 +201,8 @@ impl ApiError {
             415,
             "UnsupportedMediaType",
             format!(
-                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf (got {content_type:?})"
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf (got {})",
+                quote(content_type)
             ),
         )
     }
@@ -215,13 +212,13 @@ impl ApiError {
         Self::new(503, "ServiceUnavailable", "the server is currently unable to handle the request")
     }
 
-    fn with_details(self, group: &str, plural: &str, name: &str) -> Self {
+    fn with_details(self, res: &Resource, name: &str) -> Self {
         let mut d = Map::new();
         d.insert("name".into(), name.into());
-        if !group.is_empty() {
-            d.insert("group".into(), group.into());
+        if !res.group.is_empty() {
+            d.insert("group".into(), res.group.clone().into());
         }
-        d.insert("kind".into(), plural.into());
+        d.insert("kind".into(), res.plural.clone().into());
         self.with_raw_details(Value::Object(d))
     }
 

@@ -1,8 +1,10 @@
 //! Query parameters of list and watch requests (`metav1.ListOptions`), decoded
 //! and validated in the apiserver's order: decoding errors (400), then
 //! `ValidateListOptions` (422); the storage-level checks (resource version
-//! syntax, continue tokens) are in [`crate::list`].
+//! syntax, continue tokens) are in [`crate::list`]. Messages quote values as
+//! Go's `%q` does.
 
+use crate::gostr::quote;
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::status::{ApiError, FieldError};
 
@@ -43,7 +45,7 @@ fn parse_int(v: &str) -> Result<i64, ApiError> {
         } else {
             "invalid syntax"
         };
-        ApiError::bad_request(format!("strconv.ParseInt: parsing {v:?}: {why}"))
+        ApiError::bad_request(format!("strconv.ParseInt: parsing {}: {why}", quote(v)))
     })
 }
 
@@ -157,8 +159,9 @@ pub fn parse_resource_version(rv: &str) -> Result<u64, ApiError> {
     }
     rv.parse::<u64>().map_err(|_| {
         let why = if rv.bytes().all(|b| b.is_ascii_digit()) { "value out of range" } else { "invalid syntax" };
+        let q = quote(rv);
         ApiError::bad_request(format!(
-            "invalid resource version: resourceVersion: Invalid value: {rv:?}: strconv.ParseUint: parsing {rv:?}: {why}"
+            "invalid resource version: resourceVersion: Invalid value: {q}: strconv.ParseUint: parsing {q}: {why}"
         ))
     })
 }

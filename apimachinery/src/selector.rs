@@ -27,12 +27,12 @@
 //!   term compares the field's value (`""` when absent) with its value.
 //!
 //! Validation texts follow the `content` package of apimachinery 1.35+ (lengths in
-//! "bytes"). Go's `%q` is reproduced with an approximation of `unicode.IsPrint`
-//! (controls, separators, format and private-use characters and noncharacters are
-//! escaped; unassigned code points are not known here and print as themselves).
+//! "bytes"); values in messages are quoted as Go's `%q` quotes them ([`crate::gostr`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
+
+use crate::gostr::quote;
 
 // ---------------------------------------------------------------------------
 // Label selectors: public API
@@ -636,7 +636,7 @@ fn label_value_errors(v: &str) -> Vec<String> {
 
 /// `field.Invalid(path, value, detail).Error()` for a string value.
 fn invalid(path: &str, value: &str, detail: &str) -> String {
-    format!("{path}: Invalid value: {}: {detail}", go_quote(value))
+    format!("{path}: Invalid value: {}: {detail}", quote(value))
 }
 
 /// `ErrorList.ToAggregate().Error()`: duplicates dropped, several in `[a, b]`.
@@ -652,74 +652,6 @@ fn aggregate(errs: Vec<String>) -> Option<String> {
         1 => unique.pop(),
         _ => Some(format!("[{}]", unique.join(", "))),
     }
-}
-
-/// Go's `strconv.Quote` (`%q`).
-fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        push_go_escaped(&mut out, c);
-    }
-    out.push('"');
-    out
-}
-
-fn push_go_escaped(out: &mut String, c: char) {
-    match c {
-        '"' | '\\' => {
-            out.push('\\');
-            out.push(c);
-        }
-        _ if is_go_printable(c) => out.push(c),
-        '\u{7}' => out.push_str("\\a"),
-        '\u{8}' => out.push_str("\\b"),
-        '\u{c}' => out.push_str("\\f"),
-        '\n' => out.push_str("\\n"),
-        '\r' => out.push_str("\\r"),
-        '\t' => out.push_str("\\t"),
-        '\u{b}' => out.push_str("\\v"),
-        _ if (c as u32) < 0x20 || c == '\u{7f}' => out.push_str(&format!("\\x{:02x}", c as u32)),
-        _ if (c as u32) < 0x10000 => out.push_str(&format!("\\u{:04x}", c as u32)),
-        _ => out.push_str(&format!("\\U{:08x}", c as u32)),
-    }
-}
-
-/// An approximation of Go's `unicode.IsPrint` (see the module documentation).
-fn is_go_printable(c: char) -> bool {
-    if c == ' ' {
-        return true;
-    }
-    if c.is_control() || c.is_whitespace() {
-        return false;
-    }
-    let u = c as u32;
-    let format_chars: &[(u32, u32)] = &[
-        (0xad, 0xad),
-        (0x600, 0x605),
-        (0x61c, 0x61c),
-        (0x6dd, 0x6dd),
-        (0x70f, 0x70f),
-        (0x890, 0x891),
-        (0x8e2, 0x8e2),
-        (0x180e, 0x180e),
-        (0x200b, 0x200f),
-        (0x202a, 0x202e),
-        (0x2060, 0x2064),
-        (0x2066, 0x206f),
-        (0xfeff, 0xfeff),
-        (0xfff9, 0xfffb),
-        (0x110bd, 0x110bd),
-        (0x110cd, 0x110cd),
-        (0x13430, 0x1343f),
-        (0x1bca0, 0x1bca3),
-        (0x1d173, 0x1d17a),
-        (0xe0001, 0xe0001),
-        (0xe0020, 0xe007f),
-    ];
-    let private_use = (0xe000..=0xf8ff).contains(&u) || u >= 0xf0000;
-    let noncharacter = (0xfdd0..=0xfdef).contains(&u) || (u & 0xfffe) == 0xfffe;
-    !(private_use || noncharacter || format_chars.iter().any(|&(lo, hi)| (lo..=hi).contains(&u)))
 }
 
 // ---------------------------------------------------------------------------
@@ -1158,15 +1090,6 @@ mod tests {
         assert_eq!(label_err("a=x\u{7f}\u{b}"), format!("{prefix} \"x\\x7f\\v\": {VALUE_REGEX_MSG}"));
         assert_eq!(label_err("a=\u{10ffff}"), format!("{prefix} \"\\U0010ffff\": {VALUE_REGEX_MSG}"));
         assert_eq!(label_err("a=\u{feff}"), format!("{prefix} \"\\ufeff\": {VALUE_REGEX_MSG}"));
-    }
-
-    #[test]
-    fn go_quote_basics() {
-        assert_eq!(go_quote(""), "\"\"");
-        assert_eq!(go_quote("a b"), "\"a b\"");
-        assert_eq!(go_quote("\u{7}\u{8}\u{c}\n\r\t"), "\"\\a\\b\\f\\n\\r\\t\"");
-        assert_eq!(go_quote("日本"), "\"日本\"");
-        assert_eq!(go_quote("\u{e000}"), "\"\\ue000\"");
     }
 
     // --- label selectors: matching --------------------------------------------

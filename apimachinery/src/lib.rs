@@ -1,0 +1,34 @@
+//! `apimachinery`: the Kubernetes API's wire contract, as kube-apiserver 1.36
+//! speaks it (the role `k8s.io/apimachinery` plays for Go), shared by kache
+//! and by its test oracle, the simulator. No I/O, no runtime, no HTTP types:
+//! functions from request parts to decisions, and from objects to bytes.
+//!
+//! - [`params`]: `ListOptions` from a query string, validated with the
+//!   apiserver's 400 and 422 `Status` bodies.
+//! - [`selector`]: label and field selectors, parsed and matched exactly as
+//!   apimachinery does, with its error texts.
+//! - [`continue_token`]: the apiserver's continue tokens, interchangeable
+//!   with its own.
+//! - [`list`]: which revision a list reads, page metadata, the JSON list
+//!   envelope (written around shared item bytes, read without copies).
+//! - [`watch`]: JSON watch frames, bookmarks, ERROR events, and a streaming
+//!   frame decoder.
+//! - [`meta`]: `ObjectMeta` and selectable fields read from raw object bytes.
+//! - [`resource`]: resource names, keys and prefixes, and the facts of
+//!   built-in kinds (selectable fields, zero objects, discovery names).
+//! - [`negotiate`]: `Accept` negotiation, pretty-printing and gzip choices.
+//! - [`status`]: `metav1.Status` errors, field for field.
+//! - [`gostr`]: strings quoted the way the apiserver's Go code quotes them.
+//! - [`tls`]: the apiserver's TLS serving configuration.
+
+pub mod continue_token;
+pub mod gostr;
+pub mod list;
+pub mod meta;
+pub mod negotiate;
+pub mod params;
+pub mod resource;
+pub mod selector;
+pub mod status;
+pub mod tls;
+pub mod watch;

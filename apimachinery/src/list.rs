@@ -1,0 +1,264 @@
+//! Lists: which revision a list request reads (the table of
+//! `resourceVersion` × `resourceVersionMatch` × `limit` × `continue` in the
+//! apiserver's storage layer), how a page's `ListMeta` is completed, and the
+//! JSON list envelope — written around the items' own bytes, and read back
+//! without copying them.
+//!
+//! Guarantees: [`ListPlan::of`] refuses exactly what the apiserver refuses,
+//! with its `Status`, in its order (bad continue token, then a revision given
+//! with a continue token, then a bad revision); [`ListMeta::for_page`] sets
+//! `continue` only when the limit was reached and keys remain in scope, and
+//! `remainingItemCount` only when, in addition, no selector is set.
+
+use bytes::Bytes;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use crate::continue_token::{self, Continue};
+use crate::params::{ListOptions, parse_resource_version};
+use crate::resource::Resource;
+use crate::status::ApiError;
+
+/// Which revision a list reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Read {
+    /// `resourceVersion` unset, or a continue token at `-1`: the latest
+    /// revision, as a quorum read.
+    MostRecent,
+    /// `resourceVersion=0`: any revision; the whole list (`limit` is ignored).
+    Any,
+    /// The latest revision once it is at least this one.
+    NotOlderThan(u64),
+    /// Exactly this revision (an Exact match, a legacy revision with a
+    /// limit, or a continue token).
+    Exact(u64),
+}
+
+/// What a list request reads, decoded from its options.
+#[derive(Debug, Clone)]
+pub struct ListPlan {
+    /// The revision.
+    pub read: Read,
+    /// The key to start at (inclusive): the prefix, or where a continue token points.
+    pub start: String,
+    /// The most items to return (`usize::MAX`: all).
+    pub limit: usize,
+    /// The continue token, when the request carried one.
+    pub continued: Option<Continue>,
+}
+
+impl ListPlan {
+    /// Decodes the plan of a validated list request whose keys start with `prefix`.
+    pub fn of(opts: &ListOptions, prefix: &str) -> Result<ListPlan, ApiError> {
+        let limit = if opts.limit > 0 { usize::try_from(opts.limit).unwrap_or(usize::MAX) } else { usize::MAX };
+        if !opts.continue_token.is_empty() {
+            let c = continue_token::decode(&opts.continue_token, prefix)
+                .map_err(|e| ApiError::bad_request(format!("invalid continue token: {e}")))?;
+            if !opts.resource_version.is_empty() && opts.resource_version != "0" {
+                return Err(ApiError::bad_request("specifying resource version is not allowed when using continue"));
+            }
+            let read = if c.rv > 0 { Read::Exact(c.rv as u64) } else { Read::MostRecent };
+            return Ok(ListPlan { read, start: c.key.clone(), limit, continued: Some(c) });
+        }
+        let read = if opts.resource_version.is_empty() {
+            Read::MostRecent
+        } else {
+            match (parse_resource_version(&opts.resource_version)?, opts.resource_version_match.as_str()) {
+                (0, _) => Read::Any,
+                (rv, "Exact") => Read::Exact(rv),
+                (rv, "") if opts.limit > 0 => Read::Exact(rv),
+                (rv, _) => Read::NotOlderThan(rv),
+            }
+        };
+        let limit = if read == Read::Any { usize::MAX } else { limit };
+        Ok(ListPlan { read, start: prefix.to_string(), limit, continued: None })
+    }
+
+    /// The 410 for a continue token whose revision is gone: its successor
+    /// continues at the latest revision.
+    pub fn continue_expired(&self) -> ApiError {
+        let start = self.continued.as_ref().map_or("", |c| c.start.as_str());
+        ApiError::continue_too_old(continue_token::encode_start(start, -1))
+    }
+}
+
+/// Refuses a field selector naming a field `res` does not support.
+pub fn check_fields(res: &Resource, opts: &ListOptions) -> Result<(), ApiError> {
+    for r in opts.field_selector.iter().flat_map(|s| s.requirements.iter()) {
+        if !res.supports_field(&r.field) {
+            return Err(ApiError::bad_request(format!("field label not supported: {}", r.field)));
+        }
+    }
+    Ok(())
+}
+
+/// `metav1.ListMeta` of a page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListMeta {
+    /// The revision the page was read at.
+    pub resource_version: u64,
+    /// The token for the next page.
+    pub continue_token: Option<String>,
+    /// How many objects follow this page (only without selectors).
+    pub remaining_item_count: Option<u64>,
+}
+
+impl ListMeta {
+    /// The meta of a page read at `rv` under `prefix`. `last` is the key of
+    /// the last item when the page stopped at its limit (`None` when the
+    /// scan ran to the end); `keys_after` is how many keys of the scope
+    /// follow it — exact when `selectors` is false, otherwise only whether
+    /// it is zero matters.
+    pub fn for_page(rv: u64, prefix: &str, last: Option<&str>, keys_after: u64, selectors: bool) -> ListMeta {
+        let done = ListMeta { resource_version: rv, continue_token: None, remaining_item_count: None };
+        match last {
+            Some(last) if keys_after > 0 => ListMeta {
+                continue_token: Some(continue_token::encode_after(last, prefix, rv as i64)),
+                remaining_item_count: (!selectors).then_some(keys_after),
+                ..done
+            },
+            _ => done,
+        }
+    }
+
+    /// The JSON `metadata` object, members in the apiserver's order.
+    pub fn json(&self) -> String {
+        let mut meta = serde_json::Map::new();
+        meta.insert("resourceVersion".into(), self.resource_version.to_string().into());
+        if let Some(c) = &self.continue_token {
+            meta.insert("continue".into(), c.clone().into());
+        }
+        if let Some(r) = self.remaining_item_count {
+            meta.insert("remainingItemCount".into(), r.into());
+        }
+        serde_json::Value::Object(meta).to_string()
+    }
+}
+
+/// A JSON list as parts that share the items' bytes: the envelope's head,
+/// the items separated by commas, the tail.
+pub fn json_list<'a>(res: &Resource, meta: &ListMeta, items: impl IntoIterator<Item = &'a Bytes>) -> Vec<Bytes> {
+    let items = items.into_iter();
+    let mut parts = Vec::with_capacity(items.size_hint().0 * 2 + 2);
+    parts.push(Bytes::from(format!(
+        "{{\"kind\":{},\"apiVersion\":{},\"metadata\":{},\"items\":[",
+        serde_json::Value::from(res.list_kind()),
+        serde_json::Value::from(res.api_version()),
+        meta.json()
+    )));
+    for (i, item) in items.enumerate() {
+        if i > 0 {
+            parts.push(Bytes::from_static(b","));
+        }
+        parts.push(item.clone());
+    }
+    parts.push(Bytes::from_static(b"]}"));
+    parts
+}
+
+/// Why a list body could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct DecodeError(pub String);
+
+/// One page of a JSON list response, as a client reads it.
+#[derive(Debug)]
+pub struct ListPage {
+    /// `metadata.resourceVersion` of the list.
+    pub resource_version: u64,
+    /// `metadata.continue`, when more pages follow.
+    pub continue_token: Option<String>,
+    /// The items, each a slice of the response body.
+    pub items: Vec<Bytes>,
+}
+
+#[derive(Deserialize)]
+struct RawList<'a> {
+    #[serde(borrow)]
+    metadata: RawListMeta<'a>,
+    #[serde(borrow, default)]
+    items: Option<Vec<&'a RawValue>>,
+}
+
+#[derive(Deserialize)]
+struct RawListMeta<'a> {
+    #[serde(rename = "resourceVersion", borrow)]
+    resource_version: &'a str,
+    #[serde(rename = "continue", default)]
+    continue_token: Option<String>,
+}
+
+impl ListPage {
+    /// Reads a JSON list page; items stay slices of `body`.
+    pub fn parse(body: &Bytes) -> Result<ListPage, DecodeError> {
+        let raw: RawList<'_> = serde_json::from_slice(body).map_err(|e| DecodeError(format!("a bad list: {e}")))?;
+        let resource_version = parse_revision(raw.metadata.resource_version)?;
+        let items = raw.items.unwrap_or_default().into_iter().map(|item| body.slice_ref(item.get().as_bytes())).collect();
+        Ok(ListPage { resource_version, continue_token: raw.metadata.continue_token.filter(|c| !c.is_empty()), items })
+    }
+}
+
+/// A `resourceVersion` a server sent, as the revision etcd made it.
+pub fn parse_revision(rv: &str) -> Result<u64, DecodeError> {
+    rv.parse().map_err(|_| DecodeError(format!("a resourceVersion that is not a revision: {rv:?}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(q: &str) -> Result<ListPlan, ApiError> {
+        let mut o = ListOptions::decode(q)?;
+        o.validate()?;
+        ListPlan::of(&o, "ns/")
+    }
+
+    #[test]
+    fn every_row_of_the_revision_table_reads_what_the_apiserver_reads() {
+        let read = |q: &str| plan(q).unwrap().read;
+        assert_eq!(read(""), Read::MostRecent);
+        assert_eq!(read("limit=5"), Read::MostRecent);
+        assert_eq!(read("resourceVersion=0&limit=5"), Read::Any);
+        assert_eq!(plan("resourceVersion=0&limit=5").unwrap().limit, usize::MAX, "Any ignores the limit");
+        assert_eq!(read("resourceVersion=0&resourceVersionMatch=NotOlderThan"), Read::Any);
+        assert_eq!(read("resourceVersion=7"), Read::NotOlderThan(7));
+        assert_eq!(read("resourceVersion=7&limit=5"), Read::Exact(7));
+        assert_eq!(read("resourceVersion=7&resourceVersionMatch=NotOlderThan&limit=5"), Read::NotOlderThan(7));
+        assert_eq!(read("resourceVersion=7&resourceVersionMatch=Exact"), Read::Exact(7));
+        let token = continue_token::encode_after("ns/b", "ns/", 9);
+        let p = plan(&format!("limit=2&continue={token}")).unwrap();
+        assert_eq!((p.read, p.start.as_str(), p.limit), (Read::Exact(9), "ns/b\u{0}", 2));
+        let latest = continue_token::encode_after("ns/b", "ns/", -1);
+        assert_eq!(read(&format!("limit=2&continue={latest}")), Read::MostRecent);
+        assert_eq!(plan(&format!("resourceVersion=3&continue={token}")).unwrap_err().code, 400);
+        assert_eq!(
+            plan("continue=%25").unwrap_err().message,
+            "invalid continue token: continue key is not valid: illegal base64 data at input byte 0"
+        );
+    }
+
+    #[test]
+    fn page_meta_follows_the_apiservers_rules() {
+        let full = ListMeta::for_page(5, "ns/", Some("ns/b"), 3, false);
+        assert_eq!(full.remaining_item_count, Some(3));
+        assert_eq!(continue_token::decode(full.continue_token.as_deref().unwrap(), "ns/").unwrap().key, "ns/b\u{0}");
+        let selected = ListMeta::for_page(5, "ns/", Some("ns/b"), 1, true);
+        assert!(selected.continue_token.is_some() && selected.remaining_item_count.is_none());
+        assert_eq!(ListMeta::for_page(5, "ns/", Some("ns/b"), 0, false).continue_token, None);
+        assert_eq!(ListMeta::for_page(5, "ns/", None, 9, false).json(), r#"{"resourceVersion":"5"}"#);
+    }
+
+    #[test]
+    fn lists_are_written_around_the_items_and_read_back_without_copies() {
+        let res = Resource::new("", "v1", "pods", "Pod", true);
+        let items = [Bytes::from_static(br#"{"metadata":{"name":"a"}}"#), Bytes::from_static(br#"{"metadata":{"name":"b"}}"#)];
+        let body = Bytes::from(json_list(&res, &ListMeta::for_page(42, "", None, 0, false), &items).concat());
+        assert_eq!(&body[..], br#"{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"42"},"items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b"}}]}"#);
+        let page = ListPage::parse(&body).unwrap();
+        assert_eq!((page.resource_version, page.items.len()), (42, 2));
+        assert_eq!(page.items[1], items[1]);
+        let at = body.windows(6).position(|w| w == b"[{\"met").unwrap() + 1;
+        assert_eq!(page.items[0].as_ptr(), body[at..].as_ptr(), "not copied");
+        assert!(ListPage::parse(&Bytes::from_static(br#"{"metadata":{"resourceVersion":"x"}}"#)).is_err());
+    }
+}

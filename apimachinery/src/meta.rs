@@ -1,0 +1,169 @@
+//! `ObjectMeta` read from an object's raw JSON bytes: the parts lists,
+//! selectors and watches need (name, namespace, resourceVersion, uid,
+//! labels, the `metadata` member itself) and the values of selectable
+//! fields, without building a document.
+//!
+//! Guarantees: every string borrows from the input unless JSON escapes
+//! forced unescaping; a field value is a string's text or a number's or
+//! boolean's literal, and absent (`None`) when the path is missing, `null`,
+//! or not a scalar. Malformed input is an error, never a panic.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+/// Why bytes are not an object with metadata.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct MetaError(pub String);
+
+/// The metadata of one object, borrowed from its bytes.
+#[derive(Debug)]
+pub struct ObjectMeta<'a> {
+    /// `metadata.name`.
+    pub name: Cow<'a, str>,
+    /// `metadata.namespace`; empty when unset.
+    pub namespace: Cow<'a, str>,
+    /// `metadata.resourceVersion` as written.
+    pub resource_version_text: Cow<'a, str>,
+    /// `metadata.resourceVersion` as a revision.
+    pub resource_version: u64,
+    /// `metadata.uid`; empty when unset.
+    pub uid: Cow<'a, str>,
+    /// `metadata.labels`, in key order.
+    pub labels: Vec<(Cow<'a, str>, Cow<'a, str>)>,
+    /// The `metadata` member's JSON text.
+    pub metadata: &'a str,
+    /// The values of the requested field paths, in the order asked.
+    pub fields: Vec<Option<Cow<'a, str>>>,
+}
+
+/// The top level of an object: each member unparsed.
+type Top<'a> = BTreeMap<Cow<'a, str>, &'a RawValue>;
+
+#[derive(Deserialize)]
+struct Meta<'a> {
+    #[serde(borrow)]
+    name: Text<'a>,
+    #[serde(borrow, default)]
+    namespace: Option<Text<'a>>,
+    #[serde(rename = "resourceVersion", borrow)]
+    resource_version: Text<'a>,
+    #[serde(borrow, default)]
+    uid: Option<Text<'a>>,
+    #[serde(borrow, default)]
+    labels: Option<BTreeMap<Text<'a>, Text<'a>>>,
+}
+
+/// A JSON string, borrowed from the input unless it had escapes (serde's
+/// own `Cow<str>` always copies when nested in an `Option` or a map).
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Text<'a>(Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for V<'a> {
+            type Value = Text<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Text(Cow::Owned(v.to_owned())))
+            }
+        }
+        d.deserialize_str(V(std::marker::PhantomData))
+    }
+}
+
+/// Reads the metadata of the JSON object `bytes` and the values of `fields`
+/// (dotted paths such as `spec.nodeName`).
+pub fn parse<'a>(bytes: &'a [u8], fields: &[&str]) -> Result<ObjectMeta<'a>, MetaError> {
+    let bad = |e: serde_json::Error| MetaError(e.to_string());
+    let top: Top<'a> = serde_json::from_slice(bytes).map_err(bad)?;
+    let raw_meta = *top.get("metadata").ok_or_else(|| MetaError("no metadata".into()))?;
+    let meta: Meta<'a> = serde_json::from_str(raw_meta.get()).map_err(bad)?;
+    let resource_version =
+        meta.resource_version.0.parse().map_err(|_| MetaError(format!("resourceVersion {:?}", &*meta.resource_version.0)))?;
+    let fields = values_at(&top, fields)?;
+    Ok(ObjectMeta {
+        name: meta.name.0,
+        namespace: meta.namespace.map_or(Cow::Borrowed(""), |t| t.0),
+        resource_version_text: meta.resource_version.0,
+        resource_version,
+        uid: meta.uid.map_or(Cow::Borrowed(""), |t| t.0),
+        labels: meta.labels.into_iter().flatten().map(|(k, v)| (k.0, v.0)).collect(),
+        metadata: raw_meta.get(),
+        fields,
+    })
+}
+
+/// The values of `paths` in the JSON object `bytes`, as [`parse`] reads them.
+pub fn field_values<'a>(bytes: &'a [u8], paths: &[&str]) -> Result<Vec<Option<Cow<'a, str>>>, MetaError> {
+    let top: Top<'a> = serde_json::from_slice(bytes).map_err(|e| MetaError(e.to_string()))?;
+    values_at(&top, paths)
+}
+
+fn values_at<'a>(top: &Top<'a>, paths: &[&str]) -> Result<Vec<Option<Cow<'a, str>>>, MetaError> {
+    paths.iter().map(|path| field_value(top, path)).collect()
+}
+
+/// The value at a dotted path: a string's text, or a scalar's literal.
+fn field_value<'a>(top: &Top<'a>, path: &str) -> Result<Option<Cow<'a, str>>, MetaError> {
+    let bad = |e: serde_json::Error| MetaError(format!("{path}: {e}"));
+    let mut parts = path.split('.');
+    let Some(mut raw) = parts.next().and_then(|first| top.get(first).copied()) else { return Ok(None) };
+    for part in parts {
+        if !raw.get().starts_with('{') {
+            return Ok(None);
+        }
+        let map: Top<'a> = serde_json::from_str(raw.get()).map_err(bad)?;
+        match map.get(part) {
+            Some(v) => raw = v,
+            None => return Ok(None),
+        }
+    }
+    let text = raw.get();
+    if text.starts_with('"') {
+        let s: Text<'a> = serde_json::from_str(text).map_err(bad)?;
+        Ok(Some(s.0))
+    } else if text == "null" || text.starts_with(['{', '[']) {
+        Ok(None)
+    } else {
+        Ok(Some(Cow::Borrowed(text)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metadata_and_fields_borrow_from_the_bytes() {
+        let json = r#"{"kind":"Pod","metadata":{"name":"web-1","namespace":"prod","uid":"u-1","resourceVersion":"42","labels":{"b":"2","a":"x\"y"}},"spec":{"nodeName":"n1","hostNetwork":true},"status":{"phase":"Running"}}"#;
+        let m = parse(json.as_bytes(), &["spec.nodeName", "status.phase", "spec.hostNetwork", "spec.missing", "metadata.name"]).unwrap();
+        assert_eq!((&*m.name, &*m.namespace, &*m.uid, m.resource_version), ("web-1", "prod", "u-1", 42));
+        let labels: Vec<(&str, &str)> = m.labels.iter().map(|(k, v)| (&**k, &**v)).collect();
+        assert_eq!(labels, [("a", "x\"y"), ("b", "2")]);
+        assert!(matches!(m.labels[1].1, Cow::Borrowed(_)) && matches!(m.labels[0].1, Cow::Owned(_)), "only escaped text is copied");
+        let fields: Vec<Option<&str>> = m.fields.iter().map(Option::as_deref).collect();
+        assert_eq!(fields, [Some("n1"), Some("Running"), Some("true"), None, Some("web-1")]);
+        assert!(m.metadata.starts_with(r#"{"name":"web-1""#) && m.metadata.ends_with(r#"}}"#));
+    }
+
+    #[test]
+    fn objects_without_usable_metadata_are_errors() {
+        let cluster = parse(br#"{"metadata":{"name":"n1","resourceVersion":"7"}}"#, &[]).unwrap();
+        assert_eq!((&*cluster.namespace, &*cluster.name), ("", "n1"));
+        for bad in
+            [&b"{}"[..], b"[]", b"{\"metadata\":{\"name\":\"a\"}}", b"{\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"x\"}}", b"nope"]
+        {
+            assert!(parse(bad, &[]).is_err(), "{}", String::from_utf8_lossy(bad));
+        }
+    }
+}

@@ -1,0 +1,255 @@
+//! Resources as the API names and keys them: [`Resource`] (group, version,
+//! plural, kind, scope) with the derived names the apiserver uses in paths,
+//! list envelopes, lone objects and error messages, and [`BUILTINS`], the
+//! facts about built-in kinds that clients can observe: which fields their
+//! field selectors accept (and the value an absent field has), the zero
+//! object a bookmark carries, short names and categories for discovery.
+//!
+//! Invariant: a [`Resource`] built with [`Resource::new`] carries the
+//! built-in facts when, and only when, its group, version and plural are
+//! those of a row of [`BUILTINS`]; any other resource (a custom resource) has
+//! no extra selectable fields and an empty zero object.
+
+/// Field paths that field selectors accept beyond `metadata.name` (and
+/// `metadata.namespace` for namespaced kinds), with the value an absent
+/// field has (`"false"` for booleans and `"0"` for numbers, as the
+/// apiserver's field sets format zero values).
+pub type Fields = &'static [(&'static str, &'static str)];
+
+/// One built-in kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BuiltinKind {
+    /// `v1` or `GROUP/VERSION`.
+    pub group_version: &'static str,
+    /// The plural resource name used in paths.
+    pub plural: &'static str,
+    /// The kind.
+    pub kind: &'static str,
+    /// Whether objects live in namespaces.
+    pub namespaced: bool,
+    /// kubectl short names (discovery).
+    pub short_names: &'static [&'static str],
+    /// Whether the kind is in the `all` category (discovery).
+    pub in_all: bool,
+    /// Extra selectable fields.
+    pub fields: Fields,
+    /// What the apiserver writes after `metadata` in the kind's zero object
+    /// (what bookmarks carry), e.g. `,"spec":{"containers":null},"status":{}`.
+    pub zero_suffix: &'static str,
+    /// Whether the kind has a `status` subresource.
+    pub status_subresource: bool,
+}
+
+const POD_FIELDS: Fields = &[
+    ("spec.nodeName", ""),
+    ("spec.restartPolicy", ""),
+    ("spec.schedulerName", ""),
+    ("spec.serviceAccountName", ""),
+    ("spec.hostNetwork", "false"),
+    ("status.phase", ""),
+    ("status.podIP", ""),
+    ("status.nominatedNodeName", ""),
+];
+
+const EVENT_FIELDS: Fields = &[
+    ("involvedObject.kind", ""),
+    ("involvedObject.namespace", ""),
+    ("involvedObject.name", ""),
+    ("involvedObject.uid", ""),
+    ("involvedObject.apiVersion", ""),
+    ("involvedObject.resourceVersion", ""),
+    ("involvedObject.fieldPath", ""),
+    ("reason", ""),
+    ("reportingComponent", ""),
+    ("source", ""),
+    ("type", ""),
+];
+
+/// Selectable fields read from another path of the object: events select
+/// on `source`, which is `source.component` (the apiserver's `EventToSelectableFields`).
+const FIELD_PATHS: &[(&str, &str)] = &[("source", "source.component")];
+
+/// Built-in kinds, as kube-apiserver 1.36 serves them.
+#[rustfmt::skip]
+pub const BUILTINS: &[BuiltinKind] = &[
+    BuiltinKind { group_version: "v1", plural: "namespaces", kind: "Namespace", namespaced: false, short_names: &["ns"], in_all: false, fields: &[("status.phase", "")], zero_suffix: r#","spec":{},"status":{}"#, status_subresource: true },
+    BuiltinKind { group_version: "v1", plural: "nodes", kind: "Node", namespaced: false, short_names: &["no"], in_all: false, fields: &[("spec.unschedulable", "false")], zero_suffix: r#","spec":{},"status":{"daemonEndpoints":{"kubeletEndpoint":{"Port":0}},"nodeInfo":{"machineID":"","systemUUID":"","bootID":"","kernelVersion":"","osImage":"","containerRuntimeVersion":"","kubeletVersion":"","operatingSystem":"","architecture":""}}"#, status_subresource: true },
+    BuiltinKind { group_version: "v1", plural: "pods", kind: "Pod", namespaced: true, short_names: &["po"], in_all: true, fields: POD_FIELDS, zero_suffix: r#","spec":{"containers":null},"status":{}"#, status_subresource: true },
+    BuiltinKind { group_version: "v1", plural: "configmaps", kind: "ConfigMap", namespaced: true, short_names: &["cm"], in_all: false, fields: &[], zero_suffix: "", status_subresource: false },
+    BuiltinKind { group_version: "v1", plural: "secrets", kind: "Secret", namespaced: true, short_names: &[], in_all: false, fields: &[("type", "")], zero_suffix: "", status_subresource: false },
+    BuiltinKind { group_version: "v1", plural: "services", kind: "Service", namespaced: true, short_names: &["svc"], in_all: true, fields: &[], zero_suffix: r#","spec":{},"status":{"loadBalancer":{}}"#, status_subresource: true },
+    BuiltinKind { group_version: "v1", plural: "endpoints", kind: "Endpoints", namespaced: true, short_names: &["ep"], in_all: false, fields: &[], zero_suffix: "", status_subresource: false },
+    BuiltinKind { group_version: "v1", plural: "events", kind: "Event", namespaced: true, short_names: &["ev"], in_all: false, fields: EVENT_FIELDS, zero_suffix: r#","involvedObject":{},"reason":"","message":"","source":{},"firstTimestamp":null,"lastTimestamp":null,"eventTime":null,"reportingComponent":"","reportingInstance":"""#, status_subresource: false },
+    BuiltinKind { group_version: "v1", plural: "serviceaccounts", kind: "ServiceAccount", namespaced: true, short_names: &["sa"], in_all: false, fields: &[], zero_suffix: "", status_subresource: false },
+    BuiltinKind { group_version: "v1", plural: "persistentvolumeclaims", kind: "PersistentVolumeClaim", namespaced: true, short_names: &["pvc"], in_all: false, fields: &[], zero_suffix: r#","spec":{"resources":{}},"status":{}"#, status_subresource: true },
+    BuiltinKind { group_version: "v1", plural: "persistentvolumes", kind: "PersistentVolume", namespaced: false, short_names: &["pv"], in_all: false, fields: &[], zero_suffix: r#","spec":{},"status":{}"#, status_subresource: true },
+    BuiltinKind { group_version: "v1", plural: "replicationcontrollers", kind: "ReplicationController", namespaced: true, short_names: &["rc"], in_all: true, fields: &[("status.replicas", "0")], zero_suffix: r#","spec":{},"status":{"replicas":0}"#, status_subresource: true },
+    BuiltinKind { group_version: "apps/v1", plural: "deployments", kind: "Deployment", namespaced: true, short_names: &["deploy"], in_all: true, fields: &[], zero_suffix: r#","spec":{"selector":null,"template":{"metadata":{},"spec":{"containers":null}},"strategy":{}},"status":{}"#, status_subresource: true },
+    BuiltinKind { group_version: "apps/v1", plural: "replicasets", kind: "ReplicaSet", namespaced: true, short_names: &["rs"], in_all: true, fields: &[("status.replicas", "0")], zero_suffix: r#","spec":{"selector":null,"template":{"metadata":{},"spec":{"containers":null}}},"status":{"replicas":0}"#, status_subresource: true },
+    BuiltinKind { group_version: "apps/v1", plural: "daemonsets", kind: "DaemonSet", namespaced: true, short_names: &["ds"], in_all: true, fields: &[], zero_suffix: r#","spec":{"selector":null,"template":{"metadata":{},"spec":{"containers":null}},"updateStrategy":{}},"status":{"currentNumberScheduled":0,"numberMisscheduled":0,"desiredNumberScheduled":0,"numberReady":0}"#, status_subresource: true },
+    BuiltinKind { group_version: "apps/v1", plural: "statefulsets", kind: "StatefulSet", namespaced: true, short_names: &["sts"], in_all: true, fields: &[], zero_suffix: r#","spec":{"selector":null,"template":{"metadata":{},"spec":{"containers":null}},"serviceName":"","updateStrategy":{}},"status":{"replicas":0,"availableReplicas":0}"#, status_subresource: true },
+    BuiltinKind { group_version: "apps/v1", plural: "controllerrevisions", kind: "ControllerRevision", namespaced: true, short_names: &[], in_all: false, fields: &[], zero_suffix: r#","data":null,"revision":0"#, status_subresource: false },
+    BuiltinKind { group_version: "batch/v1", plural: "jobs", kind: "Job", namespaced: true, short_names: &[], in_all: true, fields: &[("status.successful", "0")], zero_suffix: r#","spec":{"template":{"metadata":{},"spec":{"containers":null}}},"status":{}"#, status_subresource: true },
+    BuiltinKind { group_version: "batch/v1", plural: "cronjobs", kind: "CronJob", namespaced: true, short_names: &["cj"], in_all: true, fields: &[], zero_suffix: r#","spec":{"schedule":"","jobTemplate":{"spec":{"template":{"metadata":{},"spec":{"containers":null}}}}},"status":{}"#, status_subresource: true },
+    BuiltinKind { group_version: "coordination.k8s.io/v1", plural: "leases", kind: "Lease", namespaced: true, short_names: &[], in_all: false, fields: &[], zero_suffix: r#","spec":{}"#, status_subresource: false },
+    BuiltinKind { group_version: "discovery.k8s.io/v1", plural: "endpointslices", kind: "EndpointSlice", namespaced: true, short_names: &[], in_all: false, fields: &[], zero_suffix: r#","addressType":"","endpoints":null"#, status_subresource: false },
+    BuiltinKind { group_version: "networking.k8s.io/v1", plural: "ingresses", kind: "Ingress", namespaced: true, short_names: &["ing"], in_all: false, fields: &[], zero_suffix: r#","spec":{},"status":{"loadBalancer":{}}"#, status_subresource: true },
+];
+
+impl BuiltinKind {
+    /// The API group (empty for the core group).
+    pub fn group(&self) -> &'static str {
+        self.group_version.rsplit_once('/').map_or("", |(g, _)| g)
+    }
+
+    /// The version.
+    pub fn version(&self) -> &'static str {
+        self.group_version.rsplit_once('/').map_or(self.group_version, |(_, v)| v)
+    }
+
+    /// This kind as a [`Resource`].
+    pub fn resource(&self) -> Resource {
+        Resource::new(self.group(), self.version(), self.plural, self.kind, self.namespaced)
+    }
+}
+
+/// The built-in kind served at `group`/`version`/`plural`, if it is one.
+pub fn builtin(group: &str, version: &str, plural: &str) -> Option<&'static BuiltinKind> {
+    BUILTINS.iter().find(|b| b.group() == group && b.version() == version && b.plural == plural)
+}
+
+/// A resource: what its paths, lists, objects and errors are named.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resource {
+    /// API group; empty for the core group.
+    pub group: String,
+    /// Version, e.g. `v1`.
+    pub version: String,
+    /// Plural resource name, e.g. `pods`.
+    pub plural: String,
+    /// Kind, e.g. `Pod`.
+    pub kind: String,
+    /// Whether objects live in namespaces.
+    pub namespaced: bool,
+    /// Extra selectable fields (built-in kinds only).
+    pub fields: Fields,
+    /// The zero object's members after `metadata` (built-in kinds only).
+    pub zero_suffix: &'static str,
+}
+
+impl Resource {
+    /// A resource, with the built-in facts when it is a built-in kind.
+    pub fn new(group: &str, version: &str, plural: &str, kind: &str, namespaced: bool) -> Resource {
+        let b = builtin(group, version, plural);
+        Resource {
+            group: group.into(),
+            version: version.into(),
+            plural: plural.into(),
+            kind: kind.into(),
+            namespaced,
+            fields: b.map_or(&[], |b| b.fields),
+            zero_suffix: b.map_or("", |b| b.zero_suffix),
+        }
+    }
+
+    /// `v1` or `GROUP/VERSION`, as objects' `apiVersion`.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() { self.version.clone() } else { format!("{}/{}", self.group, self.version) }
+    }
+
+    /// `pods` or `deployments.apps`, as the apiserver names resources in messages.
+    pub fn qualified(&self) -> String {
+        if self.group.is_empty() { self.plural.clone() } else { format!("{}.{}", self.plural, self.group) }
+    }
+
+    /// The kind of a list of these objects, e.g. `PodList`.
+    pub fn list_kind(&self) -> String {
+        format!("{}List", self.kind)
+    }
+
+    /// `/api/v1` or `/apis/GROUP/VERSION`.
+    pub fn group_version_path(&self) -> String {
+        if self.group.is_empty() { format!("/api/{}", self.version) } else { format!("/apis/{}/{}", self.group, self.version) }
+    }
+
+    /// The cluster-wide collection path, e.g. `/api/v1/pods`.
+    pub fn collection_path(&self) -> String {
+        format!("{}/{}", self.group_version_path(), self.plural)
+    }
+
+    /// `{"kind":K,"apiVersion":V,`: how the apiserver begins an object of
+    /// this resource outside a list (a GET, a watch event).
+    pub fn type_prefix(&self) -> String {
+        format!("{{\"kind\":{},\"apiVersion\":{},", json_string(&self.kind), json_string(&self.api_version()))
+    }
+
+    /// The storage key in etcd order: `namespace/name`, or `name` for a cluster-scoped resource.
+    pub fn key(&self, namespace: &str, name: &str) -> String {
+        if self.namespaced { format!("{namespace}/{name}") } else { name.to_string() }
+    }
+
+    /// The key prefix of a list: `ns/` in a namespace, empty across all.
+    pub fn prefix(&self, namespace: Option<&str>) -> String {
+        match namespace {
+            Some(ns) if self.namespaced => format!("{ns}/"),
+            _ => String::new(),
+        }
+    }
+
+    /// Whether field selectors may name `field`.
+    pub fn supports_field(&self, field: &str) -> bool {
+        field == "metadata.name" || (self.namespaced && field == "metadata.namespace") || self.fields.iter().any(|(f, _)| *f == field)
+    }
+
+    /// Where in the object each extra selectable field is read from, in
+    /// the order of [`Resource::fields`] (for [`crate::meta::parse`]).
+    pub fn field_paths(&self) -> Vec<&'static str> {
+        self.fields.iter().map(|(f, _)| FIELD_PATHS.iter().find(|(name, _)| name == f).map_or(*f, |(_, path)| *path)).collect()
+    }
+
+    /// The value of the `i`-th extra selectable field given what was read
+    /// at its path: the text, or the zero value's text when absent.
+    pub fn field_or_default<'a>(&self, i: usize, read: Option<&'a str>) -> &'a str {
+        match read {
+            Some(v) => v,
+            None => self.fields.get(i).map_or("", |(_, default)| default),
+        }
+    }
+}
+
+/// A string as a JSON string literal.
+fn json_string(s: &str) -> String {
+    serde_json::Value::from(s).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtins_carry_their_facts_and_custom_resources_none() {
+        let pods = Resource::new("", "v1", "pods", "Pod", true);
+        assert!(pods.supports_field("spec.nodeName") && pods.supports_field("metadata.namespace"));
+        assert!(!pods.supports_field("spec.unknownField"));
+        assert_eq!(pods.zero_suffix, r#","spec":{"containers":null},"status":{}"#);
+        assert_eq!(
+            (pods.key("ns", "p"), pods.prefix(Some("ns")), pods.type_prefix()),
+            ("ns/p".into(), "ns/".into(), r#"{"kind":"Pod","apiVersion":"v1","#.into())
+        );
+        let nodes = Resource::new("", "v1", "nodes", "Node", false);
+        assert!(!nodes.supports_field("metadata.namespace"));
+        assert_eq!((nodes.key("", "n"), nodes.prefix(Some("ns"))), ("n".into(), String::new()));
+        let widgets = Resource::new("example.com", "v1", "widgets", "Widget", true);
+        assert_eq!((widgets.fields.len(), widgets.zero_suffix), (0, ""));
+        let events = Resource::new("", "v1", "events", "Event", true);
+        assert!(events.field_paths().contains(&"source.component") && events.supports_field("source"));
+        assert_eq!(
+            (pods.field_or_default(4, None), pods.field_or_default(4, Some("true")), pods.field_or_default(0, None)),
+            ("false", "true", "")
+        );
+        assert_eq!(
+            (widgets.qualified(), widgets.api_version(), widgets.collection_path()),
+            ("widgets.example.com".into(), "example.com/v1".into(), "/apis/example.com/v1/widgets".into())
+        );
+    }
+}

@@ -1,0 +1,228 @@
+//! Watch streams in JSON: one `{"type":…,"object":…}` document per line.
+//! Writing: event frames around an object's own bytes, the BOOKMARK object
+//! (the kind's zero object carrying only `metadata.resourceVersion`, and the
+//! `k8s.io/initial-events-end` annotation after initial events), and the
+//! ERROR frame that carries a `Status`. Reading: [`WatchDecoder`] takes a
+//! body in arbitrary chunks and yields whole frames whose objects are
+//! slices of the received bytes, refusing a frame over its bound.
+
+use bytes::{Bytes, BytesMut};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use crate::list::{DecodeError, parse_revision};
+use crate::resource::Resource;
+use crate::status::ApiError;
+
+/// What a watch event says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EventType {
+    /// An object was created (or started matching the watch's selectors).
+    Added,
+    /// An object changed.
+    Modified,
+    /// An object was deleted (or stopped matching).
+    Deleted,
+    /// Progress: every event up to the object's `resourceVersion` was sent.
+    Bookmark,
+    /// The watch failed; the object is a `Status`.
+    Error,
+}
+
+impl EventType {
+    /// The wire name (`ADDED`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::Added => "ADDED",
+            EventType::Modified => "MODIFIED",
+            EventType::Deleted => "DELETED",
+            EventType::Bookmark => "BOOKMARK",
+            EventType::Error => "ERROR",
+        }
+    }
+
+    fn parse(s: &str) -> Option<EventType> {
+        Some(match s {
+            "ADDED" => EventType::Added,
+            "MODIFIED" => EventType::Modified,
+            "DELETED" => EventType::Deleted,
+            "BOOKMARK" => EventType::Bookmark,
+            "ERROR" => EventType::Error,
+            _ => return None,
+        })
+    }
+}
+
+/// One frame, the object given in parts that concatenate to it (so an
+/// object's stored bytes need not be copied before the frame is built).
+pub fn json_frame(typ: EventType, object: &[&[u8]]) -> Bytes {
+    let len: usize = object.iter().map(|p| p.len()).sum();
+    let mut out = BytesMut::with_capacity(len + 32);
+    out.extend_from_slice(b"{\"type\":\"");
+    out.extend_from_slice(typ.as_str().as_bytes());
+    out.extend_from_slice(b"\",\"object\":");
+    for p in object {
+        out.extend_from_slice(p);
+    }
+    out.extend_from_slice(b"}\n");
+    out.freeze()
+}
+
+/// The BOOKMARK frame at `rv` for a watch of `res`; `initial_events_end`
+/// marks the end of a watch's initial events.
+pub fn json_bookmark(res: &Resource, rv: u64, initial_events_end: bool) -> Bytes {
+    let annotations = if initial_events_end { r#","annotations":{"k8s.io/initial-events-end":"true"}"# } else { "" };
+    let object = format!("{}\"metadata\":{{\"resourceVersion\":\"{rv}\"{annotations}}}{}}}", res.type_prefix(), res.zero_suffix);
+    json_frame(EventType::Bookmark, &[object.as_bytes()])
+}
+
+/// The ERROR frame carrying `err` (a watch's refusal after its 200, e.g.
+/// `too old resource version`).
+pub fn json_error(err: &ApiError) -> Bytes {
+    json_frame(EventType::Error, &[&err.body()])
+}
+
+/// One frame of a watch stream, as read.
+#[derive(Debug, Clone)]
+pub struct Frame {
+    /// The event type.
+    pub typ: EventType,
+    /// The object, a slice of the received bytes.
+    pub object: Bytes,
+}
+
+#[derive(Deserialize)]
+struct RawFrame<'a> {
+    #[serde(rename = "type", borrow)]
+    typ: &'a str,
+    #[serde(borrow)]
+    object: &'a RawValue,
+}
+
+/// Parses one JSON watch frame (without its newline); the object stays a slice of `text`.
+pub fn parse_frame(text: &Bytes) -> Result<Frame, DecodeError> {
+    let raw: RawFrame<'_> = serde_json::from_slice(text).map_err(|e| DecodeError(format!("a bad watch frame: {e}")))?;
+    let typ = EventType::parse(raw.typ).ok_or_else(|| DecodeError(format!("a watch event of unknown type {:?}", raw.typ)))?;
+    Ok(Frame { typ, object: text.slice_ref(raw.object.get().as_bytes()) })
+}
+
+#[derive(Deserialize)]
+struct BookmarkObject<'a> {
+    #[serde(borrow)]
+    metadata: BookmarkMeta<'a>,
+}
+
+#[derive(Deserialize)]
+struct BookmarkMeta<'a> {
+    #[serde(rename = "resourceVersion", borrow)]
+    resource_version: &'a str,
+}
+
+/// The revision a BOOKMARK object carries.
+pub fn bookmark_revision(object: &[u8]) -> Result<u64, DecodeError> {
+    let b: BookmarkObject<'_> = serde_json::from_slice(object).map_err(|e| DecodeError(format!("a bad bookmark: {e}")))?;
+    parse_revision(b.metadata.resource_version)
+}
+
+/// Splits a JSON watch body into frames.
+#[derive(Debug)]
+pub struct WatchDecoder {
+    buf: BytesMut,
+    /// Bytes of `buf` already searched for a newline.
+    scanned: usize,
+    max_frame: usize,
+}
+
+impl WatchDecoder {
+    /// A decoder refusing frames larger than `max_frame` bytes.
+    pub fn new(max_frame: usize) -> Self {
+        WatchDecoder { buf: BytesMut::new(), scanned: 0, max_frame }
+    }
+
+    /// Appends a chunk of the body.
+    pub fn push(&mut self, chunk: &[u8]) {
+        self.buf.extend_from_slice(chunk);
+    }
+
+    /// The next whole frame, `Ok(None)` when more bytes are needed.
+    pub fn next_frame(&mut self) -> Result<Option<Frame>, DecodeError> {
+        loop {
+            let Some(pos) = self.buf[self.scanned..].iter().position(|&b| b == b'\n') else {
+                self.scanned = self.buf.len();
+                if self.buf.len() > self.max_frame {
+                    return Err(DecodeError(format!("a watch frame over {} bytes", self.max_frame)));
+                }
+                return Ok(None);
+            };
+            let line = self.buf.split_to(self.scanned + pos + 1).freeze();
+            self.scanned = 0;
+            let text = line.slice(..line.len() - 1);
+            if text.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            return parse_frame(&text).map(Some);
+        }
+    }
+
+    /// Whether bytes of an unfinished frame are buffered.
+    pub fn has_partial(&self) -> bool {
+        self.buf.iter().any(|b| !b.is_ascii_whitespace())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_and_bookmarks_are_written_as_the_apiserver_writes_them() {
+        let pods = Resource::new("", "v1", "pods", "Pod", true);
+        assert_eq!(
+            &json_bookmark(&pods, 445, true)[..],
+            &br#"{"type":"BOOKMARK","object":{"kind":"Pod","apiVersion":"v1","metadata":{"resourceVersion":"445","annotations":{"k8s.io/initial-events-end":"true"}},"spec":{"containers":null},"status":{}}}
+"#[..]
+        );
+        let cms = Resource::new("", "v1", "configmaps", "ConfigMap", true);
+        assert_eq!(&json_bookmark(&cms, 7, false)[..], &b"{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"7\"}}}\n"[..]);
+        assert_eq!(&json_frame(EventType::Added, &[b"{\"a\":", b"1}"])[..], b"{\"type\":\"ADDED\",\"object\":{\"a\":1}}\n");
+        let err = json_error(&ApiError::watch_too_old(2, 218));
+        assert_eq!(
+            &err[..],
+            &br#"{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version: 2 (218)","reason":"Expired","code":410}}
+"#[..]
+        );
+    }
+
+    #[test]
+    fn frames_split_across_chunks_come_out_whole() {
+        let stream =
+            b"{\"type\":\"ADDED\",\"object\":{\"a\":1}}\n\n{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":{\"resourceVersion\":\"9\"}}}\n";
+        for split in 1..stream.len() {
+            let mut d = WatchDecoder::new(1 << 20);
+            let mut frames = Vec::new();
+            for chunk in [&stream[..split], &stream[split..]] {
+                d.push(chunk);
+                while let Some(f) = d.next_frame().unwrap() {
+                    frames.push(f);
+                }
+            }
+            assert_eq!(frames.len(), 2, "split at {split}");
+            assert_eq!((frames[0].typ, &frames[0].object[..]), (EventType::Added, &b"{\"a\":1}"[..]));
+            assert_eq!((frames[1].typ, bookmark_revision(&frames[1].object).unwrap()), (EventType::Bookmark, 9));
+            assert!(!d.has_partial());
+        }
+    }
+
+    #[test]
+    fn bad_and_oversized_frames_are_errors() {
+        let mut d = WatchDecoder::new(16);
+        d.push(b"{\"type\":\"WHAT\",\"object\":{}}\n");
+        assert!(d.next_frame().is_err());
+        let mut d = WatchDecoder::new(16);
+        d.push(&[b'x'; 17]);
+        assert!(d.next_frame().is_err());
+        let mut d = WatchDecoder::new(1 << 10);
+        d.push(b"not json\n");
+        assert!(d.next_frame().is_err());
+    }
+}

@@ -1,0 +1,76 @@
+//! `kache demo`: a simulated cluster (pods on 100 nodes, configmaps, churn)
+//! and kache in front of it, with kubectl commands to try. The simulator is
+//! linked into the `kache` binary only (the `sim` feature), never into the
+//! library.
+
+use std::io::Write;
+use std::time::Duration;
+
+use clap::{Args, Parser};
+use kache::serve::{self, ServeArgs};
+
+/// Options of `kache demo`.
+#[derive(Debug, Clone, Args)]
+pub struct DemoArgs {
+    /// Address kache listens on.
+    #[arg(long, default_value = "127.0.0.1:8001")]
+    pub listen: String,
+    /// Pods in the simulated cluster.
+    #[arg(long, default_value_t = 10_000)]
+    pub pods: usize,
+    /// Changes per second in the simulated cluster.
+    #[arg(long, default_value_t = 20.0)]
+    pub churn: f64,
+}
+
+/// Flags parsed as their command would parse them, so the demo inherits every default.
+#[derive(Debug, Parser)]
+struct Flags<T: Args> {
+    #[command(flatten)]
+    args: T,
+}
+
+fn flags<T: Args>(argv: &[&str]) -> anyhow::Result<T> {
+    Ok(Flags::<T>::try_parse_from(std::iter::once("kache").chain(argv.iter().copied()))?.args)
+}
+
+/// Runs the demo until SIGINT or SIGTERM.
+pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
+    let (pods, configmaps, churn) = (args.pods.to_string(), (args.pods / 10).to_string(), args.churn.to_string());
+    let sim_args: sim::cli::SimArgs = flags(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--pods",
+        &pods,
+        "--nodes",
+        "100",
+        "--namespaces",
+        "10",
+        "--configmaps",
+        &configmaps,
+        "--churn",
+        &churn,
+    ])?;
+    let sim = sim::cli::start(&sim_args).await.map_err(anyhow::Error::msg)?;
+    let url = sim.url();
+    let serve_args: ServeArgs =
+        flags(&["--listen", &args.listen, "--server", &url, "--resources", "pods,configmaps,nodes,namespaces", "--shutdown-drain", "5"])?;
+    let running = serve::start(&serve_args).await?;
+    while !running.api.cache.ready() {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let k = &running.url;
+    let _ = writeln!(
+        std::io::stdout(),
+        "kache: serving on {k} in front of a simulated cluster at {url} ({} pods, {} changes/s)\n\
+         try:\n  kubectl --server {k} get pods -A --chunk-size=500\n  kubectl --server {k} get --raw '/api/v1/pods?resourceVersion=0' | head -c 300\n  \
+         kubectl --server {k} get --raw '/api/v1/namespaces/ns-0001/pods?limit=5'\n  kubectl --server {k} get configmaps -n ns-0002\n  \
+         curl -s {k}/metrics | grep -E 'lists_served|passed_through|store_objects'",
+        args.pods,
+        args.churn
+    );
+    serve::terminated().await?;
+    running.shutdown().await;
+    drop(sim);
+    Ok(())
+}
