@@ -111,6 +111,50 @@ fn a_watch_at_a_future_revision_waits_for_it() {
     assert_eq!(rv(&ev["object"]), rv(&three));
 }
 
+#[test]
+fn an_initial_events_watch_at_a_future_revision_fails_in_the_stream_after_waiting() {
+    let sim = Process::sim(&[]);
+    let future = sim.revision() + 100;
+    let w = sim.watch(&format!(
+        "/api/v1/namespaces/default/configmaps?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&resourceVersion={future}"
+    ));
+    let events = w.expect_end(Duration::from_secs(10));
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["type"], "ERROR");
+    let status = &events[0]["object"];
+    assert_eq!((status["code"].as_u64(), status["reason"].as_str()), (Some(504), Some("Timeout")));
+    assert!(status["message"].as_str().unwrap_or("").starts_with(&format!("Timeout: Too large resource version: {future}, current: ")));
+}
+
+#[test]
+fn the_simulator_serves_nothing_until_its_cluster_is_generated() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("a port").local_addr().expect("an address").port();
+    let url = format!("http://127.0.0.1:{port}");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kache"))
+        .args(["sim", "--listen", &format!("127.0.0.1:{port}"), "--pods", "20000", "--nodes", "50"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("kache runs");
+    common::eventually(Duration::from_secs(30), "the port to answer", || std::net::TcpStream::connect(("127.0.0.1", port)).ok());
+    let mut refused = 0;
+    let pods = common::eventually(Duration::from_secs(120), "a list", || {
+        let r = common::request(&format!("{url}/api/v1/pods?resourceVersion=0"), "GET", &[], None);
+        if r.status == 503 {
+            assert_eq!(r.json()["reason"], "ServiceUnavailable", "{}", r.text());
+            assert_eq!(common::request(&format!("{url}/readyz"), "GET", &[], None).status, 503);
+            refused += 1;
+            return None;
+        }
+        Some(r)
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(pods.status, 200, "{}", pods.text());
+    assert_eq!(pods.json()["items"].as_array().map(Vec::len), Some(20_000), "the first list served saw every pod");
+    assert!(refused > 0, "the port answered only once generation was done: nothing was tested");
+}
+
 /// Replaying a watch from revision R onto the list at R must give the list
 /// at the watch's last revision: the simulator's history is consistent.
 #[test]

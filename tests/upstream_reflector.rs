@@ -117,9 +117,9 @@ struct Rig {
 const WORKLOAD: Workload = Workload { pods: 300, nodes: 10, namespaces: 4, configmaps: 20, configmap_size: 100 };
 
 async fn rig(churn: f64, page_size: usize) -> Rig {
-    let config = SimConfig { bookmark_interval: Duration::from_millis(200), compact_interval: None, ..SimConfig::default() };
+    let config =
+        SimConfig { bookmark_interval: Duration::from_millis(200), compact_interval: None, workload: WORKLOAD, ..SimConfig::default() };
     let mut sim = Sim::start(config, TcpListener::bind("127.0.0.1:0").await.expect("a port")).expect("the simulator starts");
-    sim.populate(&WORKLOAD);
     if churn > 0.0 {
         sim.start_churn(churn, WORKLOAD);
     }

@@ -99,6 +99,7 @@ impl SimArgs {
             compact_interval: (!compact.is_zero()).then_some(compact),
             tls,
             auth,
+            workload: self.workload(),
             ..SimConfig::default()
         })
     }
@@ -112,15 +113,14 @@ pub async fn start(args: &SimArgs) -> Result<Sim, String> {
     let config = args.config()?;
     let listener = TcpListener::bind(&args.listen).await.map_err(|e| format!("--listen {}: {e}", args.listen))?;
     let mut sim = Sim::start(config, listener)?;
-    let w = args.workload();
-    sim.populate(&w);
     if args.churn > 0.0 {
-        sim.start_churn(args.churn, w);
+        sim.start_churn(args.churn, args.workload());
     }
     Ok(sim)
 }
 
-/// Runs the simulator until interrupted. Prints `serving on http://ADDR` once ready.
+/// Runs the simulator until interrupted. Prints `serving on http://ADDR`
+/// once every generated object is in (requests before that get 503).
 pub async fn run(args: SimArgs) -> Result<(), String> {
     let started = std::time::Instant::now();
     let sim = start(&args).await?;

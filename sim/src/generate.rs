@@ -4,6 +4,9 @@
 //! from kube-apiserver 1.36): each gets its own name, namespace, labels,
 //! owner, node, phase and IP. Churn writes creates, updates and deletes at
 //! a set rate, spread over namespaces and nodes.
+//!
+//! Generation reports its progress: a bar on a terminal, otherwise a log
+//! line per tenth (for workloads large enough to take a while).
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -21,7 +24,7 @@ const POD_TEMPLATE: &str = include_str!("pod-template.json");
 const BATCH: usize = 2_000;
 
 /// What to generate at start-up.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Workload {
     /// Number of pods.
     pub pods: usize,
@@ -78,7 +81,65 @@ fn configmap(i: usize, size: usize, namespaces: usize) -> (String, Value) {
     )
 }
 
-fn insert_batched(state: &State, res: ResourceId, items: impl Iterator<Item = (String, Value)>) {
+impl Workload {
+    /// How many objects it creates.
+    pub fn objects(&self) -> usize {
+        self.namespaces + self.nodes + self.pods + self.configmaps
+    }
+}
+
+/// Below this many objects generation is quick and reports nothing.
+const REPORT_FROM: usize = 10_000;
+
+/// Shows how far generation has come.
+enum Progress {
+    Silent,
+    Bar(indicatif::ProgressBar),
+    /// Logs each tenth; the last tenth logged.
+    Log {
+        total: usize,
+        tenth: usize,
+    },
+}
+
+impl Progress {
+    fn new(total: usize) -> Progress {
+        if total < REPORT_FROM {
+            Progress::Silent
+        } else if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+            let bar = indicatif::ProgressBar::new(total as u64);
+            bar.set_style(
+                indicatif::ProgressStyle::with_template("generating {bar:40} {pos}/{len} objects ({per_sec}, {eta} left)")
+                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            Progress::Bar(bar)
+        } else {
+            Progress::Log { total, tenth: 0 }
+        }
+    }
+
+    fn update(&mut self, done: usize) {
+        match self {
+            Progress::Silent => {}
+            Progress::Bar(bar) => bar.set_position(done as u64),
+            Progress::Log { total, tenth } => {
+                let now = done * 10 / (*total).max(1);
+                if now > *tenth {
+                    *tenth = now;
+                    tracing::info!(done, total = *total, "generating the simulated cluster: {}%", now * 10);
+                }
+            }
+        }
+    }
+
+    fn finish(self) {
+        if let Progress::Bar(bar) = self {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+fn insert_batched(state: &State, res: ResourceId, items: impl Iterator<Item = (String, Value)>, done: &mut usize, progress: &mut Progress) {
     let mut iter = items.peekable();
     while iter.peek().is_some() {
         let ts = now();
@@ -86,13 +147,20 @@ fn insert_batched(state: &State, res: ResourceId, items: impl Iterator<Item = (S
         for (ns, v) in iter.by_ref().take(BATCH) {
             // Generated names are unique and namespaces exist: a failure here is a bug.
             db.create(res, &ns, v, &ts).expect("generated objects are valid");
+            *done += 1;
         }
+        drop(db);
+        state.set_generated(*done);
+        progress.update(*done);
     }
     state.publish_revision();
 }
 
-/// Creates the workload's namespaces, nodes, pods and configmaps.
+/// Creates the workload's namespaces, nodes, pods and configmaps, showing progress.
 pub fn populate(state: &State, w: &Workload) {
+    let mut progress = Progress::new(w.objects());
+    let mut done = 0;
+    let (d, p) = (&mut done, &mut progress);
     let reg = state.registry().clone();
     let ns_res = reg.builtin("", "namespaces");
     insert_batched(
@@ -104,15 +172,20 @@ pub fn populate(state: &State, w: &Workload) {
                 json!({"metadata": {"name": namespace_name(i)}, "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}}),
             )
         }),
+        d,
+        p,
     );
     let nodes = reg.builtin("", "nodes");
     insert_batched(
         state,
         nodes,
         (0..w.nodes).map(|i| (String::new(), json!({"metadata": {"name": node_name(i), "labels": {"kubernetes.io/hostname": node_name(i)}}, "spec": {}, "status": {"phase": "Running"}}))),
+        d,
+        p,
     );
-    insert_batched(state, reg.builtin("", "pods"), (0..w.pods).map(|i| pod(i, w.nodes, w.namespaces)));
-    insert_batched(state, reg.builtin("", "configmaps"), (0..w.configmaps).map(|i| configmap(i, w.configmap_size, w.namespaces)));
+    insert_batched(state, reg.builtin("", "pods"), (0..w.pods).map(|i| pod(i, w.nodes, w.namespaces)), d, p);
+    insert_batched(state, reg.builtin("", "configmaps"), (0..w.configmaps).map(|i| configmap(i, w.configmap_size, w.namespaces)), d, p);
+    progress.finish();
 }
 
 /// Creates the namespaces every cluster has.

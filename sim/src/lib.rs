@@ -77,6 +77,8 @@ pub struct SimConfig {
     pub tls: Option<TlsSettings>,
     /// Who may call the API.
     pub auth: AuthSettings,
+    /// Objects generated at start-up, before the API is served.
+    pub workload: Workload,
 }
 
 impl Default for SimConfig {
@@ -89,6 +91,7 @@ impl Default for SimConfig {
             compact_interval: Some(Duration::from_secs(300)),
             tls: None,
             auth: AuthSettings::default(),
+            workload: Workload::default(),
         }
     }
 }
@@ -103,7 +106,10 @@ pub struct Sim {
 }
 
 impl Sim {
-    /// Starts serving on `listener` with the system namespaces created.
+    /// Starts serving on `listener` and creates the system namespaces and
+    /// the configured workload; returns once it is all in. Until then the
+    /// API answers 503 (and `/readyz` fails), as an apiserver that is not
+    /// ready would: no client sees a partial cluster.
     pub fn start(config: SimConfig, listener: TcpListener) -> Result<Sim, String> {
         let registry = Arc::new(Registry::new(&config.custom)?);
         let tls = config.tls.as_ref().map(apimachinery::tls::server_config).transpose()?;
@@ -111,12 +117,15 @@ impl Sim {
             return Err("client certificate authentication needs TLS with a client CA".into());
         }
         let compact_interval = config.compact_interval;
+        let workload = config.workload;
         let state = Arc::new(State::new(config, registry));
-        generate::system_namespaces(&mut state.db.write());
-        state.publish_revision();
         let addr = listener.local_addr().map_err(|e| format!("listener address: {e}"))?;
         let scheme = if tls.is_some() { "https" } else { "http" };
         let mut tasks = vec![tokio::spawn(serve(state.clone(), listener, addr, tls.map(tokio_rustls::TlsAcceptor::from)))];
+        generate::system_namespaces(&mut state.db.write());
+        state.publish_revision();
+        generate::populate(&state, &workload);
+        state.set_ready();
         if let Some(every) = compact_interval {
             tasks.push(tokio::spawn(faults::compact_periodically(state.clone(), every)));
         }
@@ -131,11 +140,6 @@ impl Sim {
     /// `http://ADDR` or `https://ADDR`.
     pub fn url(&self) -> String {
         format!("{}://{}", self.scheme, self.addr)
-    }
-
-    /// Creates the workload's objects.
-    pub fn populate(&self, w: &Workload) {
-        generate::populate(&self.state, w);
     }
 
     /// Starts writing `rate` changes per second until the simulator is dropped.

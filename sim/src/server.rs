@@ -139,6 +139,13 @@ fn resource_target(state: &State, group: &str, version: &str, rest: &[&str]) -> 
 pub async fn handle(state: Arc<State>, req: Request<Incoming>, server_address: String, verified_client_cert: bool) -> Response<Body> {
     state.wait_unstalled().await;
     let enc = Encoding::of(req.headers(), req.uri().query().unwrap_or(""));
+    if let Some(done) = state.generating()
+        && !matches!(req.uri().path(), "/healthz" | "/livez")
+    {
+        let mut e = ApiError::unavailable();
+        e.message = format!("the simulated cluster is not ready: {done} of {} objects generated", state.config.workload.objects());
+        return enc.error(&e);
+    }
     let public = matches!(req.uri().path(), "/healthz" | "/livez" | "/readyz" | "/version");
     if !public && !state.config.auth.allows(header(req.headers(), http::header::AUTHORIZATION.as_str()), verified_client_cert) {
         return enc.error(&ApiError::unauthorized());

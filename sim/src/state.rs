@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, RwLock};
@@ -26,6 +27,8 @@ pub struct State {
     stall_until: Mutex<Option<Instant>>,
     initializing_until: Mutex<Option<Instant>>,
     counters: Mutex<BTreeMap<(String, &'static str), u64>>,
+    /// Objects of the start-up workload created so far (`usize::MAX` once complete).
+    generated: AtomicUsize,
 }
 
 impl State {
@@ -41,7 +44,24 @@ impl State {
             stall_until: Mutex::new(None),
             initializing_until: Mutex::new(None),
             counters: Mutex::new(BTreeMap::new()),
+            generated: AtomicUsize::new(0),
         }
+    }
+
+    /// Records how many objects of the start-up workload exist.
+    pub fn set_generated(&self, n: usize) {
+        self.generated.store(n, Ordering::Release);
+    }
+
+    /// While the start-up workload is being created: how many objects of it exist.
+    /// The API is not served until it is complete (`None`).
+    pub fn generating(&self) -> Option<usize> {
+        Some(self.generated.load(Ordering::Acquire)).filter(|n| *n != usize::MAX)
+    }
+
+    /// Marks the start-up workload complete: the API is served from now on.
+    pub fn set_ready(&self) {
+        self.generated.store(usize::MAX, Ordering::Release);
     }
 
     /// The resource table.

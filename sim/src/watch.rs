@@ -96,10 +96,20 @@ pub async fn watch(
     check_fields(rt, &opts)?;
     let requested = parse_resource_version(&opts.resource_version)?;
     let initial = opts.sends_initial_events();
-    if initial && requested > 0 {
-        state.wait_for_revision(requested, INITIAL_RV_WAIT).await?;
-    }
     let (tx, frames_rx) = mpsc::channel(FRAME_BUFFER);
+    // Once a watch is accepted, the apiserver reports failures as the
+    // stream's one ERROR event (`newErrWatcher`), after its 200.
+    let fail = |err: ApiError, frames_rx| {
+        // The channel is new and empty: this send cannot fail.
+        let _ = tx.try_send(frames::json_error(&err));
+        Ok(frames_rx)
+    };
+    if initial
+        && requested > 0
+        && let Err(e) = state.wait_for_revision(requested, INITIAL_RV_WAIT).await
+    {
+        return fail(e, frames_rx);
+    }
     let start = {
         let r = Renderer { rt, filter: Filter::new(rt, &opts), namespace: namespace.as_deref(), res };
         let db = state.db.read();
@@ -122,11 +132,9 @@ pub async fn watch(
             match db.events_after(res, from) {
                 Some(events) => Start { frames: events.iter().filter_map(|e| r.event(e)).collect(), rx, rev: from.max(db.oldest()) },
                 None => {
-                    let frame = frames::json_error(&ApiError::watch_too_old(from, db.oldest()));
+                    let err = ApiError::watch_too_old(from, db.oldest());
                     drop(db);
-                    // The channel is new and empty: this send cannot fail.
-                    let _ = tx.try_send(frame);
-                    return Ok(frames_rx);
+                    return fail(err, frames_rx);
                 }
             }
         }
