@@ -11,34 +11,13 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
+use apimachinery::watch::EventType;
 use serde_json::{Map, Value};
 use tokio::sync::broadcast;
 
 use crate::object::Obj;
 use crate::resources::{Registry, ResourceId, ResourceType};
 use apimachinery::status::{ApiError, FieldError};
-
-/// A watch event's type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EventType {
-    /// The key was created.
-    Added,
-    /// The key was updated.
-    Modified,
-    /// The key was removed.
-    Deleted,
-}
-
-impl EventType {
-    /// The wire name (`ADDED`, …).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventType::Added => "ADDED",
-            EventType::Modified => "MODIFIED",
-            EventType::Deleted => "DELETED",
-        }
-    }
-}
 
 /// One committed change.
 #[derive(Debug, Clone)]

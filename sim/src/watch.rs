@@ -12,13 +12,13 @@ use std::time::Duration;
 use apimachinery::list::check_fields;
 use apimachinery::params::{ListOptions, parse_resource_version};
 use apimachinery::status::ApiError;
-use apimachinery::watch::{self as frames, EventType as FrameType};
+use apimachinery::watch::{self as frames, EventType};
 use bytes::Bytes;
 use rand::Rng;
 use tokio::sync::{broadcast, mpsc};
 use tokio::time::Instant;
 
-use crate::db::{Event, EventType};
+use crate::db::Event;
 use crate::list::Filter;
 use crate::object::Obj;
 use crate::resources::{ResourceId, ResourceType};
@@ -43,7 +43,7 @@ struct Renderer<'a> {
 }
 
 impl Renderer<'_> {
-    fn frame(&self, typ: FrameType, obj: &Obj) -> Bytes {
+    fn frame(&self, typ: EventType, obj: &Obj) -> Bytes {
         frames::json_frame(typ, &[&obj.with_type(self.rt)])
     }
 
@@ -64,11 +64,11 @@ impl Renderer<'_> {
         let cur = e.typ != EventType::Deleted && self.filter.matches(&e.obj);
         let prev = e.prev.as_ref().is_some_and(|p| self.filter.matches(p));
         match (cur, prev) {
-            (true, true) => Some(self.frame(FrameType::Modified, &e.obj)),
-            (true, false) => Some(self.frame(FrameType::Added, &e.obj)),
+            (true, true) => Some(self.frame(EventType::Modified, &e.obj)),
+            (true, false) => Some(self.frame(EventType::Added, &e.obj)),
             (false, true) => {
                 let gone = if e.typ == EventType::Deleted { e.obj.clone() } else { Arc::new(e.prev.as_ref()?.at_revision(self.rt, e.rv)) };
-                Some(self.frame(FrameType::Deleted, &gone))
+                Some(self.frame(EventType::Deleted, &gone))
             }
             (false, false) => None,
         }
@@ -120,7 +120,7 @@ pub async fn watch(
             let mut frames: Vec<Bytes> = db
                 .range(res, &prefix, &prefix, rev)
                 .filter(|(_, o)| r.filter.matches(o))
-                .map(|(_, o)| r.frame(FrameType::Added, o))
+                .map(|(_, o)| r.frame(EventType::Added, o))
                 .collect();
             if opts.allow_watch_bookmarks {
                 frames.push(r.bookmark(rev, true));
