@@ -32,12 +32,31 @@ impl CachedResource {
     /// with `kind` and `apiVersion` first. Stored list items of built-in
     /// resources lack them; the parts concatenated are the object (a stored
     /// object always has `metadata`, so a field follows the prefix's comma).
-    pub fn typed(&self, o: &CachedObject) -> [Bytes; 2] {
-        let bytes = o.bytes();
-        if carries_type(bytes) || !bytes.starts_with(b"{") {
-            return [bytes.clone(), Bytes::new()];
+    pub fn lone(&self, o: &CachedObject) -> Vec<Bytes> {
+        self.with_type(vec![o.bytes().clone()])
+    }
+
+    /// [`CachedResource::lone`] with `metadata.resourceVersion` set to `rv`.
+    pub fn lone_at(&self, o: &CachedObject, rv: u64) -> Vec<Bytes> {
+        self.with_type(o.at_revision(rv).to_vec())
+    }
+
+    /// Whether the store has confirmed `rv`, waiting up to `wait` for it.
+    pub async fn reached(&self, rv: u64, wait: std::time::Duration) -> bool {
+        let mut rx = self.store.subscribe();
+        let reached = tokio::time::timeout(wait, rx.wait_for(|confirmed| *confirmed >= rv)).await;
+        matches!(reached, Ok(Ok(_))) || self.store.view().confirmed_rv() >= rv
+    }
+
+    /// `parts` (an object in list-item form) with the type spliced in front.
+    fn with_type(&self, mut parts: Vec<Bytes>) -> Vec<Bytes> {
+        let Some(first) = parts.first_mut() else { return parts };
+        if carries_type(first) || !first.starts_with(b"{") {
+            return parts;
         }
-        [self.type_prefix.clone(), bytes.slice(1..)]
+        *first = first.slice(1..);
+        parts.insert(0, self.type_prefix.clone());
+        parts
     }
 }
 

@@ -12,7 +12,8 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio_rustls::TlsAcceptor;
 
-use crate::api::{self, Api, ApiConfig, Counters};
+use crate::api::watch::WatchConfig;
+use crate::api::{self, Api, ApiConfig};
 use crate::cache::Cache;
 use crate::store::StoreConfig;
 use crate::upstream::client::Client;
@@ -41,16 +42,22 @@ pub struct ServeArgs {
     /// Seconds events are kept (the window for exact and continue reads).
     #[arg(long, default_value_t = 300)]
     pub max_age: u64,
-    /// Milliseconds a list for a revision kache has not reached waits before it is passed through.
+    /// Milliseconds a list or watch for a revision kache has not reached waits before it is passed through.
     #[arg(long, default_value_t = 3000)]
     pub wait_ms: u64,
+    /// Frames queued per watcher; a watcher further behind is closed (it resumes from its last revision).
+    #[arg(long, default_value_t = 1024)]
+    pub watch_queue: usize,
+    /// Seconds between bookmarks on watches that allow them (the apiserver sends one a minute).
+    #[arg(long, default_value_t = 60.0)]
+    pub bookmark_interval: f64,
     /// Serving certificate chain (PEM): serve HTTPS (HTTP/2 and HTTP/1.1) instead of plain HTTP.
     #[arg(long, requires = "tls_private_key_file")]
     pub tls_cert_file: Option<PathBuf>,
     /// The serving certificate's private key (PEM).
     #[arg(long, requires = "tls_cert_file")]
     pub tls_private_key_file: Option<PathBuf>,
-    /// Seconds open requests (watches, long lists) may take to finish after a shutdown signal.
+    /// Seconds open requests (long lists, passed-through watches) may take to finish after a shutdown signal; watches from memory end at once.
     #[arg(long, default_value_t = 30)]
     pub shutdown_drain: u64,
     /// Where the apiserver is and how to authenticate.
@@ -71,6 +78,16 @@ impl ServeArgs {
             TlsSettings { cert_pem: read("tls-cert-file", cert)?, key_pem: read("tls-private-key-file", key)?, client_ca_pem: None };
         let config = apimachinery::tls::server_config(&settings).map_err(|e| anyhow::anyhow!("serving TLS: {e}"))?;
         Ok(Some(TlsAcceptor::from(config)))
+    }
+
+    fn api(&self) -> anyhow::Result<ApiConfig> {
+        if !(self.bookmark_interval.is_finite() && self.bookmark_interval > 0.0) {
+            anyhow::bail!("--bookmark-interval must be a number of seconds > 0, got {}", self.bookmark_interval);
+        }
+        let wait = Duration::from_millis(self.wait_ms);
+        let watch =
+            WatchConfig { queue: self.watch_queue.max(1), bookmark_interval: Duration::from_secs_f64(self.bookmark_interval), wait };
+        Ok(ApiConfig { wait, watch })
     }
 
     fn reflector(&self) -> ReflectorConfig {
@@ -112,6 +129,7 @@ impl Drop for Running {
 /// Connects, discovers, starts the reflectors and the server.
 pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
     let tls = args.tls()?;
+    let config = args.api()?;
     let creds = args.upstream.resolve().await?;
     let client = Client::new(&creds)?;
     let resources = discovery::resolve(&client, &args.resources).await?;
@@ -119,8 +137,7 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
     let scheme = if tls.is_some() { "https" } else { "http" };
     let url = format!("{scheme}://{}", listener.local_addr()?);
     let cache = Cache::start(&client, resources, &args.store(), &args.reflector());
-    let config = ApiConfig { wait: Duration::from_millis(args.wait_ms) };
-    let api = Arc::new(Api { cache, client, config, counters: Counters::default() });
+    let api = Arc::new(Api::new(cache, client, config));
     let (stop, stopped) = oneshot::channel::<()>();
     let drain = Duration::from_secs(args.shutdown_drain);
     let task = tokio::spawn(api::serve(listener, tls, api.clone(), async move { _ = stopped.await }, drain));

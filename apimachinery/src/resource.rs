@@ -206,14 +206,14 @@ impl Resource {
     pub fn field_paths(&self) -> Vec<&'static str> {
         self.fields.iter().map(|(f, _)| FIELD_PATHS.iter().find(|(name, _)| name == f).map_or(*f, |(_, path)| *path)).collect()
     }
+}
 
-    /// The value of the `i`-th extra selectable field given what was read
-    /// at its path: the text, or the zero value's text when absent.
-    pub fn field_or_default<'a>(&self, i: usize, read: Option<&'a str>) -> &'a str {
-        match read {
-            Some(v) => v,
-            None => self.fields.get(i).map_or("", |(_, default)| default),
-        }
+/// The value of the `i`-th of `fields` given what was read at its path:
+/// the text, or the zero value's text when absent.
+pub fn field_or_default(fields: Fields, i: usize, read: Option<&str>) -> &str {
+    match read {
+        Some(v) => v,
+        None => fields.get(i).map_or("", |(_, default)| default),
     }
 }
 
@@ -243,10 +243,8 @@ mod tests {
         assert_eq!((widgets.fields.len(), widgets.zero_suffix), (0, ""));
         let events = Resource::new("", "v1", "events", "Event", true);
         assert!(events.field_paths().contains(&"source.component") && events.supports_field("source"));
-        assert_eq!(
-            (pods.field_or_default(4, None), pods.field_or_default(4, Some("true")), pods.field_or_default(0, None)),
-            ("false", "true", "")
-        );
+        let of = |i, read| field_or_default(pods.fields, i, read);
+        assert_eq!((of(4, None), of(4, Some("true")), of(0, None)), ("false", "true", ""));
         assert_eq!(
             (widgets.qualified(), widgets.api_version(), widgets.collection_path()),
             ("widgets.example.com".into(), "example.com/v1".into(), "/apis/example.com/v1/widgets".into())

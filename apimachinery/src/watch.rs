@@ -58,6 +58,12 @@ impl EventType {
 pub fn json_frame(typ: EventType, object: &[&[u8]]) -> Bytes {
     let len: usize = object.iter().map(|p| p.len()).sum();
     let mut out = BytesMut::with_capacity(len + 32);
+    write_json_frame(&mut out, typ, object);
+    out.freeze()
+}
+
+/// Appends one frame to `out` (see [`json_frame`]).
+pub fn write_json_frame(out: &mut BytesMut, typ: EventType, object: &[&[u8]]) {
     out.extend_from_slice(b"{\"type\":\"");
     out.extend_from_slice(typ.as_str().as_bytes());
     out.extend_from_slice(b"\",\"object\":");
@@ -65,7 +71,6 @@ pub fn json_frame(typ: EventType, object: &[&[u8]]) -> Bytes {
         out.extend_from_slice(p);
     }
     out.extend_from_slice(b"}\n");
-    out.freeze()
 }
 
 /// The BOOKMARK frame at `rv` for a watch of `res`; `initial_events_end`

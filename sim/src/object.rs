@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use apimachinery::meta;
+use apimachinery::{meta, resource};
 use bytes::Bytes;
 use serde_json::{Map, Value};
 
@@ -85,7 +85,9 @@ impl Obj {
         obj.extend(top);
         let item = Bytes::from(serde_json::to_vec(&Value::Object(obj)).expect("JSON values serialize"));
         let read = meta::field_values(&item, &rt.field_paths()).unwrap_or_default();
-        let fields = (0..rt.fields.len()).map(|i| rt.field_or_default(i, read.get(i).and_then(Option::as_deref)).to_string()).collect();
+        let fields = (0..rt.fields.len())
+            .map(|i| resource::field_or_default(rt.fields, i, read.get(i).and_then(Option::as_deref)).to_string())
+            .collect();
         Obj { item, namespace, name, uid, rv, labels, fields, has_finalizers, deleting }
     }
 

@@ -20,6 +20,7 @@ use apimachinery::list::{ListMeta, ListPlan, Read, check_fields};
 use apimachinery::params::ListOptions;
 use apimachinery::status::ApiError;
 
+use super::filter::Filter;
 use crate::cache::CachedResource;
 use crate::store::{CachedObject, Snapshot, StoreError};
 
@@ -51,7 +52,7 @@ pub async fn list(res: &CachedResource, namespace: Option<&str>, opts: &ListOpti
         Read::MostRecent => return Ok(Answer::Upstream("most recent")),
         Read::Any => res.store.view().head().clone(),
         Read::NotOlderThan(rv) => {
-            if !wait_for(res, rv, wait).await {
+            if !res.reached(rv, wait).await {
                 return Ok(Answer::Upstream("revision not reached"));
             }
             res.store.view().head().clone()
@@ -61,49 +62,26 @@ pub async fn list(res: &CachedResource, namespace: Option<&str>, opts: &ListOpti
             None => return Ok(Answer::Upstream("revision outside the window")),
         },
     };
-    Ok(Answer::Page(page(res, &snapshot, &prefix, &plan.start, opts, plan.limit)))
+    let filter = Filter::new(&res.info, namespace, opts);
+    Ok(Answer::Page(page(res, &snapshot, &prefix, &plan.start, &filter, plan.limit)))
 }
-/// Waits up to `wait` for the store to confirm `rv`.
-async fn wait_for(res: &CachedResource, rv: u64, wait: Duration) -> bool {
-    let mut rx = res.store.subscribe();
-    let reached = tokio::time::timeout(wait, rx.wait_for(|confirmed| *confirmed >= rv)).await;
-    matches!(reached, Ok(Ok(_))) || res.store.view().confirmed_rv() >= rv
-}
-
 /// The snapshot at exactly `rv`, pinned or rebuilt; `None` when it is out of reach.
 async fn exact(res: &CachedResource, rv: u64, wait: Duration) -> Option<Arc<Snapshot>> {
     match res.store.snapshot_at(rv, Instant::now()) {
         Ok(s) => Some(s),
-        Err(StoreError::TooNew { .. }) if wait_for(res, rv, wait).await => res.store.snapshot_at(rv, Instant::now()).ok(),
+        Err(StoreError::TooNew { .. }) if res.reached(rv, wait).await => res.store.snapshot_at(rv, Instant::now()).ok(),
         Err(_) => None,
     }
 }
 
-/// Whether `o` passes the request's selectors.
-fn matches(res: &CachedResource, o: &CachedObject, opts: &ListOptions) -> bool {
-    opts.label_selector.as_ref().is_none_or(|s| s.matches_with(|k| o.label(k)))
-        && opts.field_selector.as_ref().is_none_or(|s| s.matches(|f| field(res, o, f)))
-}
-
-fn field<'a>(res: &CachedResource, o: &'a CachedObject, f: &str) -> &'a str {
-    match f {
-        "metadata.name" => o.name(),
-        "metadata.namespace" => o.namespace(),
-        _ => match res.info.fields.iter().position(|(name, _)| *name == f) {
-            Some(i) => res.info.field_or_default(i, Some(o.field(i)).filter(|v| !v.is_empty())),
-            None => "",
-        },
-    }
-}
-
-fn page(res: &CachedResource, snapshot: &Arc<Snapshot>, prefix: &str, start: &str, opts: &ListOptions, limit: usize) -> Page {
+fn page(res: &CachedResource, snapshot: &Arc<Snapshot>, prefix: &str, start: &str, filter: &Filter, limit: usize) -> Page {
     let mut scope = snapshot.from(start).take_while(|o| o.key().starts_with(prefix));
     let mut items = Vec::new();
     let mut scanned = 0u64;
     let mut last = None;
     for o in scope.by_ref() {
         scanned += 1;
-        if matches(res, o, opts) {
+        if filter.selects(o) {
             items.push(o.clone());
             if items.len() == limit {
                 last = Some(o.key().clone());
@@ -112,8 +90,7 @@ fn page(res: &CachedResource, snapshot: &Arc<Snapshot>, prefix: &str, start: &st
         }
     }
     let rv = snapshot.rv();
-    let selectors =
-        opts.label_selector.as_ref().is_some_and(|s| !s.is_empty()) || opts.field_selector.as_ref().is_some_and(|s| !s.is_empty());
+    let selectors = filter.has_selectors();
     let Some(last) = last else { return Page { meta: ListMeta::for_page(rv, prefix, None, 0, selectors), items } };
     // Without selectors the apiserver reports how many objects remain; with
     // them it only says whether keys remain.

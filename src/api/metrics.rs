@@ -6,6 +6,7 @@ use std::fmt::Write;
 use std::sync::atomic::Ordering;
 
 use super::Api;
+use super::watch::WatchStats;
 
 /// The exposition text.
 pub fn render(api: &Api) -> String {
@@ -28,6 +29,18 @@ pub fn render(api: &Api) -> String {
         "counter",
         "Single-object GETs answered from memory.",
         vec![(String::new(), c.gets_served.load(Ordering::Relaxed))],
+    );
+    metric(
+        "kache_watches_served_total",
+        "counter",
+        "Watches answered from memory.",
+        vec![(String::new(), c.watches_served.load(Ordering::Relaxed))],
+    );
+    metric(
+        "kache_watches_passed_through_total",
+        "counter",
+        "Watches of cached resources passed through (no resourceVersion: a consistent start; or a revision not reached).",
+        vec![(String::new(), c.watches_passed_through.load(Ordering::Relaxed))],
     );
     metric(
         "kache_passed_through_total",
@@ -68,5 +81,32 @@ pub fn render(api: &Api) -> String {
         per(&|r| r.status.probes.load(Ordering::Relaxed)),
     );
     metric("kache_upstream_events_total", "counter", "Upstream events applied.", per(&|r| r.status.events.load(Ordering::Relaxed)));
+    metric(
+        "kache_upstream_watch_open",
+        "gauge",
+        "1 while the resource's upstream watch is open.",
+        per(&|r| u64::from(r.status.is_watching())),
+    );
+    let watch = |f: &dyn Fn(&WatchStats) -> u64| -> Vec<(String, u64)> {
+        api.cache
+            .resources()
+            .iter()
+            .zip(&api.dispatchers)
+            .map(|(r, d)| (format!("{{resource=\"{}\"}}", r.info.qualified()), f(d.stats())))
+            .collect()
+    };
+    metric("kache_watchers", "gauge", "Watches open from memory.", watch(&|s| s.open.load(Ordering::Relaxed)));
+    metric(
+        "kache_watch_events_delivered_total",
+        "counter",
+        "Live watch frames queued to watchers.",
+        watch(&|s| s.delivered.load(Ordering::Relaxed)),
+    );
+    metric(
+        "kache_watchers_closed_slow_total",
+        "counter",
+        "Watchers closed because they fell a full queue behind.",
+        watch(&|s| s.closed_slow.load(Ordering::Relaxed)),
+    );
     out
 }

@@ -1,16 +1,18 @@
 //! kache's HTTP front: HTTP/1.1 and HTTP/2 (h2c) on one listener, routing
-//! of apiserver paths, lists of cached resources answered from memory
-//! ([`list`]), kache's own health endpoints, and everything else passed
-//! through ([`crate::proxy`]).
+//! of apiserver paths, lists ([`list`]), watches ([`watch`]) and single
+//! objects of cached resources answered from memory, kache's own health
+//! endpoints, and everything else passed through ([`crate::proxy`]).
 //!
 //! A request is answered from memory only when kache can answer exactly as
-//! the apiserver would: a list (not a watch) of a cached resource, asking for
-//! plain JSON (not protobuf, tables or metadata-only), not pretty-printed.
-//! Every refusal is the apiserver's `Status` (invariant 7).
+//! the apiserver would: a GET of a cached resource whose initial list is in,
+//! asking for plain JSON (not protobuf, tables or metadata-only), not
+//! pretty-printed. Every refusal is the apiserver's `Status` (invariant 7).
 
 pub mod body;
+mod filter;
 pub mod list;
 mod metrics;
+pub mod watch;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -34,6 +36,7 @@ use crate::cache::{Cache, CachedResource};
 use crate::upstream::client::Client;
 use body::ApiBody;
 use list::{Answer, Page};
+use watch::{Dispatcher, WatchConfig};
 
 /// Lists above this size are gzipped when the client accepts it (the apiserver's 128 KiB).
 const GZIP_THRESHOLD: usize = 128 * 1024;
@@ -42,13 +45,15 @@ const GZIP_THRESHOLD: usize = 128 * 1024;
 #[derive(Debug, Clone)]
 pub struct ApiConfig {
     /// How long a list for a revision kache has not confirmed yet waits
-    /// before it is passed through.
+    /// before it is passed through (the apiserver's cache waits 3 s).
     pub wait: Duration,
+    /// Watches.
+    pub watch: WatchConfig,
 }
 
 impl Default for ApiConfig {
     fn default() -> Self {
-        ApiConfig { wait: Duration::from_secs(3) }
+        ApiConfig { wait: Duration::from_secs(3), watch: WatchConfig::default() }
     }
 }
 
@@ -59,6 +64,10 @@ pub struct Counters {
     pub lists_served: AtomicU64,
     /// Single-object GETs answered from memory.
     pub gets_served: AtomicU64,
+    /// Watches answered from memory.
+    pub watches_served: AtomicU64,
+    /// Watches of cached resources passed through (a consistent start, or a revision not reached).
+    pub watches_passed_through: AtomicU64,
     /// Requests passed through to the apiserver.
     pub passed_through: AtomicU64,
 }
@@ -68,12 +77,24 @@ pub struct Counters {
 pub struct Api {
     /// The cached resources.
     pub cache: Cache,
+    /// One watch dispatcher per cached resource, in the cache's order.
+    pub dispatchers: Vec<Dispatcher>,
     /// The apiserver connection.
     pub client: Client,
     /// Settings.
     pub config: ApiConfig,
     /// Counters.
     pub counters: Counters,
+    /// Set when kache shuts down: watch streams end.
+    stopping: tokio::sync::watch::Sender<bool>,
+}
+
+impl Api {
+    /// The server's state over `cache`, with a watch dispatcher per cached resource.
+    pub fn new(cache: Cache, client: Client, config: ApiConfig) -> Api {
+        let dispatchers = cache.resources().iter().map(|r| Dispatcher::start(r.clone())).collect();
+        Api { cache, dispatchers, client, config, counters: Counters::default(), stopping: tokio::sync::watch::Sender::new(false) }
+    }
 }
 
 /// How long a client has to finish its TLS handshake.
@@ -102,7 +123,12 @@ pub async fn serve(
                     continue;
                 }
             },
-            () = &mut shutdown => break,
+            () = &mut shutdown => {
+                // Watches end now, as an apiserver's do when it shuts down;
+                // other requests get the drain period.
+                api.stopping.send_replace(true);
+                break;
+            }
         };
         let _ = stream.set_nodelay(true);
         let api = api.clone();
@@ -157,6 +183,8 @@ fn wants_plain_json(res: &CachedResource, headers: &HeaderMap, query: &str) -> b
 
 /// What a path under a cached resource names.
 struct Target<'a> {
+    /// The resource's index in the cache (and among the dispatchers).
+    index: usize,
     res: &'a Arc<CachedResource>,
     namespace: Option<&'a str>,
     /// The object, for a path below the collection.
@@ -182,7 +210,8 @@ fn target<'a>(cache: &'a Cache, path: &'a str) -> Option<Target<'a>> {
     if namespace.is_some_and(str::is_empty) || name.is_some_and(str::is_empty) {
         return None;
     }
-    let res = cache.find(group, version, resource)?;
+    let index = cache.resources().iter().position(|r| r.info.group == group && r.info.version == version && r.info.plural == resource)?;
+    let res = &cache.resources()[index];
     let in_scope = match (res.info.namespaced, namespace, name) {
         // A cluster-scoped resource has no namespaced paths.
         (false, Some(_), _) => false,
@@ -193,7 +222,7 @@ fn target<'a>(cache: &'a Cache, path: &'a str) -> Option<Target<'a>> {
     if !in_scope {
         return None;
     }
-    Some(Target { res, namespace, name })
+    Some(Target { index, res, namespace, name })
 }
 
 async fn handle(api: &Api, req: Request<Incoming>) -> Response<ApiBody> {
@@ -215,9 +244,7 @@ async fn handle(api: &Api, req: Request<Incoming>) -> Response<ApiBody> {
         && let Some(t) = cached.filter(|t| wants_plain_json(t.res, req.headers(), &query))
     {
         let answer = match t.name {
-            None => serve_list(api, t.res, t.namespace, &query, req.headers()).await.inspect(|_| {
-                api.counters.lists_served.fetch_add(1, Ordering::Relaxed);
-            }),
+            None => serve_collection(api, &t, &query, req.headers()).await,
             Some(name) => serve_get(t.res, t.namespace, name, &query).inspect(|_| {
                 api.counters.gets_served.fetch_add(1, Ordering::Relaxed);
             }),
@@ -230,28 +257,37 @@ async fn handle(api: &Api, req: Request<Incoming>) -> Response<ApiBody> {
     crate::proxy::forward(&api.client, req).await
 }
 
-/// A list from memory, an error `Status`, or `None` to pass the request through.
-async fn serve_list(
-    api: &Api,
-    res: &CachedResource,
-    namespace: Option<&str>,
-    query: &str,
-    headers: &HeaderMap,
-) -> Option<Response<ApiBody>> {
+/// A list or watch from memory, an error `Status`, or `None` to pass the request through.
+async fn serve_collection(api: &Api, t: &Target<'_>, query: &str, headers: &HeaderMap) -> Option<Response<ApiBody>> {
     let mut opts = match ListOptions::decode(query) {
         Ok(o) => o,
         Err(e) => return Some(error(&e)),
     };
-    if opts.watch {
-        return None;
-    }
     if let Err(e) = opts.validate() {
         return Some(error(&e));
     }
-    match list::list(res, namespace, &opts, api.config.wait).await {
-        Ok(Answer::Page(page)) => Some(encode(res, &page, negotiate::accepts_gzip(header(headers, ACCEPT_ENCODING.as_str())))),
+    if opts.watch {
+        let stopping = api.stopping.subscribe();
+        return match watch::watch(t.res, &api.dispatchers[t.index], t.namespace, &opts, &api.config.watch, stopping).await {
+            Ok(watch::Answer::Stream(resp)) => {
+                api.counters.watches_served.fetch_add(1, Ordering::Relaxed);
+                Some(resp)
+            }
+            Ok(watch::Answer::Upstream(why)) => {
+                tracing::debug!(resource = %t.res.info.qualified(), why, "watch passed through");
+                api.counters.watches_passed_through.fetch_add(1, Ordering::Relaxed);
+                None
+            }
+            Err(e) => Some(error(&e)),
+        };
+    }
+    match list::list(t.res, t.namespace, &opts, api.config.wait).await {
+        Ok(Answer::Page(page)) => {
+            api.counters.lists_served.fetch_add(1, Ordering::Relaxed);
+            Some(encode(t.res, &page, negotiate::accepts_gzip(header(headers, ACCEPT_ENCODING.as_str()))))
+        }
         Ok(Answer::Upstream(why)) => {
-            tracing::debug!(resource = %res.info.qualified(), why, "list passed through");
+            tracing::debug!(resource = %t.res.info.qualified(), why, "list passed through");
             None
         }
         Err(e) => Some(error(&e)),
@@ -274,7 +310,7 @@ fn serve_get(res: &CachedResource, namespace: Option<&str>, name: &str, query: &
         return Some(error(&ApiError::not_found(&res.info, name)));
     };
     let resp = Response::builder().status(StatusCode::OK).header(CONTENT_TYPE, "application/json");
-    Some(resp.body(body::chunks(res.typed(o).to_vec())).unwrap_or_else(|_| text(StatusCode::INTERNAL_SERVER_ERROR, "response")))
+    Some(resp.body(body::chunks(res.lone(o))).unwrap_or_else(|_| text(StatusCode::INTERNAL_SERVER_ERROR, "response")))
 }
 
 /// The list envelope around the items' own bytes.

@@ -33,6 +33,8 @@ pub struct CachedObject {
     key: Arc<str>,
     namespace_len: u32,
     rv: u64,
+    /// `metadata.resourceVersion`'s text (a watch re-stamps it on a selector transition).
+    rv_text: Span,
     uid: Span,
     metadata: Span,
     labels: Box<[(Span, Span)]>,
@@ -71,6 +73,7 @@ impl CachedObject {
         let m = meta::parse(&bytes, fields).map_err(|e| StoreError::BadObject(e.0))?;
         let mut b = Builder { bytes: &bytes, extra: String::new() };
         let metadata = b.span(m.metadata);
+        let rv_text = b.span(&m.resource_version_text);
         let uid = b.span(&m.uid);
         let labels = m.labels.iter().map(|(k, v)| (b.span(k), b.span(v))).collect();
         let fields = m.fields.iter().map(|v| v.as_deref().map(|v| b.span(v)).unwrap_or_default()).collect();
@@ -78,7 +81,7 @@ impl CachedObject {
         let namespace_len = m.namespace.len() as u32;
         let rv = m.resource_version;
         let extra = b.extra.into_boxed_str();
-        Ok(CachedObject { bytes, extra, key, namespace_len, rv, uid, metadata, labels, fields })
+        Ok(CachedObject { bytes, extra, key, namespace_len, rv, rv_text, uid, metadata, labels, fields })
     }
 
     fn text(&self, s: Span) -> &str {
@@ -141,6 +144,16 @@ impl CachedObject {
         self.metadata.start as usize..(self.metadata.start + self.metadata.len) as usize
     }
 
+    /// The object's bytes with `metadata.resourceVersion` set to `rv`, as
+    /// parts that concatenate to it (what a DELETED event carries when the
+    /// object stops matching a watch's selectors: the previous object at the
+    /// event's revision).
+    pub fn at_revision(&self, rv: u64) -> [Bytes; 3] {
+        // A revision's digits need no escapes, so the span lies in `bytes`.
+        let (start, end) = (self.rv_text.start as usize, (self.rv_text.start + self.rv_text.len) as usize);
+        [self.bytes.slice(..start), Bytes::from(rv.to_string()), self.bytes.slice(end..)]
+    }
+
     /// Heap and inline bytes this object costs beyond its `bytes`.
     pub fn overhead_bytes(&self) -> usize {
         std::mem::size_of::<Self>()
@@ -176,6 +189,8 @@ mod tests {
         assert_eq!(o.label("b"), Some("2"));
         assert_eq!((o.field(0), o.field(1), o.field(2), o.field(3), o.field(4)), ("n1", "Running", "true", "", "web-1"));
         assert!(json[o.metadata_range()].starts_with(r#"{"name":"web-1""#) && json[o.metadata_range()].ends_with(r#"}}"#));
+        let restamped = o.at_revision(1234).concat();
+        assert_eq!(String::from_utf8(restamped).unwrap(), json.replace(r#""resourceVersion":"42""#, r#""resourceVersion":"1234""#));
         assert_eq!(&*o.extra, "x\"y", "only the escaped value was copied");
     }
 

@@ -83,6 +83,7 @@ impl Default for ReflectorConfig {
 #[derive(Debug, Default)]
 pub struct ReflectorStatus {
     ready: AtomicBool,
+    watching: AtomicBool,
     /// Lists started (initial and re-lists, not probes).
     pub lists: AtomicU64,
     /// Watches started.
@@ -100,6 +101,11 @@ impl ReflectorStatus {
     /// Whether the first list has been applied.
     pub fn is_ready(&self) -> bool {
         self.ready.load(Ordering::Acquire)
+    }
+
+    /// Whether the upstream watch is open.
+    pub fn is_watching(&self) -> bool {
+        self.watching.load(Ordering::Relaxed)
     }
 
     /// The last failure, if any.
@@ -235,6 +241,14 @@ impl<S: Sink> Reflector<S> {
 
     async fn watch(&mut self) -> WatchEnd {
         self.status.watches.fetch_add(1, Ordering::Relaxed);
+        self.status.watching.store(true, Ordering::Relaxed);
+        let end = self.follow().await;
+        self.status.watching.store(false, Ordering::Relaxed);
+        end
+    }
+
+    /// One upstream watch from the confirmed revision, until it ends.
+    async fn follow(&mut self) -> WatchEnd {
         let timeout = self.config.watch_timeout.mul_f64(rand::rng().random_range(1.0..2.0));
         let path = format!(
             "{}?watch=1&allowWatchBookmarks=true&resourceVersion={}&timeoutSeconds={}",

@@ -1,0 +1,100 @@
+//! [`Filter`]: a list's or watch's scope (namespace) and selectors, checked
+//! against cached objects, and how a watch event looks through it.
+//!
+//! Field values are read from what the store parsed once per revision; an
+//! absent field has its zero value (`apimachinery::resource`). A watch sees
+//! an event through the filter as the apiserver's cacher renders it
+//! ([`Filter::transition`]): the new object matching decides ADDED or
+//! MODIFIED, the previous one matching while the new does not gives
+//! DELETED; a deletion is judged by the previous object alone.
+
+use apimachinery::params::ListOptions;
+use apimachinery::resource::{Fields, Resource, field_or_default};
+use apimachinery::selector::{FieldOp, FieldSelector, LabelSelector};
+
+use crate::store::{CachedObject, Event, EventType};
+
+/// A request's scope and selectors.
+#[derive(Debug, Clone)]
+pub struct Filter {
+    namespace: Option<String>,
+    label: Option<LabelSelector>,
+    field: Option<FieldSelector>,
+    fields: Fields,
+}
+
+/// How an event reaches a watcher through its filter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transition {
+    /// The object (now) matches and did not before: ADDED with the new object.
+    Added,
+    /// It matched and still does: MODIFIED with the new object.
+    Modified,
+    /// An upstream deletion of a matching object: DELETED with the deleted object.
+    Deleted,
+    /// It matched and no longer does: DELETED with the previous object at the event's revision.
+    Left,
+}
+
+impl Filter {
+    /// The filter of a request for `res` in `namespace` (all when `None`).
+    pub fn new(res: &Resource, namespace: Option<&str>, opts: &ListOptions) -> Filter {
+        Filter {
+            namespace: namespace.filter(|_| res.namespaced).map(str::to_owned),
+            label: opts.label_selector.clone().filter(|s| !s.is_empty()),
+            field: opts.field_selector.clone().filter(|s| !s.is_empty()),
+            fields: res.fields,
+        }
+    }
+
+    /// Whether a label or field selector is set.
+    pub fn has_selectors(&self) -> bool {
+        self.label.is_some() || self.field.is_some()
+    }
+
+    /// The namespace the request is scoped to, if any.
+    pub fn namespace(&self) -> Option<&str> {
+        self.namespace.as_deref()
+    }
+
+    /// The value a field selector must equal (`field=value` or `field==value`), if it has such a term.
+    pub fn equality(&self, field: &str) -> Option<&str> {
+        self.field.as_ref()?.requirements.iter().find(|r| r.field == field && r.op == FieldOp::Equals).map(|r| r.value.as_str())
+    }
+
+    /// Whether `o` passes the selectors (its scope is the caller's to check).
+    pub fn selects(&self, o: &CachedObject) -> bool {
+        self.label.as_ref().is_none_or(|s| s.matches_with(|k| o.label(k)))
+            && self.field.as_ref().is_none_or(|s| s.matches(|f| self.field_of(o, f)))
+    }
+
+    /// Whether `o` is in scope and passes the selectors.
+    pub fn matches(&self, o: &CachedObject) -> bool {
+        self.namespace.as_deref().is_none_or(|ns| o.namespace() == ns) && self.selects(o)
+    }
+
+    /// How `e` reaches a watcher with this filter, if it does.
+    pub fn transition(&self, e: &Event) -> Option<Transition> {
+        let now = e.typ != EventType::Deleted && self.matches(&e.object);
+        let before = e.prev.as_ref().is_some_and(|p| self.matches(p));
+        match (now, before) {
+            (true, false) => Some(Transition::Added),
+            (true, true) => Some(Transition::Modified),
+            (false, true) if e.typ == EventType::Deleted => Some(Transition::Deleted),
+            (false, true) => Some(Transition::Left),
+            (false, false) => None,
+        }
+    }
+
+    fn field_of<'a>(&self, o: &'a CachedObject, f: &str) -> &'a str {
+        match f {
+            "metadata.name" => o.name(),
+            "metadata.namespace" => o.namespace(),
+            _ => match self.fields.iter().position(|(name, _)| *name == f) {
+                // The store keeps an absent field as empty text.
+                Some(i) => field_or_default(self.fields, i, Some(o.field(i)).filter(|v| !v.is_empty())),
+                None => "",
+            },
+        }
+    }
+}

@@ -1,0 +1,398 @@
+//! Watches from memory: every watch of a cached resource that names a
+//! revision (`resourceVersion=0` or `N`, with or without
+//! `sendInitialEvents`) is answered by kache; upstream sees only the
+//! reflector's one watch per resource. A watch without `resourceVersion`
+//! asks for a consistent start and is passed through.
+//!
+//! A stream is, in order: the initial state as ADDED in key order (when the
+//! request asks for initial events, explicitly or by the 1.34 default for
+//! revision `0`) and, with bookmarks allowed, the `k8s.io/initial-events-end`
+//! BOOKMARK at the state's revision; the logged events after the start
+//! revision up to the dispatcher's position at registration, replayed from
+//! the store; then the live frames the [`Dispatcher`] queues. Every event
+//! appears once, in revision order, filtered by the request's scope and
+//! selectors with the apiserver's transitions (invariant 5). A revision
+//! older than the store's window gets the apiserver's HTTP 200 and one
+//! ERROR 410 `Expired` event; a future one waits for upstream (with initial
+//! events: up to the wait bound, then it is passed through).
+//!
+//! Bookmarks (`allowWatchBookmarks`) follow the apiserver's schedule — one
+//! every bookmark interval (a minute) and one 2 s before the deadline — and
+//! carry the revision the dispatcher has reached, sent only once the queue
+//! holds nothing older and only when it is newer than what the client last
+//! got. The stream ends at `timeoutSeconds` (default: a random 30–60
+//! minutes, as the apiserver picks), when kache shuts down, when the
+//! dispatcher closes the watcher (slow client, re-list), or when the client
+//! goes away.
+
+mod dispatcher;
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use apimachinery::list::check_fields;
+use apimachinery::params::{ListOptions, parse_resource_version};
+use apimachinery::status::ApiError;
+use apimachinery::watch::{EventType, json_bookmark, json_error, write_json_frame};
+use bytes::{Bytes, BytesMut};
+use http::header::CONTENT_TYPE;
+use http::{Response, StatusCode};
+use http_body_util::{BodyExt, StreamBody};
+use hyper::body::Frame as BodyFrame;
+use imbl::Vector;
+use rand::Rng;
+use tokio::sync::mpsc::error::TryRecvError;
+use tokio::time::{Instant, Sleep};
+
+pub use dispatcher::{Dispatcher, WatchStats};
+use dispatcher::{Frame, Subscription};
+
+use super::body::{self, ApiBody, BoxError};
+use super::filter::{Filter, Transition};
+use crate::cache::CachedResource;
+use crate::store::{Event, Snapshot};
+
+/// Watch settings.
+#[derive(Debug, Clone)]
+pub struct WatchConfig {
+    /// Frames queued per watcher before it is closed as too slow.
+    pub queue: usize,
+    /// How often a watcher that allows bookmarks gets one (the apiserver: a minute).
+    pub bookmark_interval: Duration,
+    /// How long a watch with initial events waits for a revision kache has
+    /// not reached before it is passed through.
+    pub wait: Duration,
+}
+
+impl Default for WatchConfig {
+    fn default() -> Self {
+        // 1,024 frames: a watcher a second behind 1,000 events/s is still served.
+        WatchConfig { queue: 1024, bookmark_interval: Duration::from_secs(60), wait: Duration::from_secs(3) }
+    }
+}
+
+/// How a watch request is answered.
+#[derive(Debug)]
+pub enum Answer {
+    /// A stream from memory.
+    Stream(Response<ApiBody>),
+    /// By the apiserver, with the reason (for metrics and logs).
+    Upstream(&'static str),
+}
+
+/// The apiserver sends its last bookmark this long before a watch's deadline.
+const BOOKMARK_BEFORE_DEADLINE: Duration = Duration::from_secs(2);
+
+/// Frames gathered into one write up to about this size.
+const CHUNK: usize = 64 * 1024;
+
+/// Answers a validated watch request of `res` (in `namespace`, or all).
+/// Errors before the stream starts are the apiserver's `Status` responses.
+pub async fn watch(
+    res: &Arc<CachedResource>,
+    dispatcher: &Dispatcher,
+    namespace: Option<&str>,
+    opts: &ListOptions,
+    config: &WatchConfig,
+    stopping: tokio::sync::watch::Receiver<bool>,
+) -> Result<Answer, ApiError> {
+    check_fields(&res.info, opts)?;
+    if opts.resource_version.is_empty() {
+        return Ok(Answer::Upstream("consistent start"));
+    }
+    let requested = parse_resource_version(&opts.resource_version)?;
+    let initial = opts.sends_initial_events();
+    if initial && !res.reached(requested, config.wait).await {
+        return Ok(Answer::Upstream("revision not reached"));
+    }
+    let filter = Filter::new(&res.info, namespace, opts);
+    // A re-list between reading the start and registering makes the
+    // registration stale: start again on the new state (twice at most).
+    for _ in 0..3 {
+        let view = res.store.view();
+        let (start, phase) = if initial {
+            let snapshot = view.head().clone();
+            (snapshot.rv(), Phase::Initial { prefix: res.info.prefix(namespace), after: None, snapshot })
+        } else if requested == 0 {
+            (view.confirmed_rv(), Phase::Replay)
+        } else if requested < view.oldest_rv() {
+            let frame = json_error(&ApiError::watch_too_old(requested, view.oldest_rv()));
+            return Ok(Answer::Stream(response(body::full(frame))));
+        } else {
+            (requested, Phase::Replay)
+        };
+        let Ok(sub) = dispatcher.subscribe(filter.clone(), view.epoch(), config.queue).await else { continue };
+        let deadline = Instant::now() + lifetime(opts.timeout_seconds);
+        let stream = Stream {
+            res: res.clone(),
+            filter,
+            epoch: view.epoch(),
+            start,
+            last: start,
+            phase,
+            bookmarks: opts.allow_watch_bookmarks.then(|| Bookmarks::new(config.bookmark_interval, deadline)),
+            deadline: Box::pin(tokio::time::sleep_until(deadline)),
+            stopping,
+            sub,
+        };
+        return Ok(Answer::Stream(response(stream.into_body())));
+    }
+    Ok(Answer::Upstream("the cache is re-listing"))
+}
+
+fn response(body: ApiBody) -> Response<ApiBody> {
+    let mut resp = Response::new(body);
+    *resp.status_mut() = StatusCode::OK;
+    resp.headers_mut().insert(CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
+    resp
+}
+
+/// How long a watch lives: `timeoutSeconds`, or (unset or 0) a random time
+/// between the apiserver's `--min-request-timeout` (30 minutes) and twice that.
+fn lifetime(timeout_seconds: Option<u64>) -> Duration {
+    match timeout_seconds.filter(|t| *t > 0) {
+        Some(t) => Duration::from_secs(t),
+        None => Duration::from_secs(rand::rng().random_range(1800..3600)),
+    }
+}
+
+/// Where a stream is.
+enum Phase {
+    /// Writing the state at `start` as ADDED, after the key `after`.
+    Initial { snapshot: Arc<Snapshot>, prefix: String, after: Option<Arc<str>> },
+    /// The `k8s.io/initial-events-end` bookmark is next (if bookmarks are allowed).
+    InitialEnd,
+    /// The logged events after `start` up to the registration are next.
+    Replay,
+    /// Replaying `events[next..]`.
+    Replaying { events: Vector<Arc<Event>>, next: usize },
+    /// Live frames from the dispatcher.
+    Live,
+    /// Nothing more.
+    Done,
+}
+
+/// The bookmark schedule of one watcher.
+struct Bookmarks {
+    interval: Duration,
+    deadline: Instant,
+    timer: Option<Pin<Box<Sleep>>>,
+    /// The timer fired; the bookmark waits for the queue to hold nothing older.
+    due: bool,
+}
+
+impl Bookmarks {
+    fn new(interval: Duration, deadline: Instant) -> Bookmarks {
+        let mut b = Bookmarks { interval, deadline, timer: None, due: false };
+        b.schedule();
+        b
+    }
+
+    /// The next bookmark: an interval from now, or 2 s before the deadline if sooner; none once that has passed.
+    fn schedule(&mut self) {
+        let now = Instant::now();
+        let next = (now + self.interval).min(self.deadline.checked_sub(BOOKMARK_BEFORE_DEADLINE).unwrap_or(now));
+        self.timer = (next > now).then(|| Box::pin(tokio::time::sleep_until(next)));
+    }
+}
+
+/// One watcher's stream.
+struct Stream {
+    res: Arc<CachedResource>,
+    filter: Filter,
+    epoch: u64,
+    /// Events at or before this revision are never sent.
+    start: u64,
+    /// The newest revision the client has (an event's or a bookmark's).
+    last: u64,
+    phase: Phase,
+    bookmarks: Option<Bookmarks>,
+    deadline: Pin<Box<Sleep>>,
+    stopping: tokio::sync::watch::Receiver<bool>,
+    sub: Subscription,
+}
+
+impl Stream {
+    fn into_body(self) -> ApiBody {
+        let frames = futures_util::stream::unfold(self, |mut s| async move {
+            let chunk = s.next_chunk().await?;
+            Some((Ok::<_, BoxError>(BodyFrame::data(chunk)), s))
+        });
+        StreamBody::new(frames).boxed()
+    }
+
+    /// The next bytes for the client; `None` ends the stream.
+    async fn next_chunk(&mut self) -> Option<Bytes> {
+        loop {
+            match &mut self.phase {
+                Phase::Initial { snapshot, prefix, after } => {
+                    let mut out = BytesMut::new();
+                    let mut scope: Box<dyn Iterator<Item = &Arc<crate::store::CachedObject>>> = match after {
+                        Some(key) => Box::new(snapshot.after(key)),
+                        None => Box::new(snapshot.from(prefix)),
+                    };
+                    let mut last_key = None;
+                    let mut exhausted = true;
+                    for o in scope.by_ref().take_while(|o| o.key().starts_with(prefix.as_str())) {
+                        last_key = Some(o.key().clone());
+                        if self.filter.selects(o) {
+                            let parts = self.res.lone(o);
+                            write_json_frame(&mut out, EventType::Added, &parts.iter().map(|p| &p[..]).collect::<Vec<_>>());
+                            if out.len() >= CHUNK {
+                                exhausted = false;
+                                break;
+                            }
+                        }
+                    }
+                    drop(scope);
+                    if exhausted {
+                        self.phase = Phase::InitialEnd;
+                    } else {
+                        *after = last_key;
+                    }
+                    if !out.is_empty() {
+                        return Some(out.freeze());
+                    }
+                }
+                Phase::InitialEnd => {
+                    self.phase = Phase::Replay;
+                    if self.bookmarks.is_some() {
+                        return Some(json_bookmark(&self.res.info, self.start, true));
+                    }
+                }
+                Phase::Replay => {
+                    let view = self.res.store.view();
+                    if view.epoch() != self.epoch {
+                        // Re-listed since the start was read: end as the apiserver does.
+                        self.phase = Phase::Done;
+                        continue;
+                    }
+                    if self.start >= self.sub.registered_at {
+                        self.phase = Phase::Live;
+                        continue;
+                    }
+                    match view.events_after(self.start) {
+                        Ok(events) => self.phase = Phase::Replaying { events, next: 0 },
+                        Err(_) => {
+                            // The log moved past the start while the watch was set up.
+                            self.phase = Phase::Done;
+                            return Some(json_error(&ApiError::watch_too_old(self.start, view.oldest_rv())));
+                        }
+                    }
+                }
+                Phase::Replaying { events, next } => {
+                    let until = self.sub.registered_at;
+                    let mut out = BytesMut::new();
+                    while let Some(e) = events.get(*next).filter(|e| e.rv() <= until) {
+                        *next += 1;
+                        if let Some(t) = self.filter.transition(e) {
+                            let (typ, parts) = frame_parts(&self.res, e, t);
+                            write_json_frame(&mut out, typ, &parts.iter().map(|p| &p[..]).collect::<Vec<_>>());
+                            self.last = e.rv();
+                        }
+                        if out.len() >= CHUNK {
+                            break;
+                        }
+                    }
+                    if events.get(*next).is_none_or(|e| e.rv() > until) {
+                        self.phase = Phase::Live;
+                    }
+                    if !out.is_empty() {
+                        return Some(out.freeze());
+                    }
+                }
+                Phase::Live => return self.live().await,
+                Phase::Done => return None,
+            }
+        }
+    }
+
+    /// The next live frames or bookmark.
+    async fn live(&mut self) -> Option<Bytes> {
+        loop {
+            if self.bookmarks.as_ref().is_some_and(|b| b.due) {
+                // Load the position first: frames up to it are queued by now.
+                let dispatched = self.sub.dispatched();
+                match self.sub.frames.try_recv() {
+                    Ok(f) => match self.gather(f) {
+                        Some(chunk) => return Some(chunk),
+                        None => continue,
+                    },
+                    Err(TryRecvError::Disconnected) => return None,
+                    Err(TryRecvError::Empty) => {
+                        if let Some(b) = self.bookmarks.as_mut() {
+                            b.due = false;
+                            b.schedule();
+                        }
+                        if dispatched > self.last {
+                            self.last = dispatched;
+                            return Some(json_bookmark(&self.res.info, dispatched, false));
+                        }
+                    }
+                }
+            }
+            let bookmark = async {
+                match self.bookmarks.as_mut().and_then(|b| b.timer.as_mut()) {
+                    Some(t) => t.await,
+                    None => std::future::pending().await,
+                }
+            };
+            let stopping = &mut self.stopping;
+            let stop = async move {
+                let _ = stopping.wait_for(|stop| *stop).await;
+            };
+            tokio::select! {
+                f = self.sub.frames.recv() => match f {
+                    Some(f) => if let Some(chunk) = self.gather(f) {
+                        return Some(chunk);
+                    },
+                    None => return None,
+                },
+                () = bookmark => {
+                    if let Some(b) = self.bookmarks.as_mut() {
+                        b.timer = None;
+                        b.due = true;
+                    }
+                }
+                () = &mut self.deadline => return None,
+                () = stop => return None,
+            }
+        }
+    }
+
+    /// `first` and whatever else is queued, up to a chunk, skipping events
+    /// at or before the start (a watch from a revision the dispatcher had
+    /// not reached when it registered).
+    fn gather(&mut self, first: Frame) -> Option<Bytes> {
+        let mut frames = vec![first];
+        let mut len = frames[0].bytes.len();
+        while len < CHUNK {
+            match self.sub.frames.try_recv() {
+                Ok(f) => {
+                    len += f.bytes.len();
+                    frames.push(f);
+                }
+                Err(_) => break,
+            }
+        }
+        frames.retain(|f| f.rv > self.start);
+        self.last = self.last.max(frames.last()?.rv);
+        if frames.len() == 1 {
+            return frames.pop().map(|f| f.bytes);
+        }
+        let mut out = BytesMut::with_capacity(len);
+        frames.iter().for_each(|f| out.extend_from_slice(&f.bytes));
+        Some(out.freeze())
+    }
+}
+
+/// What a watcher with transition `t` gets for `e`: the type and the object's parts.
+fn frame_parts(res: &CachedResource, e: &Event, t: Transition) -> (EventType, Vec<Bytes>) {
+    match (t, &e.prev) {
+        (Transition::Added, _) => (EventType::Added, res.lone(&e.object)),
+        (Transition::Modified, _) => (EventType::Modified, res.lone(&e.object)),
+        (Transition::Left, Some(prev)) => (EventType::Deleted, res.lone_at(prev, e.rv())),
+        (Transition::Deleted | Transition::Left, _) => (EventType::Deleted, res.lone(&e.object)),
+    }
+}
