@@ -60,6 +60,11 @@ impl CachedResource {
     }
 }
 
+/// Fields whose values snapshots index (with every label): the field
+/// selectors that select few objects of many, as the apiserver's cache
+/// indexes pods by node.
+const INDEXED_FIELDS: &[&str] = &["spec.nodeName"];
+
 /// Every cached resource and the tasks that follow upstream.
 #[derive(Debug)]
 pub struct Cache {
@@ -73,7 +78,8 @@ impl Cache {
         let mut resources = Vec::new();
         let mut tasks = Vec::new();
         for info in infos {
-            let (writer, reader) = StoreWriter::new(store.clone());
+            let indexed_fields = info.fields.iter().enumerate().filter(|(_, (f, _))| INDEXED_FIELDS.contains(f)).map(|(i, _)| i).collect();
+            let (writer, reader) = StoreWriter::new(StoreConfig { indexed_fields, ..store.clone() });
             let r = Reflector::new(client.clone(), info.clone(), reflector.clone(), StoreSink::new(&info, writer));
             let type_prefix = Bytes::from(info.type_prefix());
             resources.push(Arc::new(CachedResource { info, store: reader, status: r.status(), type_prefix }));

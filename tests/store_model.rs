@@ -11,14 +11,24 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use kache::store::{CachedObject, EventType, StoreConfig, StoreError, StoreReader, StoreWriter};
+use kache::store::{CachedObject, EventType, IndexKey, Snapshot, StoreConfig, StoreError, StoreReader, StoreWriter};
 use proptest::prelude::*;
 
 type State = BTreeMap<String, Bytes>;
 
+/// An object whose labels and indexed field (`spec.nodeName`, absent for some) vary with `salt`.
 fn object(key: usize, rv: u64, salt: u8) -> CachedObject {
-    let json = format!(r#"{{"metadata":{{"name":"o{key:02}","namespace":"ns","resourceVersion":"{rv}"}},"data":{salt}}}"#);
-    CachedObject::parse(Bytes::from(json), &[]).expect("a valid object")
+    let node = if salt % 5 == 0 { String::new() } else { format!(r#","spec":{{"nodeName":"n{}"}}"#, salt % 4) };
+    let json = format!(
+        r#"{{"metadata":{{"name":"o{key:02}","namespace":"ns","resourceVersion":"{rv}","labels":{{"tier":"t{}"}}}},"data":{salt}{node}}}"#,
+        salt % 3
+    );
+    CachedObject::parse(Bytes::from(json), &["spec.nodeName"]).expect("a valid object")
+}
+
+/// A snapshot's indexes, comparable.
+fn indexes(s: &Snapshot) -> Vec<(IndexKey, Vec<String>)> {
+    s.index_sets().map(|(k, keys)| (k.clone(), keys.iter().map(|k| k.to_string()).collect())).collect()
 }
 
 #[derive(Debug, Clone)]
@@ -111,6 +121,8 @@ fn check(reader: &StoreReader, model: &Model) -> Result<(), TestCaseError> {
             prop_assert_eq!(&state, model.state_at(rv), "snapshot at {}", rv);
             let keys: Vec<&str> = snapshot.iter().map(|o| &**o.key()).collect();
             prop_assert!(keys.windows(2).all(|w| w[0] < w[1]), "key order");
+            let fresh = Snapshot::build(rv, snapshot.iter().cloned(), &snapshot);
+            prop_assert_eq!(indexes(&snapshot), indexes(&fresh), "the indexes at {} are those of its objects", rv);
             let got: Vec<(u64, EventType, String)> =
                 events.expect("in the window").iter().map(|e| (e.rv(), e.typ, e.object.key().to_string())).collect();
             let want: Vec<_> = model.log.iter().filter(|e| e.0 > rv).cloned().collect();
@@ -121,7 +133,7 @@ fn check(reader: &StoreReader, model: &Model) -> Result<(), TestCaseError> {
 }
 
 fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
-    let config = StoreConfig { max_events: 10, checkpoint_every: 3, ..StoreConfig::default() };
+    let config = StoreConfig { max_events: 10, checkpoint_every: 3, indexed_fields: Arc::from([0usize]), ..StoreConfig::default() };
     let (mut writer, reader) = StoreWriter::new(config.clone());
     let mut model =
         Model { states: BTreeMap::from([(0, State::new())]), log: Vec::new(), oldest: 0, confirmed: 0, max_events: config.max_events };
@@ -238,7 +250,7 @@ fn pins_keep_snapshots_for_their_ttl_and_are_bounded() {
     assert!(reader.pinned(1, t0 + Duration::from_secs(499)).is_some(), "use refreshed the TTL");
     assert!(reader.pinned(1, t0 + Duration::from_secs(900)).is_none(), "expired");
     for rv in [2, 3, 4] {
-        reader.pin(Arc::new(kache::store::Snapshot::new(rv, Default::default())), t0 + Duration::from_secs(rv));
+        reader.pin(Arc::new(kache::store::Snapshot::build(rv, [], &kache::store::Snapshot::default())), t0 + Duration::from_secs(rv));
     }
     assert!(reader.pinned(2, t0).is_none() && reader.pinned(4, t0).is_some(), "the pin closest to expiry went first");
 }

@@ -117,12 +117,14 @@ struct Rig {
 const WORKLOAD: Workload = Workload { pods: 300, nodes: 10, namespaces: 4, configmaps: 20, configmap_size: 100 };
 
 async fn rig(churn: f64, page_size: usize) -> Rig {
-    let config =
-        SimConfig { bookmark_interval: Duration::from_millis(200), compact_interval: None, workload: WORKLOAD, ..SimConfig::default() };
-    let mut sim = Sim::start(config, TcpListener::bind("127.0.0.1:0").await.expect("a port")).expect("the simulator starts");
-    if churn > 0.0 {
-        sim.start_churn(churn, WORKLOAD);
-    }
+    let config = SimConfig {
+        bookmark_interval: Duration::from_millis(200),
+        compact_interval: None,
+        workload: WORKLOAD,
+        churn,
+        ..SimConfig::default()
+    };
+    let sim = Sim::start(config, TcpListener::bind("127.0.0.1:0").await.expect("a port")).expect("the simulator starts");
     let creds = ConnectArgs { server: Some(sim.url()), ..ConnectArgs::default() }.resolve().await.expect("credentials");
     let client = Client::new(&creds).expect("a client");
     let pods = discovery::resolve(&client, &["pods".to_string()]).await.expect("pods").remove(0);

@@ -79,6 +79,14 @@ impl LabelSelector {
         self.requirements.is_empty()
     }
 
+    /// The `key=value` pairs every match must have (`=`, `==`, or `in` with one value).
+    pub fn equalities(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.requirements.iter().filter_map(|r| match (r.op, r.values.as_slice()) {
+            (LabelOp::Equals | LabelOp::DoubleEquals | LabelOp::In, [v]) => Some((r.key.as_str(), v.as_str())),
+            _ => None,
+        })
+    }
+
     /// Whether `labels` satisfies every requirement.
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
         self.matches_with(|k| labels.get(k).map(String::as_str))

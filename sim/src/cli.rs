@@ -100,6 +100,7 @@ impl SimArgs {
             tls,
             auth,
             workload: self.workload(),
+            churn: self.churn,
             ..SimConfig::default()
         })
     }
@@ -112,11 +113,7 @@ pub async fn start(args: &SimArgs) -> Result<Sim, String> {
     }
     let config = args.config()?;
     let listener = TcpListener::bind(&args.listen).await.map_err(|e| format!("--listen {}: {e}", args.listen))?;
-    let mut sim = Sim::start(config, listener)?;
-    if args.churn > 0.0 {
-        sim.start_churn(args.churn, args.workload());
-    }
-    Ok(sim)
+    Sim::start(config, listener)
 }
 
 /// Runs the simulator until interrupted. Prints `serving on http://ADDR`

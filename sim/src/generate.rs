@@ -202,18 +202,29 @@ pub fn system_namespaces(db: &mut Db) {
     }
 }
 
-/// Writes `rate` changes per second to pods (and configmaps, when there are
-/// any) until the task is dropped: 60% updates, 20% creates, 20% deletes.
-pub async fn churn(state: Arc<State>, rate: f64, w: Workload) {
+/// Writes [`State::churn_rate`] changes per second (read at every tick, so
+/// it can change at run time) until the task is dropped: 20% creates (half
+/// of them unscheduled pods, without a node), 20% deletes, 10% configmap
+/// updates (when there are configmaps), 5% relabellings (`tier`), 10%
+/// bindings of an unscheduled pod to a node, and the rest pod updates (an
+/// annotation). Relabellings and bindings move pods in and out of label
+/// and `spec.nodeName` selectors, as the scheduler and deployments do.
+pub async fn churn(state: Arc<State>, w: Workload) {
     const TICK: Duration = Duration::from_millis(10);
     let reg = state.registry().clone();
     let pods = reg.builtin("", "pods");
     let cms = reg.builtin("", "configmaps");
     let mut next = w.pods;
+    let mut unscheduled: Vec<(String, String)> = Vec::new();
     let mut owed = 0.0;
     let mut ticker = tokio::time::interval(TICK);
     loop {
         ticker.tick().await;
+        let rate = state.churn_rate();
+        if rate == 0.0 {
+            owed = 0.0;
+            continue;
+        }
         owed += rate * TICK.as_secs_f64();
         let n = owed as usize;
         owed -= n as f64;
@@ -232,8 +243,15 @@ pub async fn churn(state: Arc<State>, rate: f64, w: Workload) {
                 // Errors are expected here (the pod was deleted, or exists): churn is random.
                 let _ = match roll {
                     0..20 => {
-                        let (ns, v) = pod(next, w.nodes, w.namespaces);
+                        let (ns, mut v) = pod(next, w.nodes, w.namespaces);
                         next += 1;
+                        if roll < 10 {
+                            if let Some(spec) = v["spec"].as_object_mut() {
+                                spec.shift_remove("nodeName");
+                            }
+                            v["status"] = json!({"phase": "Pending", "qosClass": "Burstable"});
+                            unscheduled.push((ns.clone(), v["metadata"]["name"].as_str().unwrap_or_default().to_string()));
+                        }
                         db.create(pods, &ns, v, &ts).map(drop)
                     }
                     20..40 => db.delete(pods, &ns, &name, &Preconditions::default(), &ts).map(drop),
@@ -243,10 +261,21 @@ pub async fn churn(state: Arc<State>, rate: f64, w: Workload) {
                         cm["metadata"]["annotations"] = json!({"churn": ts});
                         db.update(cms, &ns, &name, cm, false).map(drop)
                     }
+                    55..65 => {
+                        let Some((ns, name)) = unscheduled.pop() else { continue };
+                        let Some(cur) = db.get(pods, &format!("{ns}/{name}"), db.rev()).cloned() else { continue };
+                        let mut v = cur.to_value();
+                        v["spec"]["nodeName"] = json!(node_name(rng.random_range(0..w.nodes.max(1))));
+                        db.update(pods, &ns, &name, v, false).map(drop)
+                    }
                     _ => {
                         let Some(cur) = db.get(pods, &format!("{ns}/{name}"), db.rev()).cloned() else { continue };
                         let mut v = cur.to_value();
-                        v["metadata"]["annotations"]["churn"] = json!(rng.random::<u32>().to_string());
+                        if roll < 55 {
+                            v["metadata"]["labels"]["tier"] = json!(["web", "db", "cache"][rng.random_range(0..3)]);
+                        } else {
+                            v["metadata"]["annotations"]["churn"] = json!(rng.random::<u32>().to_string());
+                        }
                         db.update(pods, &ns, &name, v, false).map(drop)
                     }
                 };

@@ -79,6 +79,9 @@ pub struct SimConfig {
     pub auth: AuthSettings,
     /// Objects generated at start-up, before the API is served.
     pub workload: Workload,
+    /// Changes per second written to the workload's objects once it is in
+    /// (changeable at run time with [`Sim::set_churn`] or `POST /_sim/churn?rate=R`).
+    pub churn: f64,
 }
 
 impl Default for SimConfig {
@@ -92,6 +95,7 @@ impl Default for SimConfig {
             tls: None,
             auth: AuthSettings::default(),
             workload: Workload::default(),
+            churn: 0.0,
         }
     }
 }
@@ -118,6 +122,7 @@ impl Sim {
         }
         let compact_interval = config.compact_interval;
         let workload = config.workload;
+        let churn = config.churn;
         let state = Arc::new(State::new(config, registry));
         let addr = listener.local_addr().map_err(|e| format!("listener address: {e}"))?;
         let scheme = if tls.is_some() { "https" } else { "http" };
@@ -126,6 +131,8 @@ impl Sim {
         state.publish_revision();
         generate::populate(&state, &workload);
         state.set_ready();
+        state.set_churn_rate(churn);
+        tasks.push(tokio::spawn(generate::churn(state.clone(), workload)));
         if let Some(every) = compact_interval {
             tasks.push(tokio::spawn(faults::compact_periodically(state.clone(), every)));
         }
@@ -142,9 +149,9 @@ impl Sim {
         format!("{}://{}", self.scheme, self.addr)
     }
 
-    /// Starts writing `rate` changes per second until the simulator is dropped.
-    pub fn start_churn(&mut self, rate: f64, w: Workload) {
-        self.tasks.push(tokio::spawn(generate::churn(self.state.clone(), rate, w)));
+    /// Writes `rate` changes per second from now on (0 stops).
+    pub fn set_churn(&self, rate: f64) {
+        self.state.set_churn_rate(rate);
     }
 
     /// The current revision.

@@ -407,6 +407,14 @@ fn admin(state: &Arc<State>, op: &str, query: &str, enc: Encoding) -> Result<Res
             let rev = crate::faults::restart(state, reset, Duration::from_secs_f64(reinit.clamp(0.0, 600.0)));
             Ok(enc.value(StatusCode::OK, &json!({"restarted": true, "revision": rev})))
         }
+        "churn" => {
+            let rate: f64 = param("rate")
+                .and_then(|s| s.parse().ok())
+                .filter(|r: &f64| r.is_finite() && *r >= 0.0)
+                .ok_or_else(|| ApiError::bad_request("churn needs ?rate=R (changes per second, >= 0)"))?;
+            state.set_churn_rate(rate);
+            Ok(enc.value(StatusCode::OK, &json!({"churn": rate})))
+        }
         "stats" => Ok(enc.value(StatusCode::OK, &crate::faults::stats(state))),
         _ => Err(ApiError::no_such_path()),
     }

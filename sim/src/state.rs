@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, RwLock};
@@ -29,6 +29,8 @@ pub struct State {
     counters: Mutex<BTreeMap<(String, &'static str), u64>>,
     /// Objects of the start-up workload created so far (`usize::MAX` once complete).
     generated: AtomicUsize,
+    /// Changes per second the churn driver writes (an `f64`'s bits).
+    churn: AtomicU64,
 }
 
 impl State {
@@ -45,7 +47,19 @@ impl State {
             initializing_until: Mutex::new(None),
             counters: Mutex::new(BTreeMap::new()),
             generated: AtomicUsize::new(0),
+            churn: AtomicU64::new(0f64.to_bits()),
         }
+    }
+
+    /// Changes per second the churn driver writes.
+    pub fn churn_rate(&self) -> f64 {
+        f64::from_bits(self.churn.load(Ordering::Relaxed))
+    }
+
+    /// Sets the churn rate (finite, at least 0; anything else is 0).
+    pub fn set_churn_rate(&self, rate: f64) {
+        let rate = if rate.is_finite() && rate > 0.0 { rate } else { 0.0 };
+        self.churn.store(rate.to_bits(), Ordering::Relaxed);
     }
 
     /// Records how many objects of the start-up workload exist.

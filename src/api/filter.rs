@@ -2,17 +2,24 @@
 //! against cached objects, and how a watch event looks through it.
 //!
 //! Field values are read from what the store parsed once per revision; an
-//! absent field has its zero value (`apimachinery::resource`). A watch sees
+//! absent field has its zero value (`apimachinery::resource`). The objects a
+//! request may match are found through a snapshot index when a selector
+//! names an indexed value (a label `key=value`, a pod's node): the smallest
+//! such set is walked in key order instead of the whole scope, so a
+//! selective list or initial-events watch costs O(matches). A watch sees
 //! an event through the filter as the apiserver's cacher renders it
 //! ([`Filter::transition`]): the new object matching decides ADDED or
 //! MODIFIED, the previous one matching while the new does not gives
 //! DELETED; a deletion is judged by the previous object alone.
 
+use std::ops::Bound;
+use std::sync::Arc;
+
 use apimachinery::params::ListOptions;
 use apimachinery::resource::{Fields, Resource, field_or_default};
 use apimachinery::selector::{FieldOp, FieldSelector, LabelSelector};
 
-use crate::store::{CachedObject, Event, EventType};
+use crate::store::{CachedObject, Event, EventType, IndexKey, Snapshot};
 
 /// A request's scope and selectors.
 #[derive(Debug, Clone)]
@@ -71,6 +78,36 @@ impl Filter {
     /// Whether `o` is in scope and passes the selectors.
     pub fn matches(&self, o: &CachedObject) -> bool {
         self.namespace.as_deref().is_none_or(|ns| o.namespace() == ns) && self.selects(o)
+    }
+
+    /// The objects of `snapshot` under `prefix` from `start` on, in key
+    /// order, that may pass the selectors: through the smallest index set a
+    /// selector names, else every object in scope. Callers still check
+    /// [`Filter::selects`].
+    pub fn candidates<'a>(
+        &self,
+        snapshot: &'a Snapshot,
+        prefix: &'a str,
+        start: Bound<&'a str>,
+    ) -> Box<dyn Iterator<Item = &'a Arc<CachedObject>> + 'a> {
+        let labels = self.label.iter().flat_map(|s| s.equalities()).map(|(k, v)| IndexKey::Label(k.into(), v.into()));
+        let fields = self
+            .fields
+            .iter()
+            .enumerate()
+            .filter_map(|(pos, (name, _))| Some(IndexKey::Field(snapshot.indexed_field(pos)?, self.equality(name)?.into())));
+        let smallest = labels.chain(fields).map(|k| snapshot.indexed(&k)).min_by_key(|set| set.map_or(0, |s| s.len()));
+        let in_scope = move |k: &str| k.starts_with(prefix);
+        match smallest {
+            None => Box::new(
+                snapshot.objects().range::<_, str>((start, Bound::Unbounded)).map(|(_, o)| o).take_while(move |o| in_scope(o.key())),
+            ),
+            // A selector names a value no object has.
+            Some(None) => Box::new(std::iter::empty()),
+            Some(Some(keys)) => {
+                Box::new(keys.range::<_, str>((start, Bound::Unbounded)).take_while(move |k| in_scope(k)).filter_map(|k| snapshot.get(k)))
+            }
+        }
     }
 
     /// How `e` reaches a watcher with this filter, if it does.

@@ -13,6 +13,7 @@
 //! page reads the same revision without a rebuild; its continue token is in
 //! the apiserver's format, so tokens cross between kache and the apiserver.
 
+use std::ops::Bound;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -75,11 +76,11 @@ async fn exact(res: &CachedResource, rv: u64, wait: Duration) -> Option<Arc<Snap
 }
 
 fn page(res: &CachedResource, snapshot: &Arc<Snapshot>, prefix: &str, start: &str, filter: &Filter, limit: usize) -> Page {
-    let mut scope = snapshot.from(start).take_while(|o| o.key().starts_with(prefix));
     let mut items = Vec::new();
+    // Without selectors every object in scope is a candidate: `scanned` counts the scope.
     let mut scanned = 0u64;
     let mut last = None;
-    for o in scope.by_ref() {
+    for o in filter.candidates(snapshot, prefix, Bound::Included(start)) {
         scanned += 1;
         if filter.selects(o) {
             items.push(o.clone());
@@ -95,7 +96,7 @@ fn page(res: &CachedResource, snapshot: &Arc<Snapshot>, prefix: &str, start: &st
     // Without selectors the apiserver reports how many objects remain; with
     // them it only says whether keys remain.
     let (after, cursor) = if selectors {
-        (u64::from(scope.next().is_some()), None)
+        (u64::from(snapshot.after(&last).next().is_some_and(|o| o.key().starts_with(prefix))), None)
     } else {
         let before = position(res, snapshot, prefix, start);
         (scope_len(res, snapshot, prefix).saturating_sub(before + scanned), Some(before + scanned))

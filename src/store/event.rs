@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use super::object::CachedObject;
-use super::snapshot::Objects;
+use super::snapshot::Snapshot;
 
 /// What happened to the object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -38,11 +38,10 @@ impl Event {
     }
 
     /// Reverts the change in `objects`.
-    pub(super) fn undo(&self, objects: &mut Objects) {
-        let key = self.object.key().clone();
+    pub(super) fn undo(&self, snapshot: &mut Snapshot) {
         match &self.prev {
-            Some(prev) => objects.insert(key, prev.clone()),
-            None => objects.remove(&key),
+            Some(prev) => snapshot.put(prev.clone()),
+            None => snapshot.take(self.object.key()),
         };
     }
 }

@@ -16,6 +16,8 @@ use super::view::View;
 
 /// Bytes per map entry: the key and value pointers, plus node slack.
 const MAP_ENTRY: usize = (std::mem::size_of::<Arc<str>>() + std::mem::size_of::<Arc<CachedObject>>()) * 5 / 4;
+/// Bytes per entry of an index's key set: the key pointer, plus node slack.
+const SET_ENTRY: usize = std::mem::size_of::<Arc<str>>() * 5 / 4;
 /// Bytes per node on a root-to-leaf path, and the path length.
 const PATH_BYTES: usize = 64 * MAP_ENTRY * 3;
 /// The reference counts in front of every `Arc` allocation.
@@ -57,7 +59,8 @@ impl MemoryStats {
         let events_after = |rv: u64| log_len - view.log.binary_search_by(|e| e.rv().cmp(&rv)).map_or_else(|i| i, |i| i + 1);
         let snapshots: usize =
             view.checkpoints.iter().map(|c| c.rv()).chain(pins.iter().copied()).map(|rv| diverged(events_after(rv))).sum();
-        overhead += full_map + log_len * (std::mem::size_of::<Event>() + ARC_HEADER + std::mem::size_of::<usize>()) + snapshots;
+        let index = view.head().index_entries() * SET_ENTRY;
+        overhead += full_map + index + log_len * (std::mem::size_of::<Event>() + ARC_HEADER + std::mem::size_of::<usize>()) + snapshots;
         MemoryStats { objects: view.head().len(), events: log_len, object_bytes, overhead_bytes: overhead }
     }
 

@@ -22,6 +22,7 @@ mod snapshot;
 mod view;
 mod writer;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
@@ -31,7 +32,7 @@ pub use event::{Event, EventType};
 pub use memory::MemoryStats;
 pub use object::CachedObject;
 pub use reader::StoreReader;
-pub use snapshot::{Objects, Snapshot};
+pub use snapshot::{IndexKey, Objects, Snapshot};
 pub use view::View;
 pub use writer::StoreWriter;
 
@@ -48,6 +49,9 @@ pub struct StoreConfig {
     pub pin_ttl: Duration,
     /// Most pinned snapshots.
     pub max_pins: usize,
+    /// Positions (among the fields given to [`CachedObject::parse`]) of
+    /// the fields snapshots index, besides labels (a pod's `spec.nodeName`).
+    pub indexed_fields: Arc<[usize]>,
 }
 
 impl Default for StoreConfig {
@@ -60,6 +64,7 @@ impl Default for StoreConfig {
             checkpoint_every: 10_000,
             pin_ttl: Duration::from_secs(300),
             max_pins: 1_024,
+            indexed_fields: Arc::from([]),
         }
     }
 }

@@ -89,13 +89,14 @@ impl View {
             .map_or_else(|i| self.checkpoints.get(i), |i| self.checkpoints.get(i))
             .unwrap_or(&self.head);
         let to = self.first_after(start.rv);
-        let mut objects = start.objects.clone();
+        let mut snapshot = (**start).clone();
         for i in (from..to).rev() {
             if let Some(e) = self.log.get(i) {
-                e.undo(&mut objects);
+                e.undo(&mut snapshot);
             }
         }
-        Ok(Arc::new(Snapshot::new(rv, objects)))
+        snapshot.rv = rv;
+        Ok(Arc::new(snapshot))
     }
 
     /// The events after `rv`, in order; `rv` must be in the window.

@@ -13,7 +13,7 @@ use imbl::ordmap::DiffItem;
 
 use super::event::{Event, EventType};
 use super::object::CachedObject;
-use super::snapshot::{Objects, Snapshot};
+use super::snapshot::Snapshot;
 use super::view::View;
 use super::{Shared, StoreConfig, StoreError, StoreReader};
 
@@ -28,8 +28,9 @@ pub struct StoreWriter {
 impl StoreWriter {
     /// An empty store at revision 0 and a reader of it.
     pub fn new(config: StoreConfig) -> (StoreWriter, StoreReader) {
+        let view = View { head: Arc::new(Snapshot::empty(config.indexed_fields.clone())), ..View::default() };
         let shared = Arc::new(Shared::new(config));
-        let writer = StoreWriter { shared: shared.clone(), view: View::default(), since_checkpoint: 0 };
+        let writer = StoreWriter { shared: shared.clone(), view, since_checkpoint: 0 };
         (writer, StoreReader { shared })
     }
 
@@ -51,14 +52,14 @@ impl StoreWriter {
         let head = Arc::make_mut(&mut self.view.head);
         // One descent: the change returns what it replaced.
         let prev = match typ {
-            EventType::Deleted => head.objects.remove(&key),
-            _ => head.objects.insert(key.clone(), object.clone()),
+            EventType::Deleted => head.take(&key),
+            _ => head.put(object.clone()),
         };
         let fits = matches!((typ, &prev), (EventType::Added, None) | (EventType::Modified | EventType::Deleted, Some(_)));
         if !fits {
             match &prev {
-                Some(p) => head.objects.insert(key.clone(), p.clone()),
-                None => head.objects.remove(&key),
+                Some(p) => head.put(p.clone()),
+                None => head.take(&key),
             };
             return Err(StoreError::Inconsistent { typ, key: key.to_string() });
         }
@@ -92,12 +93,12 @@ impl StoreWriter {
     /// changes. Returns the difference as events, for callers that report it.
     pub fn replace(&mut self, objects: Vec<CachedObject>, rv: u64) -> Vec<Event> {
         let now = Instant::now();
-        let fresh: Objects = objects.into_iter().map(|o| (o.key().clone(), Arc::new(o))).collect();
+        let fresh = Snapshot::build(rv, objects.into_iter().map(Arc::new), &self.view.head);
         let diff = self
             .view
             .head
-            .objects
-            .diff(&fresh)
+            .objects()
+            .diff(fresh.objects())
             .map(|item| match item {
                 DiffItem::Add(_, o) => Event { typ: EventType::Added, object: o.clone(), prev: None, at: now },
                 DiffItem::Update { old: (_, prev), new: (_, o) } => {
@@ -107,7 +108,7 @@ impl StoreWriter {
             })
             .collect();
         self.view = View {
-            head: Arc::new(Snapshot::new(rv, fresh)),
+            head: Arc::new(fresh),
             log: Default::default(),
             oldest_rv: rv,
             checkpoints: Default::default(),

@@ -27,6 +27,7 @@
 
 mod dispatcher;
 
+use std::ops::Bound;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
@@ -228,13 +229,11 @@ impl Stream {
             match &mut self.phase {
                 Phase::Initial { snapshot, prefix, after } => {
                     let mut out = BytesMut::new();
-                    let mut scope: Box<dyn Iterator<Item = &Arc<crate::store::CachedObject>>> = match after {
-                        Some(key) => Box::new(snapshot.after(key)),
-                        None => Box::new(snapshot.from(prefix)),
-                    };
+                    let start = after.as_deref().map_or(Bound::Included(prefix.as_str()), Bound::Excluded);
+                    let mut scope = self.filter.candidates(snapshot, prefix, start);
                     let mut last_key = None;
                     let mut exhausted = true;
-                    for o in scope.by_ref().take_while(|o| o.key().starts_with(prefix.as_str())) {
+                    for o in scope.by_ref() {
                         last_key = Some(o.key().clone());
                         if self.filter.selects(o) {
                             let parts = self.res.lone(o);

@@ -1,0 +1,463 @@
+//! Watches served by kache from memory, as real processes in front of the
+//! simulator: every stream a client gets through kache equals the stream
+//! the simulator itself gives for the same revision and selectors, byte for
+//! byte (transitions included), through upstream faults; upstream sees one
+//! watch per resource however many clients watch.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use common::watching::{self, Lines, frame_rv, frame_type, is_bookmark};
+use common::{Process, eventually};
+use serde_json::json;
+
+fn ready(kache: &Process) {
+    eventually(Duration::from_secs(60), "kache ready", || (kache.get("/readyz").status == 200).then_some(()));
+}
+
+/// A sample of kache's `/metrics` (the first line that starts with `name`).
+fn metric(kache: &Process, name: &str) -> u64 {
+    let text = kache.get("/metrics").text();
+    text.lines()
+        .find_map(|l| l.strip_prefix(name).and_then(|rest| rest.rsplit(' ').next()).and_then(|v| v.parse().ok()))
+        .unwrap_or_else(|| panic!("no {name} in /metrics"))
+}
+
+/// Requests of `verb` on `resource` the simulator has served.
+fn upstream_count(sim: &Process, resource: &str, verb: &str) -> u64 {
+    let stats = sim.get("/_sim/stats").json();
+    stats["requests"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|r| r["resource"] == resource && r["verb"] == verb)
+        .map_or(0, |r| r["count"].as_u64().unwrap_or(0))
+}
+
+/// The revision kache's store has reached for `resource` (an empty list at `resourceVersion=0`).
+fn kache_revision(kache: &Process, collection: &str) -> u64 {
+    let r = kache.get(&format!("{collection}?resourceVersion=0&labelSelector=kache-test%3Dnone"));
+    r.json()["metadata"]["resourceVersion"].as_str().and_then(|s| s.parse().ok()).expect("a list revision")
+}
+
+/// Stops the simulator's writes and waits until kache has every event; returns the final revision.
+fn quiesce(sim: &Process, kache: &Process, collection: &str) -> u64 {
+    assert_eq!(sim.request("POST", "/_sim/churn?rate=0", &[], None).status, 200);
+    std::thread::sleep(Duration::from_millis(100));
+    let last = sim.revision();
+    eventually(Duration::from_secs(30), "kache to reach the simulator's revision", || {
+        (kache_revision(kache, collection) >= last).then_some(())
+    });
+    last
+}
+
+/// A list item as the ADDED event of a pod.
+fn added(item: &serde_json::Value) -> serde_json::Value {
+    let mut object = serde_json::Map::new();
+    object.insert("kind".into(), "Pod".into());
+    object.insert("apiVersion".into(), "v1".into());
+    object.extend(item.as_object().expect("an object").clone());
+    json!({"type": "ADDED", "object": object})
+}
+
+fn parse(line: &[u8]) -> serde_json::Value {
+    serde_json::from_slice(line).expect("a JSON frame")
+}
+
+/// What one watcher asked for.
+#[derive(Debug, Clone)]
+struct Shape {
+    /// The collection path.
+    path: String,
+    /// Selectors (already escaped), without the revision parameters.
+    selectors: String,
+    /// `resourceVersion`.
+    rv: u64,
+    /// Initial events (`resourceVersion=0`'s default, or explicit).
+    initial: Option<&'static str>,
+    bookmarks: bool,
+}
+
+impl Shape {
+    fn query(&self, timeout: u64) -> String {
+        let mut q = format!("watch=1&resourceVersion={}&timeoutSeconds={timeout}", self.rv);
+        if let Some(extra) = self.initial {
+            q.push_str(extra);
+        }
+        if self.bookmarks {
+            q.push_str("&allowWatchBookmarks=true");
+        }
+        if !self.selectors.is_empty() {
+            q.push('&');
+            q.push_str(&self.selectors);
+        }
+        q
+    }
+}
+
+/// The mix of a big cluster's watchers: kubelets on their node, namespaced
+/// controllers, cluster-wide informers, the scheduler's unscheduled pods,
+/// label selectors that objects move in and out of, single objects.
+fn shape(i: usize, starts: &[u64]) -> Shape {
+    let pods = "/api/v1/pods".to_string();
+    let (path, selectors) = match i % 10 {
+        0..=3 => (pods, format!("fieldSelector=spec.nodeName%3Dnode-{:04}", i % 20)),
+        4 => (format!("/api/v1/namespaces/ns-{:04}/pods", i % 4), String::new()),
+        5 => (pods, String::new()),
+        6 => (pods, "labelSelector=tier%3Dweb".into()),
+        7 => (pods, "fieldSelector=spec.nodeName%3D".into()),
+        8 => (pods, format!("fieldSelector=metadata.name%3Dapp-{:05}-{:07}", (i % 600) / 10, i % 600)),
+        _ => (
+            format!("/api/v1/namespaces/ns-{:04}/pods", i % 4),
+            "labelSelector=tier%20in%20(db,cache)&fieldSelector=status.phase%3DRunning".into(),
+        ),
+    };
+    let (rv, initial) = match i % 20 {
+        10 => (0, Some("")),
+        15 => (starts[0], Some("&sendInitialEvents=true&resourceVersionMatch=NotOlderThan")),
+        _ => (starts[i % starts.len()], None),
+    };
+    Shape { path, selectors, rv, initial, bookmarks: initial.is_some() || i % 3 != 0 }
+}
+
+/// One watcher's stream, checked on its own: the initial state (if asked)
+/// is the simulator's state at the revision of the initial-events-end
+/// bookmark; events are in strictly increasing revision order; bookmarks
+/// never go back. What remains to compare is the events after `start`.
+struct Examined {
+    start: u64,
+    events: Vec<Bytes>,
+}
+
+fn examine(sim: &Process, shape: &Shape, got: &Lines) -> Examined {
+    assert_eq!(got.status, 200, "{shape:?}");
+    let mut lines = got.lines.as_slice();
+    let mut start = shape.rv;
+    if shape.initial.is_some() {
+        let end = lines.iter().position(|l| is_bookmark(l)).unwrap_or_else(|| panic!("{shape:?}: no initial-events-end bookmark"));
+        assert!(String::from_utf8_lossy(&lines[end]).contains(r#""annotations":{"k8s.io/initial-events-end":"true"}"#));
+        start = frame_rv(&lines[end]);
+        assert!(start >= shape.rv);
+        let list = sim.get(&format!("{}?resourceVersion={start}&resourceVersionMatch=Exact&{}", shape.path, shape.selectors)).json();
+        let want: Vec<serde_json::Value> = list["items"].as_array().expect("items").iter().map(added).collect();
+        let initial: Vec<serde_json::Value> = lines[..end].iter().map(|l| parse(l)).collect();
+        assert!(initial == want, "{shape:?}: the initial events are not the state at {start}");
+        lines = &lines[end + 1..];
+    }
+    let mut last = start;
+    let mut events = Vec::new();
+    for l in lines {
+        let rv = frame_rv(l);
+        if is_bookmark(l) {
+            assert!(shape.bookmarks, "{shape:?}: a bookmark it did not allow");
+            assert!(rv >= last, "{shape:?}: a bookmark at {rv} after an event at {last}");
+        } else {
+            assert!(rv > last, "{shape:?}: {} at {rv} after {last}: out of order or duplicated", frame_type(l));
+            events.push(l.clone());
+        }
+        last = rv;
+    }
+    Examined { start, events }
+}
+
+/// The simulator's own watch for `shape` from `start`, once writes have stopped: every event since.
+fn sim_watch_url(sim: &Process, shape: &Shape, start: u64) -> String {
+    format!("{}{}?watch=1&resourceVersion={start}&timeoutSeconds=1&{}", sim.url, shape.path, shape.selectors)
+}
+
+/// Checks every watcher's stream against the simulator's (fetched once per
+/// distinct request, concurrently); returns how many events were compared.
+async fn check_against_sim(sim: &Process, shapes: &[Shape], got: &[Lines], client: &watching::Watcher) -> usize {
+    let examined: Vec<Examined> = shapes.iter().zip(got).map(|(shape, lines)| examine(sim, shape, lines)).collect();
+    let urls: std::collections::BTreeSet<String> = shapes.iter().zip(&examined).map(|(s, e)| sim_watch_url(sim, s, e.start)).collect();
+    let fetches: Vec<_> = urls
+        .into_iter()
+        .map(|url| {
+            let client = client.clone();
+            tokio::spawn(async move { (url.clone(), watching::watch(&client, &url, Duration::from_secs(30)).await) })
+        })
+        .collect();
+    let mut want = BTreeMap::new();
+    for f in fetches {
+        let (url, lines) = f.await.expect("the simulator's watch ran");
+        want.insert(url, lines.lines);
+    }
+    let mut compared = 0;
+    for (shape, e) in shapes.iter().zip(&examined) {
+        let want = &want[&sim_watch_url(sim, shape, e.start)];
+        assert!(
+            e.events == *want,
+            "{shape:?}: kache sent {} events, the simulator {} from {}; first difference at {:?}",
+            e.events.len(),
+            want.len(),
+            e.start,
+            e.events.iter().zip(want).position(|(a, b)| a != b)
+        );
+        compared += e.events.len();
+    }
+    compared
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_watchers_get_exactly_the_simulators_streams_through_upstream_faults() {
+    let sim = Process::sim(&["--pods", "600", "--nodes", "20", "--namespaces", "4", "--churn", "40", "--compact-interval", "0"]);
+    let kache = Process::kache(&sim.url, &["--resources", "pods", "--bookmark-interval", "1", "--watch-timeout", "3"]);
+    ready(&kache);
+    let mut starts = Vec::new();
+    for _ in 0..4 {
+        starts.push(kache_revision(&kache, "/api/v1/pods"));
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let client = watching::client();
+    let shapes: Vec<Shape> = (0..1000).map(|i| shape(i, &starts)).collect();
+    let url = kache.url.clone();
+    let streams: Vec<_> = shapes
+        .iter()
+        .map(|s| {
+            let (client, url) = (client.clone(), format!("{url}{}?{}", s.path, s.query(20)));
+            tokio::spawn(async move { watching::watch(&client, &url, Duration::from_secs(40)).await })
+        })
+        .collect();
+    eventually(Duration::from_secs(30), "every watcher registered", || (metric(&kache, "kache_watchers{") == 1000).then_some(()));
+    for fault in ["/_sim/drop-watches", "/_sim/stall?seconds=1", "/_sim/restart?reinit-seconds=1", "/_sim/drop-watches"] {
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        assert_eq!(sim.request("POST", fault, &[], None).status, 200, "{fault}");
+    }
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    quiesce(&sim, &kache, "/api/v1/pods");
+    let mut got = Vec::new();
+    for stream in streams {
+        got.push(stream.await.expect("the watcher ran"));
+    }
+    assert_eq!(metric(&kache, "kache_watches_served_total"), 1000);
+    // One upstream watch per resource, plus its resumptions after each fault and timeout.
+    let upstream = upstream_count(&sim, "pods", "watch");
+    assert_eq!(upstream, metric(&kache, "kache_upstream_watches_total{"), "every upstream watch is the reflector's");
+    assert!((2..40).contains(&upstream), "the simulator served {upstream} pod watches");
+    let compared = check_against_sim(&sim, &shapes, &got, &client).await;
+    assert!(compared > 10_000, "only {compared} events compared: the churn did not reach the watchers");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watcher_that_stops_reading_is_closed_and_the_others_stay_exact() {
+    let sim = Process::sim(&["--pods", "300", "--nodes", "5", "--namespaces", "2", "--churn", "400", "--compact-interval", "0"]);
+    let kache = Process::kache(&sim.url, &["--resources", "pods", "--watch-queue", "16"]);
+    ready(&kache);
+    let start = kache_revision(&kache, "/api/v1/pods");
+    let addr = kache.url.trim_start_matches("http://").to_string();
+    let mut stuck = std::net::TcpStream::connect(&addr).expect("connects");
+    write!(stuck, "GET /api/v1/pods?watch=1&resourceVersion={start} HTTP/1.1\r\nHost: {addr}\r\n\r\n").expect("sends");
+    let client = watching::client();
+    let shape = Shape { path: "/api/v1/pods".into(), selectors: String::new(), rv: start, initial: None, bookmarks: true };
+    let url = format!("{}{}?{}", kache.url, shape.path, shape.query(15));
+    let reader = tokio::spawn({
+        let client = client.clone();
+        async move { watching::watch(&client, &url, Duration::from_secs(30)).await }
+    });
+    eventually(Duration::from_secs(60), "the stuck watcher to be closed", || {
+        (metric(&kache, "kache_watchers_closed_slow_total{") >= 1).then_some(())
+    });
+    quiesce(&sim, &kache, "/api/v1/pods");
+    let got = reader.await.expect("the reader ran");
+    assert!(check_against_sim(&sim, &[shape], &[got], &client).await > 100);
+    eventually(Duration::from_secs(10), "both watchers gone", || (metric(&kache, "kache_watchers{") == 0).then_some(()));
+    drop(stuck);
+}
+
+/// The same request to kache and to the simulator: status and body.
+fn both(sim: &Process, kache: &Process, path: &str) -> (common::Resp, common::Resp) {
+    (kache.get(path), sim.get(path))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_shapes_and_errors_are_the_apiservers() {
+    let sim = Process::sim(&["--pods", "50", "--nodes", "2", "--namespaces", "2", "--churn", "50", "--compact-interval", "0"]);
+    let kache = Process::kache(&sim.url, &["--resources", "pods,configmaps", "--max-events", "20", "--wait-ms", "300"]);
+    ready(&kache);
+    let first = kache_revision(&kache, "/api/v1/pods");
+
+    // Refusals before the stream: the apiserver's Status bodies.
+    for query in [
+        "watch=1&resourceVersion=5&resourceVersionMatch=NotOlderThan",
+        "watch=1&sendInitialEvents=true",
+        "watch=1&fieldSelector=spec.bogus%3Dx",
+        "watch=1&resourceVersion=x",
+    ] {
+        let (k, s) = both(&sim, &kache, &format!("/api/v1/pods?{query}"));
+        assert_eq!((k.status, k.text()), (s.status, s.text()), "{query}");
+    }
+
+    // Older than kache's window (20 events): HTTP 200 and one ERROR 410.
+    eventually(Duration::from_secs(10), "the window to move", || (kache_revision(&kache, "/api/v1/pods") > first + 40).then_some(()));
+    let client = watching::client();
+    let old =
+        watching::watch(&client, &format!("{}/api/v1/pods?watch=1&resourceVersion={first}", kache.url), Duration::from_secs(10)).await;
+    assert_eq!((old.status, old.lines.len()), (200, 1), "{old:?}");
+    let status: serde_json::Value = serde_json::from_slice(&old.lines[0]).expect("JSON");
+    assert_eq!((status["type"].as_str(), status["object"]["code"].as_u64()), (Some("ERROR"), Some(410)));
+    assert_eq!(status["object"]["reason"], "Expired");
+    assert!(status["object"]["message"].as_str().unwrap_or("").starts_with(&format!("too old resource version: {first} (")));
+
+    // No revision: a consistent start, passed through (the simulator streams its state).
+    let passed = metric(&kache, "kache_watches_passed_through_total");
+    let consistent = watching::watch(
+        &client,
+        &format!("{}/api/v1/namespaces/ns-0001/pods?watch=1&timeoutSeconds=1", kache.url),
+        Duration::from_secs(10),
+    )
+    .await;
+    assert!(consistent.lines.iter().any(|l| frame_type(l) == "ADDED"));
+    assert_eq!(metric(&kache, "kache_watches_passed_through_total"), passed + 1);
+
+    // Initial events at a revision kache does not reach in time: passed through, and the simulator's ERROR 504.
+    let future = sim.revision() + 1_000_000;
+    let url =
+        format!("{}/api/v1/pods?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&resourceVersion={future}", kache.url);
+    let late = watching::watch(&client, &url, Duration::from_secs(15)).await;
+    assert_eq!(late.lines.len(), 1);
+    assert!(String::from_utf8_lossy(&late.lines[0]).contains("Too large resource version"));
+
+    // Selector transitions, byte for byte: a configmap leaves and re-enters `tier=web`.
+    assert_eq!(sim.request("POST", "/_sim/churn?rate=0", &[], None).status, 200);
+    let created = sim.post("/api/v1/namespaces/default/configmaps", &json!({"metadata": {"name": "moving", "labels": {"tier": "web"}}}));
+    assert_eq!(created.status, 201);
+    let from = created.json()["metadata"]["resourceVersion"].as_str().expect("a revision").to_string();
+    for tier in ["db", "web", "db"] {
+        let patch = json!({"metadata": {"labels": {"tier": tier}}}).to_string();
+        let r = sim.request(
+            "PATCH",
+            "/api/v1/namespaces/default/configmaps/moving",
+            &[("content-type", "application/merge-patch+json")],
+            Some(patch.as_bytes()),
+        );
+        assert_eq!(r.status, 200);
+    }
+    assert_eq!(sim.request("DELETE", "/api/v1/namespaces/default/configmaps/moving", &[], None).status, 200);
+    quiesce(&sim, &kache, "/api/v1/configmaps");
+    let path = format!("/api/v1/namespaces/default/configmaps?watch=1&resourceVersion={from}&timeoutSeconds=1&labelSelector=tier%3Dweb");
+    let (k, s) = (
+        watching::watch(&client, &format!("{}{path}", kache.url), Duration::from_secs(10)).await,
+        watching::watch(&client, &format!("{}{path}", sim.url), Duration::from_secs(10)).await,
+    );
+    let types: Vec<&str> = k.lines.iter().map(|l| frame_type(l)).collect();
+    assert_eq!(types, ["DELETED", "ADDED", "DELETED"]);
+    assert_eq!(k.lines, s.lines);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relist_ends_every_watch_cleanly_and_new_watches_see_the_new_state() {
+    let sim = Process::sim(&["--pods", "100", "--nodes", "2", "--namespaces", "2", "--churn", "20"]);
+    let kache = Process::kache(&sim.url, &["--resources", "pods"]);
+    ready(&kache);
+    let client = watching::client();
+    let start = kache_revision(&kache, "/api/v1/pods");
+    let url = format!("{}/api/v1/pods?watch=1&resourceVersion={start}&allowWatchBookmarks=true", kache.url);
+    let watchers: Vec<_> = (0..20)
+        .map(|_| {
+            let (client, url) = (client.clone(), url.clone());
+            tokio::spawn(async move { watching::watch(&client, &url, Duration::from_secs(60)).await })
+        })
+        .collect();
+    eventually(Duration::from_secs(10), "the watchers registered", || (metric(&kache, "kache_watchers{") == 20).then_some(()));
+    let lists = metric(&kache, "kache_upstream_lists_total{");
+    // etcd restored from a snapshot: revisions go back, kache re-lists.
+    assert_eq!(sim.request("POST", "/_sim/restart?reset=true", &[], None).status, 200);
+    eventually(Duration::from_secs(30), "kache to re-list", || (metric(&kache, "kache_upstream_lists_total{") > lists).then_some(()));
+    for w in watchers {
+        let got = tokio::time::timeout(Duration::from_secs(10), w).await.expect("the stream ends").expect("the watcher ran");
+        assert!(got.lines.iter().all(|l| frame_type(l) != "ERROR"), "the apiserver ends watches on a re-list without an ERROR");
+    }
+    let last = quiesce(&sim, &kache, "/api/v1/pods");
+    let fresh =
+        watching::watch(&client, &format!("{}/api/v1/pods?watch=1&resourceVersion=0&timeoutSeconds=1", kache.url), Duration::from_secs(10))
+            .await;
+    let list = sim.get(&format!("/api/v1/pods?resourceVersion={last}&resourceVersionMatch=Exact")).json();
+    let want: Vec<serde_json::Value> = list["items"].as_array().expect("items").iter().map(added).collect();
+    let got: Vec<serde_json::Value> = fresh.lines.iter().map(|l| parse(l)).collect();
+    assert!(got == want, "a new watch starts from the re-listed state");
+}
+
+#[test]
+fn kubectl_watches_through_kache() {
+    let sim = Process::sim(&["--pods", "20", "--nodes", "2", "--namespaces", "2"]);
+    let kache = Process::kache(&sim.url, &["--resources", "pods,configmaps"]);
+    ready(&kache);
+    let served = metric(&kache, "kache_watches_served_total");
+    let spawn = |args: &[&str]| {
+        let mut cmd = std::process::Command::new("kubectl");
+        cmd.arg("--server").arg(&kache.url).args(args).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::null());
+        cmd.env("KUBECONFIG", "/dev/null").env("HOME", std::env::temp_dir());
+        cmd.spawn().expect("kubectl runs")
+    };
+    // JSON output: kubectl lists (passed through: no revision), then watches from the list's revision (from memory).
+    let mut json_watch = spawn(&["get", "configmaps", "-n", "default", "-w", "-o", "json", "--output-watch-events"]);
+    // Table output: kubectl asks for tables, which are passed through.
+    let mut table_watch = spawn(&["get", "configmaps", "-n", "default", "-w", "--output-watch-events"]);
+    eventually(Duration::from_secs(20), "kubectl's watch from memory", || {
+        (metric(&kache, "kache_watches_served_total") > served).then_some(())
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(sim.post("/api/v1/namespaces/default/configmaps", &json!({"metadata": {"name": "watched"}})).status, 201);
+    std::thread::sleep(Duration::from_secs(2));
+    let _ = (json_watch.kill(), table_watch.kill());
+    let json_out = String::from_utf8(json_watch.wait_with_output().expect("output").stdout).expect("UTF-8");
+    let table_out = String::from_utf8(table_watch.wait_with_output().expect("output").stdout).expect("UTF-8");
+    assert!(json_out.lines().any(|l| l.contains("\"type\":\"ADDED\"") && l.contains("\"name\":\"watched\"")), "{json_out}");
+    assert!(table_out.lines().any(|l| l.starts_with("ADDED") && l.contains("watched")), "{table_out}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kube_reflectors_through_kache_converge_to_the_simulators_state() {
+    use futures::StreamExt;
+    use k8s_openapi::api::core::v1::Pod;
+    use kube::runtime::{WatchStreamExt, reflector, watcher};
+
+    let sim = Process::sim(&["--pods", "300", "--nodes", "3", "--namespaces", "3", "--churn", "100", "--compact-interval", "0"]);
+    let kache = Process::kache(&sim.url, &["--resources", "pods"]);
+    ready(&kache);
+    let client = kube::Client::try_from(kube::Config::new(kache.url.parse().expect("a URL"))).expect("a client");
+    let api: kube::Api<Pod> = kube::Api::all(client);
+    let mut stores = Vec::new();
+    let mut tasks = Vec::new();
+    for config in [watcher::Config::default(), watcher::Config::default().streaming_lists()] {
+        let (reader, writer) = reflector::store::<Pod>();
+        // As kube-rs advises: without a backoff a watcher retries a refused connection in a busy loop.
+        let stream = reflector(writer, watcher(api.clone(), config).default_backoff()).applied_objects();
+        tasks.push(tokio::spawn(stream.for_each(|_| async {})));
+        stores.push(Arc::new(reader));
+    }
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let last = quiesce(&sim, &kache, "/api/v1/pods");
+    let list = sim.get(&format!("/api/v1/pods?resourceVersion={last}&resourceVersionMatch=Exact")).json();
+    let want: BTreeMap<String, String> = list["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|p| (format!("{}/{}", p["metadata"]["namespace"], p["metadata"]["name"]), p["metadata"]["resourceVersion"].to_string()))
+        .collect();
+    for store in stores {
+        eventually(Duration::from_secs(30), "the reflector to converge", || {
+            let got: BTreeMap<String, String> = store
+                .state()
+                .iter()
+                .map(|p| {
+                    let m = &p.metadata;
+                    (
+                        format!("\"{}\"/\"{}\"", m.namespace.clone().unwrap_or_default(), m.name.clone().unwrap_or_default()),
+                        format!("\"{}\"", m.resource_version.clone().unwrap_or_default()),
+                    )
+                })
+                .collect();
+            (got == want).then_some(())
+        });
+    }
+    // kube-rs opens its streaming list at `resourceVersion=0`, so both reflectors' watches come from memory.
+    assert!(metric(&kache, "kache_watches_served_total") >= 2);
+    assert_eq!(upstream_count(&sim, "pods", "watch"), metric(&kache, "kache_upstream_watches_total{"), "no client watch reached upstream");
+    tasks.iter().for_each(tokio::task::JoinHandle::abort);
+}
