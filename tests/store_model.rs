@@ -18,7 +18,7 @@ type State = BTreeMap<String, Bytes>;
 
 /// An object whose labels and indexed field (`spec.nodeName`, absent for some) vary with `salt`.
 fn object(key: usize, rv: u64, salt: u8) -> CachedObject {
-    let node = if salt % 5 == 0 { String::new() } else { format!(r#","spec":{{"nodeName":"n{}"}}"#, salt % 4) };
+    let node = if salt.is_multiple_of(5) { String::new() } else { format!(r#","spec":{{"nodeName":"n{}"}}"#, salt % 4) };
     let json = format!(
         r#"{{"metadata":{{"name":"o{key:02}","namespace":"ns","resourceVersion":"{rv}","labels":{{"tier":"t{}"}}}},"data":{salt}{node}}}"#,
         salt % 3
