@@ -122,7 +122,7 @@ fn shape(i: usize, starts: &[u64]) -> Shape {
         15 => (starts[0], Some("&sendInitialEvents=true&resourceVersionMatch=NotOlderThan")),
         _ => (starts[i % starts.len()], None),
     };
-    Shape { path, selectors, rv, initial, bookmarks: initial.is_some() || i % 3 != 0 }
+    Shape { path, selectors, rv, initial, bookmarks: initial.is_some() || !i.is_multiple_of(3) }
 }
 
 /// One watcher's stream, checked on its own: the initial state (if asked)
