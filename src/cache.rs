@@ -28,6 +28,20 @@ pub struct CachedResource {
 }
 
 impl CachedResource {
+    /// A cached resource over `store`, which something else (a reflector,
+    /// or a test) fills.
+    pub fn new(info: Resource, store: StoreReader, status: Arc<ReflectorStatus>) -> CachedResource {
+        let type_prefix = Bytes::from(info.type_prefix());
+        CachedResource { info, store, status, type_prefix }
+    }
+
+    /// `base` with the indexes `info`'s store keeps: every label, and the
+    /// fields of [`INDEXED_FIELDS`] the resource has.
+    pub fn store_config(info: &Resource, base: &StoreConfig) -> StoreConfig {
+        let indexed_fields = info.fields.iter().enumerate().filter(|(_, (f, _))| INDEXED_FIELDS.contains(f)).map(|(i, _)| i).collect();
+        StoreConfig { indexed_fields, ..base.clone() }
+    }
+
     /// `o` as the apiserver writes a lone object (a GET, a watch event):
     /// with `kind` and `apiVersion` first. Stored list items of built-in
     /// resources lack them; the parts concatenated are the object (a stored
@@ -78,11 +92,9 @@ impl Cache {
         let mut resources = Vec::new();
         let mut tasks = Vec::new();
         for info in infos {
-            let indexed_fields = info.fields.iter().enumerate().filter(|(_, (f, _))| INDEXED_FIELDS.contains(f)).map(|(i, _)| i).collect();
-            let (writer, reader) = StoreWriter::new(StoreConfig { indexed_fields, ..store.clone() });
+            let (writer, reader) = StoreWriter::new(CachedResource::store_config(&info, store));
             let r = Reflector::new(client.clone(), info.clone(), reflector.clone(), StoreSink::new(&info, writer));
-            let type_prefix = Bytes::from(info.type_prefix());
-            resources.push(Arc::new(CachedResource { info, store: reader, status: r.status(), type_prefix }));
+            resources.push(Arc::new(CachedResource::new(info, reader, r.status())));
             tasks.push(tokio::spawn(r.run()));
         }
         Cache { resources, tasks }

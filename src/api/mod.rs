@@ -9,7 +9,7 @@
 //! pretty-printed. Every refusal is the apiserver's `Status` (invariant 7).
 
 pub mod body;
-mod filter;
+pub mod filter;
 pub mod list;
 mod metrics;
 pub mod watch;

@@ -125,11 +125,14 @@ impl Process {
         self.request("POST", path, &[("content-type", "application/json")], Some(body.to_string().as_bytes()))
     }
 
-    /// Sends SIGTERM and waits up to `timeout` for the process to exit.
-    pub fn terminate(&mut self, timeout: Duration) -> std::process::ExitStatus {
-        let pid = self.child.id().to_string();
-        assert!(Command::new("kill").args(["-TERM", &pid]).status().expect("kill runs").success());
+    /// Waits up to `timeout` for the process to exit.
+    pub fn wait(&mut self, timeout: Duration) -> std::process::ExitStatus {
         eventually(timeout, "the process to exit", || self.child.try_wait().expect("waitable"))
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// The simulator's current revision.

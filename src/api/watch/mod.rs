@@ -46,8 +46,7 @@ use rand::Rng;
 use tokio::sync::mpsc::error::TryRecvError;
 use tokio::time::{Instant, Sleep};
 
-pub use dispatcher::{Dispatcher, WatchStats};
-use dispatcher::{Frame, Subscription};
+pub use dispatcher::{Dispatcher, Frame, Stale, Subscription, WatchStats};
 
 use super::body::{self, ApiBody, BoxError};
 use super::filter::{Filter, Transition};

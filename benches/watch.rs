@@ -1,0 +1,125 @@
+//! Watch and selection micro-benchmarks on realistic pods (the simulator's
+//! 4.6 KB pods of ReplicaSets):
+//!
+//! - `dispatch`: the cost per event of fanning it out to 1,000 or 10,000
+//!   kubelet-pattern watchers (`spec.nodeName=node-i`, one per node) plus 0
+//!   or 100 cluster-wide ones — from publish to every frame queued. It must
+//!   not grow with the watchers an event does not concern.
+//! - `select`: a list of one node's 100 pods and of one deployment's pods
+//!   (the node and label indexes), against a field no index holds (a scan),
+//!   on 50,000 pods.
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use apimachinery::params::ListOptions;
+use apimachinery::resource::Resource;
+use bytes::Bytes;
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use kache::api::filter::Filter;
+use kache::api::list::{self, Answer};
+use kache::api::watch::{Dispatcher, Subscription};
+use kache::cache::CachedResource;
+use kache::store::{CachedObject, EventType, StoreConfig, StoreWriter};
+
+const PODS: usize = 50_000;
+
+fn pods() -> Resource {
+    Resource::new("", "v1", "pods", "Pod", true)
+}
+
+/// The simulator's `i`-th pod on one of `nodes`, at revision `rv`, as the store parses it.
+fn pod(i: usize, nodes: usize, rv: u64) -> CachedObject {
+    let (_, mut v) = sim::generate::pod(i, nodes, 10);
+    v["metadata"]["resourceVersion"] = rv.to_string().into();
+    CachedObject::parse(Bytes::from(serde_json::to_vec(&v).expect("JSON")), &pods().field_paths()).expect("a pod")
+}
+
+/// A cached resource of `PODS` pods on `nodes` nodes, and its writer.
+fn cluster(nodes: usize) -> (StoreWriter, Arc<CachedResource>, u64) {
+    let info = pods();
+    let (mut writer, reader) = StoreWriter::new(CachedResource::store_config(&info, &StoreConfig::default()));
+    writer.replace((0..PODS).map(|i| pod(i, nodes, i as u64 + 1)).collect(), PODS as u64);
+    writer.publish();
+    (writer, Arc::new(CachedResource::new(info, reader, Arc::default())), PODS as u64)
+}
+
+fn filter(query: &str) -> Filter {
+    Filter::new(&pods(), None, &ListOptions::decode(query).expect("options"))
+}
+
+fn dispatch(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("a runtime");
+    let mut group = c.benchmark_group("dispatch");
+    group.throughput(Throughput::Elements(1)).sample_size(20).measurement_time(Duration::from_secs(5));
+    for nodes in [1_000, 10_000] {
+        for cluster_wide in [0, 100] {
+            let (mut writer, res, mut rv) = cluster(nodes);
+            let epoch = res.store.view().epoch();
+            let dispatcher = rt.block_on(async { Dispatcher::start(res.clone()) });
+            let mut subs: Vec<Subscription> = rt.block_on(async {
+                let mut subs = Vec::new();
+                for n in 0..nodes {
+                    let f = filter(&format!("fieldSelector=spec.nodeName%3Dnode-{n:04}"));
+                    subs.push(dispatcher.subscribe(f, epoch, 1024).await.expect("registered"));
+                }
+                for _ in 0..cluster_wide {
+                    subs.push(dispatcher.subscribe(filter(""), epoch, 1024).await.expect("registered"));
+                }
+                subs
+            });
+            let id = BenchmarkId::new(format!("{nodes} kubelets"), format!("{cluster_wide} cluster-wide"));
+            group.bench_function(id, |b| {
+                b.iter_custom(|iters| {
+                    let mut spent = Duration::ZERO;
+                    // Batches of 100 events, one publish each, then every queue drained (not timed).
+                    for batch in 0..iters.div_ceil(100) {
+                        let n = (iters - batch * 100).min(100);
+                        let objects: Vec<CachedObject> = (0..n).map(|k| pod((rv + k) as usize % PODS, nodes, rv + k + 1)).collect();
+                        let started = Instant::now();
+                        for o in objects {
+                            rv += 1;
+                            writer.apply(EventType::Modified, o, started).expect("applies");
+                        }
+                        writer.publish();
+                        while subs[0].dispatched() < rv {
+                            std::thread::yield_now();
+                        }
+                        spent += started.elapsed();
+                        for s in &mut subs {
+                            while s.frames.try_recv().is_ok() {}
+                        }
+                    }
+                    spent
+                })
+            });
+            drop(subs);
+        }
+    }
+    group.finish();
+}
+
+fn select(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
+    // 100 pods a node, 10 a deployment.
+    let (_writer, res, _) = cluster(PODS / 100);
+    let mut group = c.benchmark_group("select");
+    for (name, query) in [
+        ("node's 100 pods (index)", "resourceVersion=0&fieldSelector=spec.nodeName%3Dnode-0007"),
+        ("app=X, 10 pods (index)", "resourceVersion=0&labelSelector=app%3Dapp-77"),
+        ("status.phase=Pending (scan)", "resourceVersion=0&fieldSelector=status.phase%3DPending"),
+    ] {
+        let opts = ListOptions::decode(query).expect("options");
+        group.bench_function(name, |b| {
+            b.iter(|| match rt.block_on(list::list(&res, None, &opts, Duration::ZERO)) {
+                Ok(Answer::Page(p)) => black_box(p.items.len()),
+                other => panic!("{other:?}"),
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, dispatch, select);
+criterion_main!(benches);

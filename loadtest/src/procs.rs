@@ -1,0 +1,102 @@
+//! The processes under test: the simulator and kache started from the
+//! kache binary on loopback (killed when dropped), their CPU time and
+//! memory read from `/proc`, and the HTTP client that talks to them.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Empty};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+
+/// A child process killed on drop, and the URL it printed.
+pub struct Proc {
+    child: Child,
+    /// `http://127.0.0.1:PORT`.
+    pub url: String,
+}
+
+impl Proc {
+    /// Runs `bin ARGS` and waits for the line with its address (printed once it serves).
+    pub fn spawn(bin: &str, args: &[&str]) -> anyhow::Result<Proc> {
+        let mut child =
+            Command::new(bin).args(args).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().with_context(|| format!("running {bin}"))?;
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().context("stdout")?).read_line(&mut line)?;
+        let url =
+            line.split_whitespace().find(|w| w.starts_with("http://")).with_context(|| format!("no address in {line:?}"))?.to_string();
+        Ok(Proc { child, url })
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// User + system CPU seconds of a process so far.
+pub fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+    let ticks: f64 = fields.get(11..13).map_or(0.0, |f| f.iter().filter_map(|v| v.parse::<f64>().ok()).sum());
+    ticks / 100.0
+}
+
+/// Resident memory now and at its peak, in bytes (`VmRSS`, `VmHWM`).
+pub fn memory(pid: u32) -> (u64, u64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let kib = |key: &str| {
+        status.lines().find_map(|l| l.strip_prefix(key)).and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok()).unwrap_or(0) * 1024
+    };
+    (kib("VmRSS:"), kib("VmHWM:"))
+}
+
+/// A pooled HTTP/1.1 client.
+pub type HttpClient = Client<HttpConnector, Empty<Bytes>>;
+
+/// A new client.
+pub fn client() -> HttpClient {
+    Client::builder(TokioExecutor::new()).build(HttpConnector::new())
+}
+
+/// `GET url`, whole body.
+pub async fn get(client: &HttpClient, url: &str, gzip: bool) -> anyhow::Result<(u16, Bytes)> {
+    let mut req = hyper::Request::get(url);
+    if gzip {
+        req = req.header("accept-encoding", "gzip");
+    }
+    let resp = client.request(req.body(Empty::new())?).await?;
+    let status = resp.status().as_u16();
+    Ok((status, resp.into_body().collect().await?.to_bytes()))
+}
+
+/// Waits until `url` answers 200 (a process's `/readyz`).
+pub async fn ready(client: &HttpClient, url: &str, within: Duration) -> anyhow::Result<()> {
+    let deadline = Instant::now() + within;
+    while get(client, url, false).await.map(|r| r.0).unwrap_or(0) != 200 {
+        if Instant::now() > deadline {
+            bail!("{url} did not become ready");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    Ok(())
+}
+
+/// The first `metadata.resourceVersion` in a body, without parsing it.
+pub fn first_revision(body: &[u8]) -> Option<u64> {
+    let key = b"\"resourceVersion\":\"";
+    let at = body.windows(key.len()).position(|w| w == key)? + key.len();
+    let digits = body[at..].iter().take_while(|b| b.is_ascii_digit()).count();
+    std::str::from_utf8(&body[at..at + digits]).ok()?.parse().ok()
+}
