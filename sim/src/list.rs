@@ -76,6 +76,10 @@ pub async fn list(state: &State, res: ResourceId, namespace: Option<&str>, opts:
         }
     };
     let db = state.db.read();
+    if plan.read == Read::MostRecent {
+        // A consistent read makes the watch cache catch up with etcd.
+        db.progress(res);
+    }
     let at = at.unwrap_or(db.rev());
     if at < db.oldest() {
         return Err(ApiError::list_too_old());

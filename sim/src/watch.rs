@@ -30,6 +30,10 @@ const INITIAL_RV_WAIT: Duration = Duration::from_secs(3);
 /// The apiserver sends the last bookmark this long before `timeoutSeconds` ends a watch.
 const BOOKMARK_BEFORE_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// The apiserver dispatches due bookmarks on a tick of 1–1.25 s: a bookmark
+/// due at T goes out up to this long after T.
+const BOOKMARK_TICK: Duration = Duration::from_millis(1250);
+
 /// Frames buffered per watcher before the watch task waits on the client.
 const FRAME_BUFFER: usize = 256;
 
@@ -79,7 +83,10 @@ impl Renderer<'_> {
 struct Start {
     frames: Vec<Bytes>,
     rx: broadcast::Receiver<Arc<Event>>,
+    /// Events at or before this revision are not sent.
     rev: u64,
+    /// The revision when `rx` subscribed: every later event arrives on it.
+    seen: u64,
 }
 
 /// Validates a watch and returns the channel its frames arrive on. Errors
@@ -116,21 +123,29 @@ pub async fn watch(
         let rx = db.subscribe();
         if initial {
             let prefix = rt.prefix(namespace.as_deref());
-            let rev = db.rev();
+            // Revision 0 takes the cache as it is; otherwise (unset: a
+            // consistent start; or a revision waited for) the cache catches up first.
+            if requested != 0 || opts.resource_version.is_empty() {
+                db.progress(res);
+            }
+            let rev = if opts.resource_version == "0" { db.cache_rv(res) } else { db.rev() };
+            // The resource has no event after its cache revision: its state there is its state now.
             let mut frames: Vec<Bytes> = db
-                .range(res, &prefix, &prefix, rev)
+                .range(res, &prefix, &prefix, db.rev())
                 .filter(|(_, o)| r.filter.matches(o))
                 .map(|(_, o)| r.frame(EventType::Added, o))
                 .collect();
             if opts.allow_watch_bookmarks {
                 frames.push(r.bookmark(rev, true));
             }
-            Start { frames, rx, rev }
+            Start { frames, rx, rev, seen: db.rev() }
         } else {
             // Unset or `0` without initial events: changes from now on.
             let from = if requested == 0 { db.rev() } else { requested };
             match db.events_after(res, from) {
-                Some(events) => Start { frames: events.iter().filter_map(|e| r.event(e)).collect(), rx, rev: from.max(db.oldest()) },
+                Some(events) => {
+                    Start { frames: events.iter().filter_map(|e| r.event(e)).collect(), rx, rev: from.max(db.oldest()), seen: db.rev() }
+                }
                 None => {
                     let err = ApiError::watch_too_old(from, db.oldest());
                     drop(db);
@@ -148,7 +163,7 @@ async fn stream(state: Arc<State>, res: ResourceId, namespace: Option<String>, o
     let rt = registry.get(res);
     let r = Renderer { rt, filter: Filter::new(rt, &opts), namespace: namespace.as_deref(), res };
     let mut drop_rx = state.drop_signal();
-    let Start { frames, mut rx, rev } = start;
+    let Start { frames, mut rx, rev, seen } = start;
     for f in frames {
         if tx.send(f).await.is_err() {
             return;
@@ -160,12 +175,17 @@ async fn stream(state: Arc<State>, res: ResourceId, namespace: Option<String>, o
         None => Duration::from_secs(rand::rng().random_range(1800..3600)),
     };
     let deadline = Instant::now() + lifetime;
-    let last_bookmark_at = deadline.checked_sub(BOOKMARK_BEFORE_TIMEOUT).filter(|t| *t > Instant::now());
+    let tick_delay = BOOKMARK_TICK.mul_f64(rand::rng().random_range(0.0..1.0));
+    let last_bookmark_at = deadline.checked_sub(BOOKMARK_BEFORE_TIMEOUT).filter(|t| *t > Instant::now()).map(|t| t + tick_delay);
     let mut sent_last_bookmark = false;
     let mut ticker = tokio::time::interval_at(Instant::now() + state.config.bookmark_interval, state.config.bookmark_interval);
-    let mut delivered = rev;
+    // Every event up to here has been passed on (or skipped as not this watch's).
+    let mut delivered = seen;
     // The apiserver sends a bookmark only when it is newer than what the watcher last got.
     let mut last_sent = rev;
+    // A bookmark carries the resource's watch-cache revision, but never one
+    // whose events this stream has not passed yet.
+    let bookmark_rv = |delivered: u64| state.db.read().cache_rv(res).min(delivered);
     loop {
         tokio::select! {
             ev = rx.recv() => match ev {
@@ -184,19 +204,23 @@ async fn stream(state: Arc<State>, res: ResourceId, namespace: Option<String>, o
                 // Lagged: this watcher fell too far behind; closed: the store was replaced.
                 Err(_) => return,
             },
-            _ = ticker.tick(), if opts.allow_watch_bookmarks && delivered > last_sent => {
-                if tx.send(r.bookmark(delivered, false)).await.is_err() {
-                    return;
+            _ = ticker.tick(), if opts.allow_watch_bookmarks => {
+                let at = bookmark_rv(delivered);
+                if at > last_sent {
+                    if tx.send(r.bookmark(at, false)).await.is_err() {
+                        return;
+                    }
+                    last_sent = at;
                 }
-                last_sent = delivered;
             }
             _ = tokio::time::sleep_until(last_bookmark_at.unwrap_or(deadline)), if opts.allow_watch_bookmarks && !sent_last_bookmark && last_bookmark_at.is_some() => {
                 sent_last_bookmark = true;
-                if delivered > last_sent {
-                    if tx.send(r.bookmark(delivered, false)).await.is_err() {
+                let at = bookmark_rv(delivered);
+                if at > last_sent {
+                    if tx.send(r.bookmark(at, false)).await.is_err() {
                         return;
                     }
-                    last_sent = delivered;
+                    last_sent = at;
                 }
             }
             _ = tokio::time::sleep_until(deadline) => return,
