@@ -17,11 +17,15 @@ use apimachinery::params::ListOptions;
 use apimachinery::resource::Resource;
 use bytes::Bytes;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use kache::api::Waits;
 use kache::api::filter::Filter;
 use kache::api::list::{self, Answer};
 use kache::api::watch::{Dispatcher, Subscription};
 use kache::cache::CachedResource;
 use kache::store::{CachedObject, EventType, StoreConfig, StoreWriter};
+use kache::upstream::client::Client;
+use kache::upstream::connect::ConnectArgs;
+use kache::upstream::freshness::Freshness;
 
 const PODS: usize = 50_000;
 
@@ -36,13 +40,17 @@ fn pod(i: usize, nodes: usize, rv: u64) -> CachedObject {
     CachedObject::parse(Bytes::from(serde_json::to_vec(&v).expect("JSON")), &pods().field_paths()).expect("a pod")
 }
 
-/// A cached resource of `PODS` pods on `nodes` nodes, and its writer.
-fn cluster(nodes: usize) -> (StoreWriter, Arc<CachedResource>, u64) {
+/// A cached resource of `PODS` pods on `nodes` nodes, and its writer (no
+/// upstream: the benchmarks make no consistent reads).
+fn cluster(rt: &tokio::runtime::Runtime, nodes: usize) -> (StoreWriter, Arc<CachedResource>, u64) {
     let info = pods();
     let (mut writer, reader) = StoreWriter::new(CachedResource::store_config(&info, &StoreConfig::default()));
     writer.replace((0..PODS).map(|i| pod(i, nodes, i as u64 + 1)).collect(), PODS as u64);
     writer.publish();
-    (writer, Arc::new(CachedResource::new(info, reader, Arc::default())), PODS as u64)
+    let nowhere = ConnectArgs { server: Some("http://127.0.0.1:9".into()), ..ConnectArgs::default() };
+    let client = Client::new(&rt.block_on(nowhere.resolve()).expect("credentials")).expect("a client");
+    let fresh = Arc::new(Freshness::new(client, info.clone(), reader.clone(), tokio::sync::mpsc::unbounded_channel().0));
+    (writer, Arc::new(CachedResource::new(info, reader, Arc::default(), fresh)), PODS as u64)
 }
 
 fn filter(query: &str) -> Filter {
@@ -55,7 +63,7 @@ fn dispatch(c: &mut Criterion) {
     group.throughput(Throughput::Elements(1)).sample_size(20).measurement_time(Duration::from_secs(5));
     for nodes in [1_000, 10_000] {
         for cluster_wide in [0, 100] {
-            let (mut writer, res, mut rv) = cluster(nodes);
+            let (mut writer, res, mut rv) = cluster(&rt, nodes);
             let epoch = res.store.view().epoch();
             let dispatcher = rt.block_on(async { Dispatcher::start(res.clone()) });
             let mut subs: Vec<Subscription> = rt.block_on(async {
@@ -103,7 +111,7 @@ fn dispatch(c: &mut Criterion) {
 fn select(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
     // 100 pods a node, 10 a deployment.
-    let (_writer, res, _) = cluster(PODS / 100);
+    let (_writer, res, _) = cluster(&rt, PODS / 100);
     let mut group = c.benchmark_group("select");
     for (name, query) in [
         ("node's 100 pods (index)", "resourceVersion=0&fieldSelector=spec.nodeName%3Dnode-0007"),
@@ -112,7 +120,8 @@ fn select(c: &mut Criterion) {
     ] {
         let opts = ListOptions::decode(query).expect("options");
         group.bench_function(name, |b| {
-            b.iter(|| match rt.block_on(list::list(&res, None, &opts, Duration::ZERO)) {
+            let waits = Waits { revision: Duration::ZERO, consistent: Duration::ZERO };
+            b.iter(|| match rt.block_on(list::list(&res, None, &opts, &waits)) {
                 Ok(Answer::Page(p)) => black_box(p.items.len()),
                 other => panic!("{other:?}"),
             })

@@ -5,12 +5,14 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
+use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use apimachinery::resource::Resource;
 
 use crate::store::{CachedObject, StoreConfig, StoreReader, StoreWriter};
 use crate::upstream::client::Client;
+use crate::upstream::freshness::Freshness;
 use crate::upstream::reflector::{Reflector, ReflectorConfig, ReflectorStatus};
 use crate::upstream::store_sink::{StoreSink, carries_type};
 
@@ -23,16 +25,18 @@ pub struct CachedResource {
     pub store: StoreReader,
     /// Its reflector's readiness and counters.
     pub status: Arc<ReflectorStatus>,
+    /// Proof that its store is fresh, for consistent reads.
+    pub fresh: Arc<Freshness>,
     /// `{"kind":K,"apiVersion":V,`, spliced into stored list items that lack it.
     type_prefix: Bytes,
 }
 
 impl CachedResource {
     /// A cached resource over `store`, which something else (a reflector,
-    /// or a test) fills.
-    pub fn new(info: Resource, store: StoreReader, status: Arc<ReflectorStatus>) -> CachedResource {
+    /// or a test) fills and to which `fresh`'s proofs go.
+    pub fn new(info: Resource, store: StoreReader, status: Arc<ReflectorStatus>, fresh: Arc<Freshness>) -> CachedResource {
         let type_prefix = Bytes::from(info.type_prefix());
-        CachedResource { info, store, status, type_prefix }
+        CachedResource { info, store, status, fresh, type_prefix }
     }
 
     /// `base` with the indexes `info`'s store keeps: every label, and the
@@ -55,11 +59,10 @@ impl CachedResource {
         self.with_type(o.at_revision(rv).to_vec())
     }
 
-    /// Whether the store has confirmed `rv`, waiting up to `wait` for it.
+    /// Whether the store has confirmed `rv`, waiting up to `wait` for it
+    /// (and proving a quiet resource's progress meanwhile).
     pub async fn reached(&self, rv: u64, wait: std::time::Duration) -> bool {
-        let mut rx = self.store.subscribe();
-        let reached = tokio::time::timeout(wait, rx.wait_for(|confirmed| *confirmed >= rv)).await;
-        matches!(reached, Ok(Ok(_))) || self.store.view().confirmed_rv() >= rv
+        self.fresh.reach(rv, std::time::Instant::now() + wait).await
     }
 
     /// `parts` (an object in list-item form) with the type spliced in front.
@@ -93,9 +96,12 @@ impl Cache {
         let mut tasks = Vec::new();
         for info in infos {
             let (writer, reader) = StoreWriter::new(CachedResource::store_config(&info, store));
-            let r = Reflector::new(client.clone(), info.clone(), reflector.clone(), StoreSink::new(&info, writer));
-            resources.push(Arc::new(CachedResource::new(info, reader, r.status())));
+            let (proofs, proven) = mpsc::unbounded_channel();
+            let fresh = Arc::new(Freshness::new(client.clone(), info.clone(), reader.clone(), proofs));
+            let r = Reflector::new(client.clone(), info.clone(), reflector.clone(), StoreSink::new(&info, writer)).with_proofs(proven);
+            resources.push(Arc::new(CachedResource::new(info, reader, r.status(), fresh.clone())));
             tasks.push(tokio::spawn(r.run()));
+            tasks.push(tokio::spawn(fresh.run()));
         }
         Cache { resources, tasks }
     }

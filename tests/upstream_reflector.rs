@@ -76,6 +76,10 @@ impl Sink for Recorder {
     }
 
     fn flush(&mut self) {}
+
+    fn epoch(&self) -> u64 {
+        self.0.lock().replaces as u64
+    }
 }
 
 /// Feeds the recorder and the real store alike.
@@ -101,6 +105,10 @@ impl Sink for Tee {
 
     fn flush(&mut self) {
         self.1.flush();
+    }
+
+    fn epoch(&self) -> u64 {
+        self.1.epoch()
     }
 }
 

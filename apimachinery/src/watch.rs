@@ -123,8 +123,8 @@ struct BookmarkMeta<'a> {
     resource_version: &'a str,
 }
 
-/// The revision a BOOKMARK object carries.
-pub fn bookmark_revision(object: &[u8]) -> Result<u64, DecodeError> {
+/// A watch event object's `metadata.resourceVersion` (a bookmark's revision, or an event's).
+pub fn object_revision(object: &[u8]) -> Result<u64, DecodeError> {
     let b: BookmarkObject<'_> = serde_json::from_slice(object).map_err(|e| DecodeError(format!("a bad bookmark: {e}")))?;
     parse_revision(b.metadata.resource_version)
 }
@@ -213,7 +213,7 @@ mod tests {
             }
             assert_eq!(frames.len(), 2, "split at {split}");
             assert_eq!((frames[0].typ, &frames[0].object[..]), (EventType::Added, &b"{\"a\":1}"[..]));
-            assert_eq!((frames[1].typ, bookmark_revision(&frames[1].object).unwrap()), (EventType::Bookmark, 9));
+            assert_eq!((frames[1].typ, object_revision(&frames[1].object).unwrap()), (EventType::Bookmark, 9));
             assert!(!d.has_partial());
         }
     }

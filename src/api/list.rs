@@ -2,7 +2,7 @@
 //!
 //! | request | answer |
 //! |---|---|
-//! | `resourceVersion` unset (Most Recent) | passed through: only a quorum read proves freshness |
+//! | `resourceVersion` unset (Most Recent), or a continue token at `-1` | the head once proven fresh (`upstream::freshness`), else passed through |
 //! | `0` (Any) | the head snapshot, whole (`limit` ignored, as the apiserver does) |
 //! | `N`, NotOlderThan | the head once `confirmed_rv >= N` (waiting briefly), else passed through |
 //! | `N`, Exact (or legacy `N` with `limit`) | the snapshot at `N` if in the window; below it or not reached in time, passed through |
@@ -21,6 +21,7 @@ use apimachinery::list::{ListMeta, ListPlan, Read, check_fields};
 use apimachinery::params::ListOptions;
 use apimachinery::status::ApiError;
 
+use super::Waits;
 use super::filter::Filter;
 use crate::cache::CachedResource;
 use crate::store::{CachedObject, Snapshot, StoreError};
@@ -44,21 +45,24 @@ pub enum Answer {
 }
 
 /// Answers a validated list request for `res` in `namespace` (or all).
-pub async fn list(res: &CachedResource, namespace: Option<&str>, opts: &ListOptions, wait: Duration) -> Result<Answer, ApiError> {
+pub async fn list(res: &CachedResource, namespace: Option<&str>, opts: &ListOptions, waits: &Waits) -> Result<Answer, ApiError> {
     check_fields(&res.info, opts)?;
     let prefix = res.info.prefix(namespace);
     let plan = ListPlan::of(opts, &prefix)?;
     let snapshot = match plan.read {
-        Read::MostRecent if plan.continued.is_some() => return Ok(Answer::Upstream("continue at the latest revision")),
-        Read::MostRecent => return Ok(Answer::Upstream("most recent")),
+        // A consistent read (or a continue token at the latest revision): the head once proven fresh.
+        Read::MostRecent => match res.fresh.consistent(waits.consistent).await {
+            Ok(_) => res.store.view().head().clone(),
+            Err(why) => return Ok(Answer::Upstream(why.as_str())),
+        },
         Read::Any => res.store.view().head().clone(),
         Read::NotOlderThan(rv) => {
-            if !res.reached(rv, wait).await {
+            if !res.reached(rv, waits.revision).await {
                 return Ok(Answer::Upstream("revision not reached"));
             }
             res.store.view().head().clone()
         }
-        Read::Exact(rv) => match exact(res, rv, wait).await {
+        Read::Exact(rv) => match exact(res, rv, waits.revision).await {
             Some(s) => s,
             None => return Ok(Answer::Upstream("revision outside the window")),
         },

@@ -5,18 +5,41 @@
 use std::fmt::Write;
 use std::sync::atomic::Ordering;
 
+use crate::upstream::freshness::{NotFresh, WAIT_BUCKETS};
+
 use super::Api;
 use super::watch::WatchStats;
 
+/// The text being written.
+struct Exposition(String);
+
+impl Exposition {
+    /// One metric family of integer samples, each with its labels (`{…}` or empty).
+    fn family(&mut self, name: &str, kind: &str, help: &str, samples: Vec<(String, u64)>) {
+        let _ = writeln!(self.0, "# HELP {name} {help}\n# TYPE {name} {kind}");
+        for (labels, v) in samples {
+            let _ = writeln!(self.0, "{name}{labels} {v}");
+        }
+    }
+
+    /// One histogram family: per label set, cumulative bucket counts (the last `+Inf`), sum and count.
+    fn histogram(&mut self, name: &str, help: &str, bounds: &[f64], series: Vec<(String, Vec<u64>, f64)>) {
+        let _ = writeln!(self.0, "# HELP {name} {help}\n# TYPE {name} histogram");
+        for (labels, buckets, sum) in series {
+            let les = bounds.iter().map(f64::to_string).chain(["+Inf".to_string()]);
+            for (le, n) in les.zip(&buckets) {
+                let _ = writeln!(self.0, "{name}_bucket{{{labels},le=\"{le}\"}} {n}");
+            }
+            let _ = writeln!(self.0, "{name}_sum{{{labels}}} {sum}");
+            let _ = writeln!(self.0, "{name}_count{{{labels}}} {}", buckets.last().copied().unwrap_or(0));
+        }
+    }
+}
+
 /// The exposition text.
 pub fn render(api: &Api) -> String {
-    let mut out = String::new();
-    let mut metric = |name: &str, kind: &str, help: &str, samples: Vec<(String, u64)>| {
-        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
-        for (labels, v) in samples {
-            let _ = writeln!(out, "{name}{labels} {v}");
-        }
-    };
+    let mut out = Exposition(String::new());
+    let mut metric = |name: &str, kind: &str, help: &str, samples: Vec<(String, u64)>| out.family(name, kind, help, samples);
     let c = &api.counters;
     metric(
         "kache_lists_served_total",
@@ -87,6 +110,44 @@ pub fn render(api: &Api) -> String {
         "1 while the resource's upstream watch is open.",
         per(&|r| u64::from(r.status.is_watching())),
     );
+    metric(
+        "kache_consistent_reads_fresh_total",
+        "counter",
+        "Consistent reads proven fresh and answered from memory.",
+        per(&|r| r.fresh.stats.fresh.load(Ordering::Relaxed)),
+    );
+    let passed: Vec<(String, u64)> = api
+        .cache
+        .resources()
+        .iter()
+        .flat_map(|r| {
+            [NotFresh::Quiet, NotFresh::Probe, NotFresh::Timeout].map(|why| {
+                (
+                    format!("{{resource=\"{}\",reason=\"{}\"}}", r.info.qualified(), why.as_str()),
+                    r.fresh.stats.passed[why as usize].load(Ordering::Relaxed),
+                )
+            })
+        })
+        .collect();
+    metric("kache_consistent_reads_passed_through_total", "counter", "Consistent reads passed through, by reason.", passed);
+    metric(
+        "kache_freshness_probes_total",
+        "counter",
+        "Upstream revision probes for consistent reads.",
+        per(&|r| r.fresh.stats.probes.load(Ordering::Relaxed)),
+    );
+    metric(
+        "kache_freshness_catch_ups_total",
+        "counter",
+        "Catch-up watches opened to prove a quiet resource fresh.",
+        per(&|r| r.fresh.stats.catch_ups.load(Ordering::Relaxed)),
+    );
+    metric(
+        "kache_freshness_proofs_total",
+        "counter",
+        "Catch-up watches that proved a revision.",
+        per(&|r| r.fresh.stats.proofs.load(Ordering::Relaxed)),
+    );
     let watch = |f: &dyn Fn(&WatchStats) -> u64| -> Vec<(String, u64)> {
         api.cache
             .resources()
@@ -108,5 +169,21 @@ pub fn render(api: &Api) -> String {
         "Watchers closed because they fell a full queue behind.",
         watch(&|s| s.closed_slow.load(Ordering::Relaxed)),
     );
-    out
+    let waits = api
+        .cache
+        .resources()
+        .iter()
+        .map(|r| {
+            let s = &r.fresh.stats;
+            let buckets = s.waited.iter().map(|n| n.load(Ordering::Relaxed)).collect();
+            (format!("resource=\"{}\"", r.info.qualified()), buckets, s.waited_micros.load(Ordering::Relaxed) as f64 / 1e6)
+        })
+        .collect();
+    out.histogram(
+        "kache_consistent_wait_seconds",
+        "How long consistent reads answered from memory waited for proof.",
+        &WAIT_BUCKETS,
+        waits,
+    );
+    out.0
 }

@@ -42,18 +42,30 @@ use watch::{Dispatcher, WatchConfig};
 const GZIP_THRESHOLD: usize = 128 * 1024;
 
 /// Serving settings.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct ApiConfig {
-    /// How long a list for a revision kache has not confirmed yet waits
-    /// before it is passed through (the apiserver's cache waits 3 s).
-    pub wait: Duration,
+    /// How long reads wait for the store before they are passed through.
+    pub waits: Waits,
     /// Watches.
     pub watch: WatchConfig,
 }
 
-impl Default for ApiConfig {
+/// How long a read may wait for the store before it is passed through.
+#[derive(Debug, Clone, Copy)]
+pub struct Waits {
+    /// For a revision the client named that kache has not confirmed yet
+    /// (the apiserver's cache waits 3 s for one).
+    pub revision: Duration,
+    /// For a consistent read (no `resourceVersion`): the probe and the
+    /// store's progress past upstream's revision together.
+    pub consistent: Duration,
+}
+
+impl Default for Waits {
     fn default() -> Self {
-        ApiConfig { wait: Duration::from_secs(3), watch: WatchConfig::default() }
+        // 50 ms: a resource written 100 times a second gets its next event within
+        // that 99% of the time; longer, and a small read would be slower than upstream.
+        Waits { revision: Duration::from_secs(3), consistent: Duration::from_millis(50) }
     }
 }
 
@@ -245,7 +257,7 @@ async fn handle(api: &Api, req: Request<Incoming>) -> Response<ApiBody> {
     {
         let answer = match t.name {
             None => serve_collection(api, &t, &query, req.headers()).await,
-            Some(name) => serve_get(t.res, t.namespace, name, &query).inspect(|_| {
+            Some(name) => serve_get(t.res, t.namespace, name, &query, &api.config.waits).await.inspect(|_| {
                 api.counters.gets_served.fetch_add(1, Ordering::Relaxed);
             }),
         };
@@ -268,7 +280,7 @@ async fn serve_collection(api: &Api, t: &Target<'_>, query: &str, headers: &Head
     }
     if opts.watch {
         let stopping = api.stopping.subscribe();
-        return match watch::watch(t.res, &api.dispatchers[t.index], t.namespace, &opts, &api.config.watch, stopping).await {
+        return match watch::watch(t.res, &api.dispatchers[t.index], t.namespace, &opts, &api.config, stopping).await {
             Ok(watch::Answer::Stream(resp)) => {
                 api.counters.watches_served.fetch_add(1, Ordering::Relaxed);
                 Some(resp)
@@ -281,7 +293,7 @@ async fn serve_collection(api: &Api, t: &Target<'_>, query: &str, headers: &Head
             Err(e) => Some(error(&e)),
         };
     }
-    match list::list(t.res, t.namespace, &opts, api.config.wait).await {
+    match list::list(t.res, t.namespace, &opts, &api.config.waits).await {
         Ok(Answer::Page(page)) => {
             api.counters.lists_served.fetch_add(1, Ordering::Relaxed);
             Some(encode(t.res, &page, negotiate::accepts_gzip(header(headers, ACCEPT_ENCODING.as_str()))))
@@ -294,11 +306,21 @@ async fn serve_collection(api: &Api, t: &Target<'_>, query: &str, headers: &Head
     }
 }
 
-/// A GET of one object with `resourceVersion=0` from the head snapshot (as
-/// the apiserver's watch cache answers it); `None` to pass it through.
-fn serve_get(res: &CachedResource, namespace: Option<&str>, name: &str, query: &str) -> Option<Response<ApiBody>> {
-    let rv = form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == "resourceVersion").map(|(_, v)| v);
-    if rv.as_deref() != Some("0") {
+/// A GET of one object from the head snapshot (as the apiserver's watch
+/// cache answers it): at any revision (`resourceVersion=0`), once the store
+/// has reached the one named, or once it is proven fresh (unset: a
+/// consistent read); `None` to pass it through.
+async fn serve_get(res: &CachedResource, namespace: Option<&str>, name: &str, query: &str, waits: &Waits) -> Option<Response<ApiBody>> {
+    let rv = form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == "resourceVersion").map(|(_, v)| v.into_owned());
+    let fresh = match rv.as_deref() {
+        None | Some("") => res.fresh.consistent(waits.consistent).await.is_ok(),
+        // A malformed revision gets upstream's own error.
+        Some(rv) => match apimachinery::params::parse_resource_version(rv) {
+            Ok(rv) => res.reached(rv, waits.revision).await,
+            Err(_) => false,
+        },
+    };
+    if !fresh {
         return None;
     }
     let key = match namespace {

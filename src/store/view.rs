@@ -57,6 +57,16 @@ impl View {
         self.log.len()
     }
 
+    /// How many logged events the writer applied at or after `since`.
+    pub fn events_since(&self, since: std::time::Instant) -> usize {
+        // The log is in the order the writer applied it, so `at` never decreases.
+        self.log.len()
+            - self
+                .log
+                .binary_search_by(|e| if e.at < since { std::cmp::Ordering::Less } else { std::cmp::Ordering::Greater })
+                .unwrap_or_else(|i| i)
+    }
+
     fn check(&self, rv: u64) -> Result<(), StoreError> {
         if rv < self.oldest_rv {
             return Err(StoreError::TooOld { requested: rv, oldest: self.oldest_rv });

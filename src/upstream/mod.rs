@@ -7,6 +7,7 @@ pub mod auth;
 pub mod client;
 pub mod connect;
 pub mod discovery;
+pub mod freshness;
 pub mod reflector;
 pub mod store_sink;
 pub mod tls;

@@ -33,11 +33,14 @@ use rand::Rng;
 use serde::Deserialize;
 use tokio::time::Instant;
 
+use tokio::sync::mpsc;
+
 use super::UpstreamError;
 use super::client::Client;
+use super::freshness::Proof;
 use apimachinery::list::{DecodeError, ListPage};
 use apimachinery::resource::Resource;
-use apimachinery::watch::{EventType, WatchDecoder, bookmark_revision};
+use apimachinery::watch::{EventType, WatchDecoder, object_revision};
 
 /// Where a reflector puts what it learns: the store's writer.
 pub trait Sink: Send {
@@ -49,6 +52,8 @@ pub trait Sink: Send {
     fn bookmark(&mut self, rv: u64);
     /// Makes what was applied visible (called after each received chunk).
     fn flush(&mut self);
+    /// Changes with every [`Sink::replace`]: a freshness proof holds only in the epoch it was measured in.
+    fn epoch(&self) -> u64;
 }
 
 /// Reflector settings.
@@ -145,12 +150,25 @@ pub struct Reflector<S> {
     status: Arc<ReflectorStatus>,
     /// The revision every event up to which is in the sink.
     rv: u64,
+    /// Freshness proofs from catch-up watches (see [`super::freshness`]).
+    proofs: Option<mpsc::UnboundedReceiver<Proof>>,
+    /// Proofs received but not applicable yet (the sink lags their `through`).
+    pending: Vec<Proof>,
 }
+
+/// Most proofs kept waiting for the sink to catch up.
+const MAX_PENDING_PROOFS: usize = 16;
 
 impl<S: Sink> Reflector<S> {
     /// A reflector for `resource`; nothing happens until [`Reflector::run`].
     pub fn new(client: Client, resource: Resource, config: ReflectorConfig, sink: S) -> Self {
-        Reflector { client, resource, config, sink, status: Arc::default(), rv: 0 }
+        Reflector { client, resource, config, sink, status: Arc::default(), rv: 0, proofs: None, pending: Vec::new() }
+    }
+
+    /// Also applies the freshness proofs that arrive on `proofs`.
+    pub fn with_proofs(mut self, proofs: mpsc::UnboundedReceiver<Proof>) -> Self {
+        self.proofs = Some(proofs);
+        self
     }
 
     /// The shared status (readiness, counters).
@@ -271,7 +289,15 @@ impl<S: Sink> Reflector<S> {
         // Without a byte for this long past its deadline, the watch is dead.
         let idle = timeout + Duration::from_secs(30);
         loop {
-            let frame = match tokio::time::timeout(idle, body.frame()).await {
+            let next = tokio::select! {
+                frame = tokio::time::timeout(idle, body.frame()) => frame,
+                Some(proof) = next_proof(&mut self.proofs) => {
+                    self.pending.push(proof);
+                    self.apply_proofs();
+                    continue;
+                }
+            };
+            let frame = match next {
                 Err(_) => return WatchEnd::Broken(UpstreamError::Transport("the watch went silent".into())),
                 Ok(None) if decoder.has_partial() => return WatchEnd::Broken(UpstreamError::Transport("the watch ended mid-frame".into())),
                 Ok(None) if started.elapsed() + Duration::from_secs(1) >= timeout => return WatchEnd::Timeout,
@@ -294,6 +320,24 @@ impl<S: Sink> Reflector<S> {
                 }
             }
             self.sink.flush();
+            self.apply_proofs();
+        }
+    }
+
+    /// Confirms the newest proven revision the sink has caught up for; drops
+    /// proofs of another epoch or already overtaken.
+    fn apply_proofs(&mut self) {
+        let epoch = self.sink.epoch();
+        let rv = self.rv;
+        self.pending.retain(|p| p.epoch == epoch && p.to > rv);
+        if let Some(to) = self.pending.iter().filter(|p| p.through <= rv).map(|p| p.to).max() {
+            self.sink.bookmark(to);
+            self.sink.flush();
+            self.confirm(to);
+            self.pending.retain(|p| p.to > to);
+        }
+        if self.pending.len() > MAX_PENDING_PROOFS {
+            self.pending.drain(..self.pending.len() - MAX_PENDING_PROOFS);
         }
     }
 
@@ -301,13 +345,14 @@ impl<S: Sink> Reflector<S> {
     fn handle(&mut self, typ: EventType, object: Bytes) -> Option<WatchEnd> {
         match typ {
             EventType::Error => Some(classify(status_error(&object))),
-            EventType::Bookmark => match bookmark_revision(&object) {
+            EventType::Bookmark => match object_revision(&object) {
                 Ok(rv) if rv >= self.rv => {
                     self.sink.bookmark(rv);
                     self.confirm(rv);
                     None
                 }
-                Ok(rv) => Some(WatchEnd::Relist(format!("a bookmark went back from {} to {rv}", self.rv))),
+                // Older than a proven revision: nothing new.
+                Ok(_) => None,
                 Err(e) => Some(WatchEnd::Relist(e.0)),
             },
             _ => match self.sink.apply(typ, object) {
@@ -320,6 +365,14 @@ impl<S: Sink> Reflector<S> {
                 Err(e) => Some(WatchEnd::Relist(e)),
             },
         }
+    }
+}
+
+/// The next proof, when there is a proof channel (never otherwise).
+async fn next_proof(proofs: &mut Option<mpsc::UnboundedReceiver<Proof>>) -> Option<Proof> {
+    match proofs {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
     }
 }
 

@@ -92,4 +92,8 @@ impl Sink for StoreSink {
     fn flush(&mut self) {
         self.writer.publish();
     }
+
+    fn epoch(&self) -> u64 {
+        self.writer.view().epoch()
+    }
 }

@@ -210,10 +210,17 @@ impl Watch {
 impl Process {
     /// Opens a watch (`path` must carry `watch=1`) and streams its events.
     pub fn watch(&self, path: &str) -> Watch {
+        self.try_watch(path).unwrap_or_else(|status| panic!("watch {path}: {status}"))
+    }
+
+    /// Opens a watch, or returns the status that refused it.
+    pub fn try_watch(&self, path: &str) -> Result<Watch, u16> {
         let url = format!("{}{path}", self.url);
         let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
         let resp = agent.get(&url).call().unwrap_or_else(|e| panic!("GET {url}: {e}"));
-        assert_eq!(resp.status().as_u16(), 200, "watch {path}");
+        if resp.status().as_u16() != 200 {
+            return Err(resp.status().as_u16());
+        }
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let reader = BufReader::new(resp.into_body().into_reader());
@@ -223,6 +230,6 @@ impl Process {
                 }
             }
         });
-        Watch { lines: rx }
+        Ok(Watch { lines: rx })
     }
 }

@@ -48,6 +48,7 @@ use tokio::time::{Instant, Sleep};
 
 pub use dispatcher::{Dispatcher, Frame, Stale, Subscription, WatchStats};
 
+use super::ApiConfig;
 use super::body::{self, ApiBody, BoxError};
 use super::filter::{Filter, Transition};
 use crate::cache::CachedResource;
@@ -60,15 +61,12 @@ pub struct WatchConfig {
     pub queue: usize,
     /// How often a watcher that allows bookmarks gets one (the apiserver: a minute).
     pub bookmark_interval: Duration,
-    /// How long a watch with initial events waits for a revision kache has
-    /// not reached before it is passed through.
-    pub wait: Duration,
 }
 
 impl Default for WatchConfig {
     fn default() -> Self {
         // 1,024 frames: a watcher a second behind 1,000 events/s is still served.
-        WatchConfig { queue: 1024, bookmark_interval: Duration::from_secs(60), wait: Duration::from_secs(3) }
+        WatchConfig { queue: 1024, bookmark_interval: Duration::from_secs(60) }
     }
 }
 
@@ -94,18 +92,22 @@ pub async fn watch(
     dispatcher: &Dispatcher,
     namespace: Option<&str>,
     opts: &ListOptions,
-    config: &WatchConfig,
+    api: &ApiConfig,
     stopping: tokio::sync::watch::Receiver<bool>,
 ) -> Result<Answer, ApiError> {
     check_fields(&res.info, opts)?;
-    if opts.resource_version.is_empty() {
-        return Ok(Answer::Upstream("consistent start"));
-    }
     let requested = parse_resource_version(&opts.resource_version)?;
     let initial = opts.sends_initial_events();
-    if initial && !res.reached(requested, config.wait).await {
+    let consistent = opts.resource_version.is_empty();
+    if consistent {
+        // A consistent start: from a snapshot proven fresh, or upstream.
+        if let Err(why) = res.fresh.consistent(api.waits.consistent).await {
+            return Ok(Answer::Upstream(why.as_str()));
+        }
+    } else if initial && !res.reached(requested, api.waits.revision).await {
         return Ok(Answer::Upstream("revision not reached"));
     }
+    let config = &api.watch;
     let filter = Filter::new(&res.info, namespace, opts);
     // A re-list between reading the start and registering makes the
     // registration stale: start again on the new state (twice at most).
@@ -114,7 +116,7 @@ pub async fn watch(
         let (start, phase) = if initial {
             let snapshot = view.head().clone();
             (snapshot.rv(), Phase::Initial { prefix: res.info.prefix(namespace), after: None, snapshot })
-        } else if requested == 0 {
+        } else if requested == 0 || consistent {
             (view.confirmed_rv(), Phase::Replay)
         } else if requested < view.oldest_rv() {
             let frame = json_error(&ApiError::watch_too_old(requested, view.oldest_rv()));
