@@ -42,10 +42,12 @@ fn a_get_at_revision_0_is_answered_from_memory_as_the_apiserver_writes_it() {
         assert_eq!(from_kache.header("content-type"), Some("application/json"), "{path}");
     }
     assert_eq!(metric(&kache, "kache_gets_served_total"), before + 5, "all five answered from memory");
-    // Without a revision the GET is a quorum read: passed through.
-    let through = kache.get(&format!("/api/v1/namespaces/{ns}/pods/{name}"));
-    assert_eq!(through.status, 200);
-    assert_eq!(metric(&kache, "kache_gets_served_total"), before + 5, "a quorum GET is not answered from memory");
+    // Without a revision the GET is a consistent read: answered from memory once
+    // kache proves it holds upstream's current revision (nothing is written here, so at once).
+    let path = format!("/api/v1/namespaces/{ns}/pods/{name}");
+    let consistent = kache.get(&path);
+    assert_eq!((consistent.status, &consistent.body), (200, &sim.get(&path).body));
+    assert_eq!(metric(&kache, "kache_gets_served_total"), before + 6, "a consistent GET proven fresh is answered from memory");
     // A subresource is never cached.
     let log = kache.get(&format!("/api/v1/namespaces/{ns}/pods/{name}/log"));
     assert_eq!(log.text(), format!("simulated log of pod {ns}/{name}\n"));
@@ -98,9 +100,9 @@ fn sigterm_stops_accepting_and_exits_once_requests_drain() {
     let mut kache = Process::kache(&sim.url, &["--resources", "pods", "--shutdown-drain", "2"]);
     ready(&kache);
     // A watch from memory ends at once, as an apiserver's do when it shuts down;
-    // a passed-through one (no revision: a consistent start) stays open until the drain period ends.
+    // a passed-through one (of a resource kache does not cache) stays open until the drain period ends.
     let memory = kache.watch("/api/v1/pods?watch=1&resourceVersion=0");
-    let passed = kache.watch("/api/v1/pods?watch=1");
+    let passed = kache.watch("/api/v1/namespaces?watch=1");
     assert!(memory.next(Duration::from_secs(10)).is_some() && passed.next(Duration::from_secs(10)).is_some(), "the watches deliver");
     let started = Instant::now();
     let pid = kache.pid().to_string();
