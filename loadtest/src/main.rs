@@ -7,12 +7,16 @@
 //!   server that sends the same bytes from memory.
 //! - `watch`: watch fan-out and write-to-delivery latency, kubelet-pattern
 //!   and cluster-wide watchers, through kache vs directly.
+//! - `consistent`: reads without `resourceVersion` under three write loads,
+//!   through kache vs directly, with the share kache answered from memory.
 //!
 //! Bounded in count and time; loopback only; children killed at the end.
 
+mod consistent;
 mod lists;
 mod procs;
 mod watch;
+mod writes;
 
 use clap::{Parser, Subcommand};
 
@@ -29,6 +33,8 @@ enum Cmd {
     Lists(lists::ListsArgs),
     /// Watch fan-out and latency through kache vs the simulator directly.
     Watch(watch::WatchArgs),
+    /// Consistent reads (no resourceVersion) through kache vs the simulator directly.
+    Consistent(consistent::ConsistentArgs),
 }
 
 #[tokio::main]
@@ -36,5 +42,6 @@ async fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Cmd::Lists(args) => lists::run_all(args).await,
         Cmd::Watch(args) => watch::run_all(args).await,
+        Cmd::Consistent(args) => consistent::run_all(args).await,
     }
 }

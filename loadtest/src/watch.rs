@@ -23,9 +23,9 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use rand::Rng;
 
 use crate::procs::{self, Proc, cpu_seconds, first_revision, get, memory};
+use crate::writes::{self, Target, WriteClient};
 
 /// Options of `loadtest watch`.
 #[derive(Debug, Args)]
@@ -60,10 +60,8 @@ struct Received {
     resumes: usize,
 }
 
-type Body = Full<Bytes>;
-
 /// A client with one connection per watch (and pooled connections for writes).
-fn client() -> Client<HttpConnector, Body> {
+fn client() -> WriteClient {
     let mut http = HttpConnector::new();
     http.set_nodelay(true);
     Client::builder(TokioExecutor::new()).pool_max_idle_per_host(64).build(http)
@@ -71,7 +69,7 @@ fn client() -> Client<HttpConnector, Body> {
 
 /// Follows one watch until `stop`, resuming from the last revision when the server ends it.
 async fn watcher(
-    client: Client<HttpConnector, Body>,
+    client: WriteClient,
     base: String,
     selector: String,
     from: u64,
@@ -124,40 +122,6 @@ async fn watcher(
     got
 }
 
-/// One write: its revision, when it was acknowledged, and the node of the pod it changed.
-struct Write {
-    rv: u64,
-    acked: Instant,
-    node: usize,
-}
-
-/// Writes `rate` pod updates per second to the simulator until `stop`.
-async fn writer(client: Client<HttpConnector, Body>, sim: String, pods: usize, nodes: usize, rate: f64, stop: Instant) -> Vec<Write> {
-    let mut out = Vec::new();
-    let every = Duration::from_secs_f64(1.0 / rate.max(0.001));
-    let mut next = Instant::now();
-    let mut seq = 0u64;
-    while next < stop {
-        tokio::time::sleep_until(next.into()).await;
-        next += every;
-        let i = rand::rng().random_range(0..pods);
-        let (ns, name) = (format!("ns-{:04}", i % 10), format!("app-{:05}-{i:07}", i / 10));
-        seq += 1;
-        let patch = format!(r#"{{"metadata":{{"annotations":{{"loadtest":"{seq}"}}}}}}"#);
-        let url = format!("{sim}/api/v1/namespaces/{ns}/pods/{name}");
-        let Ok(req) = hyper::Request::patch(url).header("content-type", "application/merge-patch+json").body(Full::new(Bytes::from(patch)))
-        else {
-            continue;
-        };
-        let Ok(resp) = client.request(req).await else { continue };
-        let Ok(body) = resp.into_body().collect().await else { continue };
-        if let Some(rv) = first_revision(&body.to_bytes()) {
-            out.push(Write { rv, acked: Instant::now(), node: i % nodes });
-        }
-    }
-    out
-}
-
 /// The figures of one run.
 struct Outcome {
     latency: Histogram<u64>,
@@ -199,7 +163,7 @@ async fn measure(args: &WatchArgs, sim: &Proc, serving: &Proc, nodes: usize) -> 
     let writers = 8;
     let write_stop = writes_start + Duration::from_secs(args.duration);
     let tasks: Vec<_> = (0..writers)
-        .map(|_| tokio::spawn(writer(client.clone(), sim.url.clone(), pods, nodes, args.rate / writers as f64, write_stop)))
+        .map(|_| tokio::spawn(writes::write(client.clone(), sim.url.clone(), Target::Pods { count: pods }, args.rate / writers as f64, write_stop)))
         .collect();
     let mut writes = Vec::new();
     for t in tasks {
@@ -224,7 +188,8 @@ async fn measure(args: &WatchArgs, sim: &Proc, serving: &Proc, nodes: usize) -> 
         resumes += r.resumes;
     }
     for w in &writes {
-        for watcher in std::iter::once(w.node).chain(nodes..total) {
+        // Pod i runs on node i % nodes (the simulator's generator).
+        for watcher in std::iter::once(w.index % nodes).chain(nodes..total) {
             expected += 1;
             match arrivals[watcher].get(&w.rv) {
                 Some(at) => latency.record(at.saturating_duration_since(w.acked).as_micros().max(1) as u64)?,
