@@ -53,6 +53,7 @@ fn upgrade_protocol(req: &Request<Incoming>) -> Option<HeaderValue> {
 pub async fn forward(client: &Client, mut req: Request<Incoming>) -> Response<ApiBody> {
     let upgrade = upgrade_protocol(&req).map(|protocol| (protocol, hyper::upgrade::on(&mut req)));
     let (mut parts, incoming) = req.into_parts();
+    let stream = apimachinery::params::is_stream(parts.uri.path(), parts.uri.query().unwrap_or(""));
     let path = parts.uri.path_and_query().map_or("/", |pq| pq.as_str());
     let uri = match client.uri(path) {
         Ok(u) => u,
@@ -97,7 +98,7 @@ pub async fn forward(client: &Client, mut req: Request<Incoming>) -> Response<Ap
     if let Some((downstream, upstream)) = tunnel {
         tokio::spawn(splice(downstream, upstream));
     }
-    Response::from_parts(parts, incoming.map_err(|e| Box::new(e) as BoxError).boxed())
+    Response::from_parts(parts, body::relay(incoming, stream))
 }
 
 /// Copies bytes both ways between the upgraded client and upstream

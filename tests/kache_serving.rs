@@ -1,5 +1,6 @@
 //! kache's front as a client sees it, beyond lists: single-object GETs from
-//! memory, HTTPS serving, and a graceful stop on SIGTERM.
+//! memory, JSON laid out as the apiserver lays it out (ended by a newline,
+//! or indented), HTTPS serving, and a graceful stop on SIGTERM.
 
 mod common;
 
@@ -51,6 +52,50 @@ fn a_get_at_revision_0_is_answered_from_memory_as_the_apiserver_writes_it() {
     // A subresource is never cached.
     let log = kache.get(&format!("/api/v1/namespaces/{ns}/pods/{name}/log"));
     assert_eq!(log.text(), format!("simulated log of pod {ns}/{name}\n"));
+}
+
+/// The body, decompressed if it was gzipped.
+fn gunzip(resp: &common::Resp) -> Vec<u8> {
+    if resp.header("content-encoding") != Some("gzip") {
+        return resp.body.clone();
+    }
+    let mut out = Vec::new();
+    flate2::read::GzDecoder::new(&resp.body[..]).read_to_end(&mut out).expect("a gzip body");
+    out
+}
+
+#[test]
+fn json_is_ended_and_indented_from_memory_as_the_apiserver_writes_it() {
+    let sim = Process::sim(&["--pods", "400", "--namespaces", "2", "--nodes", "3"]);
+    let kache = Process::kache(&sim.url, &["--resources", "pods,nodes"]);
+    ready(&kache);
+    let name = sim.get("/api/v1/nodes?limit=1").json()["items"][0]["metadata"]["name"].as_str().unwrap().to_string();
+    let (lists, gets) = (metric(&kache, "kache_lists_served_total"), metric(&kache, "kache_gets_served_total"));
+    let curl = [("user-agent", "curl/8.5.0")];
+    let gzip_curl = [("user-agent", "curl/8.5.0"), ("accept-encoding", "gzip")];
+    type Headers<'a> = &'a [(&'a str, &'a str)];
+    let cases: [(String, Headers, bool); 7] = [
+        ("/api/v1/pods?resourceVersion=0".into(), &[], false),
+        ("/api/v1/pods?resourceVersion=0&pretty=true".into(), &[], true),
+        ("/api/v1/pods?resourceVersion=0".into(), &curl, true),
+        ("/api/v1/pods?resourceVersion=0".into(), &gzip_curl, true),
+        ("/api/v1/pods?resourceVersion=0&pretty=false".into(), &curl, false),
+        (format!("/api/v1/nodes/{name}?resourceVersion=0"), &curl, true),
+        ("/api/v1/pods?labelSelector=a%3D%3D%3Db".into(), &curl, true),
+    ];
+    for (path, headers, pretty) in &cases {
+        let from_kache = kache.request("GET", path, headers, None);
+        let from_sim = sim.request("GET", path, headers, None);
+        assert_eq!(from_kache.status, from_sim.status, "{path} {headers:?}");
+        assert_eq!(from_kache.header("content-encoding"), from_sim.header("content-encoding"), "{path} {headers:?}");
+        let (body, sim_body) = (gunzip(&from_kache), gunzip(&from_sim));
+        assert!(body == sim_body, "{path} {headers:?}\nkache: {:.300}\nsim:   {:.300}", from_kache.text(), from_sim.text());
+        assert_eq!(body.ends_with(b"}\n"), !pretty, "{path} {headers:?}: compact JSON ends with a newline, indented JSON does not");
+        assert_eq!(body.starts_with(b"{\n  \"kind\": "), *pretty, "{path} {headers:?}");
+    }
+    assert_eq!(metric(&kache, "kache_lists_served_total"), lists + 5, "every list answered from memory");
+    assert_eq!(metric(&kache, "kache_gets_served_total"), gets + 1, "the GET answered from memory");
+    assert_eq!(metric(&kache, "kache_passed_through_total"), 0);
 }
 
 fn refs(v: &[String]) -> Vec<&str> {
@@ -114,4 +159,83 @@ fn sigterm_stops_accepting_and_exits_once_requests_drain() {
     passed.expect_end(Duration::from_secs(5));
     let port = kache.url.rsplit(':').next().unwrap().to_string();
     assert!(TcpStream::connect(format!("127.0.0.1:{port}")).is_err(), "no longer accepting");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metadata_only_lists_and_gets_are_answered_from_memory() {
+    use futures::StreamExt;
+    use k8s_openapi::api::core::v1::Pod;
+    use kube::core::metadata::PartialObjectMeta;
+    use kube::runtime::{WatchStreamExt, reflector, watcher};
+
+    let sim = Process::sim(&["--pods", "400", "--namespaces", "2", "--nodes", "3"]);
+    let kache = Process::kache(&sim.url, &["--resources", "pods"]);
+    ready(&kache);
+    const LIST: &str = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
+    const ONE: &str = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
+    // As client-go's metadata client asks: protobuf first (not held by kache yet), then JSON.
+    const CLIENT_GO: &str = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
+    let first = sim.get("/api/v1/pods?limit=1").json();
+    let (ns, name) =
+        (first["items"][0]["metadata"]["namespace"].as_str().unwrap(), first["items"][0]["metadata"]["name"].as_str().unwrap());
+    let page = kache.request("GET", "/api/v1/pods?limit=150", &[("accept", LIST)], None);
+    let token = page.json()["metadata"]["continue"].as_str().expect("a continue token").to_string();
+    let (lists, gets, passed) = (
+        metric(&kache, "kache_lists_served_total"),
+        metric(&kache, "kache_gets_served_total"),
+        metric(&kache, "kache_passed_through_total"),
+    );
+    let same = |path: &str, accept: &str| {
+        let (k, s) = (kache.request("GET", path, &[("accept", accept)], None), sim.request("GET", path, &[("accept", accept)], None));
+        assert_eq!(k.status, s.status, "{path} {accept}: {}", k.text());
+        assert!(k.body == s.body, "{path} {accept}\nkache: {:.300}\nsim:   {:.300}", k.text(), s.text());
+        k
+    };
+    let all = same("/api/v1/pods?resourceVersion=0", LIST);
+    assert_eq!(all.json()["kind"], "PartialObjectMetadataList");
+    assert_eq!(all.json()["items"].as_array().unwrap().len(), 400);
+    assert!(all.json()["items"][0].get("spec").is_none(), "metadata only");
+    same(&format!("/api/v1/pods?limit=150&continue={token}"), LIST);
+    same(
+        &format!(
+            "/api/v1/namespaces/{ns}/pods?labelSelector=app%3D{}&resourceVersion=0",
+            first["items"][0]["metadata"]["labels"]["app"].as_str().unwrap()
+        ),
+        LIST,
+    );
+    let one = same(&format!("/api/v1/namespaces/{ns}/pods/{name}?resourceVersion=0"), ONE);
+    assert_eq!(one.json()["kind"], "PartialObjectMetadata");
+    assert_eq!(metric(&kache, "kache_lists_served_total"), lists + 3, "the lists from memory");
+    assert_eq!(metric(&kache, "kache_gets_served_total"), gets + 1, "the GET from memory");
+    assert_eq!(metric(&kache, "kache_passed_through_total"), passed, "nothing passed through");
+    // client-go's metadata client prefers protobuf, which the apiserver serves and kache does not hold yet.
+    same("/api/v1/pods?resourceVersion=0", CLIENT_GO);
+    assert_eq!(metric(&kache, "kache_passed_through_total"), passed + 1, "protobuf passed through");
+    // The wrong form for the request is the apiserver's 406 (passed through).
+    let wrong = same("/api/v1/pods?resourceVersion=0", ONE);
+    assert_eq!(wrong.status, 406);
+    assert!(
+        wrong.text().contains("you requested PartialObjectMetadata, but the requested object is a list (*core.PodList)"),
+        "{}",
+        wrong.text()
+    );
+    let wrong = same(&format!("/api/v1/namespaces/{ns}/pods/{name}"), LIST);
+    assert_eq!(wrong.status, 406);
+
+    // kube-rs's metadata watcher (a metadata list, then a metadata watch) converges.
+    let client = kube::Client::try_from(kube::Config::new(kache.url.parse().expect("a URL"))).expect("a client");
+    let api: kube::Api<PartialObjectMeta<Pod>> = kube::Api::all(client);
+    let (reader, writer) = reflector::store::<PartialObjectMeta<Pod>>();
+    let stream = reflector(writer, watcher(api, watcher::Config::default()).default_backoff()).applied_objects();
+    let task = tokio::spawn(stream.for_each(|_| async {}));
+    let created = sim.post(
+        &format!("/api/v1/namespaces/{ns}/pods"),
+        &serde_json::json!({"metadata": {"name": "late"}, "spec": {"containers": [{"name": "c", "image": "i"}]}}),
+    );
+    assert_eq!(created.status, 201, "{}", created.text());
+    eventually(Duration::from_secs(30), "the metadata reflector to hold every pod", || {
+        let names: std::collections::BTreeSet<String> = reader.state().iter().filter_map(|p| p.metadata.name.clone()).collect();
+        (names.len() == 401 && names.contains("late")).then_some(())
+    });
+    task.abort();
 }

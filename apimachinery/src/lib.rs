@@ -16,6 +16,8 @@
 //! - [`meta`]: `ObjectMeta` and selectable fields read from raw object bytes.
 //! - [`resource`]: resource names, keys and prefixes, and the facts of
 //!   built-in kinds (selectable fields, zero objects, discovery names).
+//! - [`partial`]: metadata-only objects and lists (`PartialObjectMetadata`).
+//! - [`json`]: JSON documents as the apiserver ends and indents them.
 //! - [`negotiate`]: `Accept` negotiation, pretty-printing and gzip choices.
 //! - [`status`]: `metav1.Status` errors, field for field.
 //! - [`gostr`]: strings quoted the way the apiserver's Go code quotes them.
@@ -23,10 +25,12 @@
 
 pub mod continue_token;
 pub mod gostr;
+pub mod json;
 pub mod list;
 pub mod meta;
 pub mod negotiate;
 pub mod params;
+pub mod partial;
 pub mod resource;
 pub mod selector;
 pub mod status;

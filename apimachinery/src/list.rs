@@ -138,19 +138,29 @@ impl ListMeta {
 /// A JSON list as parts that share the items' bytes: the envelope's head,
 /// the items separated by commas, the tail.
 pub fn json_list<'a>(res: &Resource, meta: &ListMeta, items: impl IntoIterator<Item = &'a Bytes>) -> Vec<Bytes> {
+    json_list_of(&res.list_kind(), &res.api_version(), meta, items.into_iter().map(|item| [item.clone()]))
+}
+
+/// A JSON list of kind `kind`, each item written from its parts.
+pub fn json_list_of<I: IntoIterator<Item = Bytes>>(
+    kind: &str,
+    api_version: &str,
+    meta: &ListMeta,
+    items: impl IntoIterator<Item = I>,
+) -> Vec<Bytes> {
     let items = items.into_iter();
     let mut parts = Vec::with_capacity(items.size_hint().0 * 2 + 2);
     parts.push(Bytes::from(format!(
         "{{\"kind\":{},\"apiVersion\":{},\"metadata\":{},\"items\":[",
-        serde_json::Value::from(res.list_kind()),
-        serde_json::Value::from(res.api_version()),
+        serde_json::Value::from(kind),
+        serde_json::Value::from(api_version),
         meta.json()
     )));
     for (i, item) in items.enumerate() {
         if i > 0 {
             parts.push(Bytes::from_static(b","));
         }
-        parts.push(item.clone());
+        parts.extend(item);
     }
     parts.push(Bytes::from_static(b"]}"));
     parts

@@ -84,8 +84,10 @@ pub struct Endpoint {
     pub formats: &'static [Format],
     /// Serializations of an unconverted object (custom resources have no protobuf).
     pub plain: &'static [Format],
-    /// Whether `Table` and `PartialObjectMetadata[List]` conversions are served.
-    pub conversions: bool,
+    /// Whether `Table` conversions are served.
+    pub tables: bool,
+    /// Whether `PartialObjectMetadata[List]` conversions are served.
+    pub metadata: bool,
 }
 
 impl Endpoint {
@@ -93,19 +95,24 @@ impl Endpoint {
     pub const BUILTIN: Endpoint = Endpoint {
         formats: &[Format::Json, Format::Yaml, Format::Protobuf],
         plain: &[Format::Json, Format::Yaml, Format::Protobuf],
-        conversions: true,
+        tables: true,
+        metadata: true,
     };
     /// A custom resource of kube-apiserver: no protobuf for the objects themselves.
-    pub const CUSTOM: Endpoint =
-        Endpoint { formats: &[Format::Json, Format::Yaml, Format::Protobuf], plain: &[Format::Json, Format::Yaml], conversions: true };
+    pub const CUSTOM: Endpoint = Endpoint {
+        formats: &[Format::Json, Format::Yaml, Format::Protobuf],
+        plain: &[Format::Json, Format::Yaml],
+        tables: true,
+        metadata: true,
+    };
 
     /// `AllowsMediaTypeTransform`: Tables only in JSON and YAML, metadata-only in any format.
     fn allows(&self, format: Format, convert: Option<&Conversion>) -> bool {
         match convert {
             None => self.plain.contains(&format),
             Some(c) => match c.meta_kind() {
-                Some("Table") => self.conversions && matches!(format, Format::Json | Format::Yaml),
-                Some("PartialObjectMetadata" | "PartialObjectMetadataList") => self.conversions,
+                Some("Table") => self.tables && matches!(format, Format::Json | Format::Yaml),
+                Some("PartialObjectMetadata" | "PartialObjectMetadataList") => self.metadata,
                 _ => false,
             },
         }
@@ -252,7 +259,7 @@ mod tests {
         );
         assert_eq!(pick("application/json;as=Widget;g=example.com;v=v1", b), None);
         assert_eq!(pick("application/vnd.kubernetes.protobuf", &Endpoint::CUSTOM), None, "custom resources have no protobuf");
-        let json_only = Endpoint { formats: &[Format::Json], plain: &[Format::Json], conversions: false };
+        let json_only = Endpoint { formats: &[Format::Json], plain: &[Format::Json], tables: false, metadata: false };
         assert_eq!(pick(KUBECTL_GET, &json_only), Some((Format::Json, None)));
         assert_eq!(pick("application/json;stream=watch", b).map(|p| p.0), Some(Format::Json));
         assert_eq!(pick("application/yaml;stream=watch", b), None);

@@ -152,6 +152,14 @@ impl ListOptions {
     }
 }
 
+/// Whether the apiserver answers this request as an open-ended stream it
+/// flushes as it goes (a watch, by parameter or by the legacy `/watch/`
+/// path, or a followed log) rather than as one document.
+pub fn is_stream(path: &str, query: &str) -> bool {
+    let on = |name: &str| form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == name).is_some_and(|(_, v)| parse_bool(&v));
+    path.contains("/watch/") || on("watch") || on("follow")
+}
+
 /// `resourceVersion` syntax as `ParseResourceVersion` checks it: `""` and `0` are 0.
 pub fn parse_resource_version(rv: &str) -> Result<u64, ApiError> {
     if rv.is_empty() {
@@ -168,6 +176,17 @@ pub fn parse_resource_version(rv: &str) -> Result<u64, ApiError> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn streams_are_watches_and_followed_logs() {
+        assert!(super::is_stream("/api/v1/pods", "watch=1"));
+        assert!(super::is_stream("/api/v1/pods", "watch=true&resourceVersion=5"));
+        assert!(super::is_stream("/api/v1/watch/pods", ""));
+        assert!(super::is_stream("/api/v1/namespaces/a/pods/p/log", "follow=true"));
+        assert!(!super::is_stream("/api/v1/pods", "watch=false"));
+        assert!(!super::is_stream("/api/v1/pods", "limit=500"));
+        assert!(!super::is_stream("/api/v1/namespaces/a/pods/p/log", "follow=0"));
+    }
+
     use super::*;
 
     fn validate(q: &str) -> Result<ListOptions, ApiError> {

@@ -195,6 +195,11 @@ impl ApiError {
         .with_empty_details()
     }
 
+    /// 406 for a representation the object cannot take, with the apiserver's reason.
+    pub fn not_acceptable_because(message: impl Into<String>) -> Self {
+        Self::new(406, "NotAcceptable", message)
+    }
+
     /// 415 for a request body of a type the verb cannot take.
     pub fn unsupported_media_type(content_type: &str) -> Self {
         Self::new(

@@ -76,9 +76,14 @@ pub fn write_json_frame(out: &mut BytesMut, typ: EventType, object: &[&[u8]]) {
 /// The BOOKMARK frame at `rv` for a watch of `res`; `initial_events_end`
 /// marks the end of a watch's initial events.
 pub fn json_bookmark(res: &Resource, rv: u64, initial_events_end: bool) -> Bytes {
-    let annotations = if initial_events_end { r#","annotations":{"k8s.io/initial-events-end":"true"}"# } else { "" };
-    let object = format!("{}\"metadata\":{{\"resourceVersion\":\"{rv}\"{annotations}}}{}}}", res.type_prefix(), res.zero_suffix);
+    let object = format!("{}\"metadata\":{}{}}}", res.type_prefix(), bookmark_metadata(rv, initial_events_end), res.zero_suffix);
     json_frame(EventType::Bookmark, &[object.as_bytes()])
+}
+
+/// A bookmark's `metadata`: the revision, and the initial-events-end annotation when it ends them.
+pub(crate) fn bookmark_metadata(rv: u64, initial_events_end: bool) -> String {
+    let annotations = if initial_events_end { r#","annotations":{"k8s.io/initial-events-end":"true"}"# } else { "" };
+    format!("{{\"resourceVersion\":\"{rv}\"{annotations}}}")
 }
 
 /// The ERROR frame carrying `err` (a watch's refusal after its 200, e.g.

@@ -12,6 +12,7 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
+use apimachinery::list::ListPage;
 use bytes::Bytes;
 use clap::Args;
 use http_body_util::{BodyExt, Full};
@@ -96,10 +97,11 @@ impl Workload {
                     };
                     let body = fetch(client, &url).await?;
                     pages += 1;
-                    let meta: serde_json::Value = serde_json::from_slice(&body)?;
-                    token = meta["metadata"]["continue"].as_str().unwrap_or_default().to_string();
-                    if token.is_empty() {
-                        return Ok(pages);
+                    // As a client reads a page: items stay unparsed slices.
+                    let page = ListPage::parse(&body)?;
+                    match page.continue_token {
+                        Some(next) => token = next,
+                        None => return Ok(pages),
                     }
                 }
             }
@@ -185,7 +187,7 @@ pub async fn run_all(args: ConsistentArgs) -> anyhow::Result<()> {
                 println!("{load:<19} {:<15} {name:<6} {:>10.2?} {:>10.2?} {cpu_ms:>11.1} {memory:>12}", w.name(), at(0.5), at(0.99));
                 p50s.push(at(0.5));
             }
-            println!("{load:<19} {:<15} ratio  sim/kache p50 {:.1}x", w.name(), p50s[1].as_secs_f64() / p50s[0].as_secs_f64().max(1e-9));
+            println!("{load:<19} {:<15} ratio  sim/kache p50 {:.2}x", w.name(), p50s[1].as_secs_f64() / p50s[0].as_secs_f64().max(1e-9));
         }
         if let Some(w) = writer {
             w.abort();

@@ -68,14 +68,7 @@ fn client() -> WriteClient {
 }
 
 /// Follows one watch until `stop`, resuming from the last revision when the server ends it.
-async fn watcher(
-    client: WriteClient,
-    base: String,
-    selector: String,
-    from: u64,
-    stop: Instant,
-    connected: Arc<AtomicUsize>,
-) -> Received {
+async fn watcher(client: WriteClient, base: String, selector: String, from: u64, stop: Instant, connected: Arc<AtomicUsize>) -> Received {
     let mut got = Received::default();
     let mut rv = from;
     let mut first = true;
@@ -163,7 +156,15 @@ async fn measure(args: &WatchArgs, sim: &Proc, serving: &Proc, nodes: usize) -> 
     let writers = 8;
     let write_stop = writes_start + Duration::from_secs(args.duration);
     let tasks: Vec<_> = (0..writers)
-        .map(|_| tokio::spawn(writes::write(client.clone(), sim.url.clone(), Target::Pods { count: pods }, args.rate / writers as f64, write_stop)))
+        .map(|_| {
+            tokio::spawn(writes::write(
+                client.clone(),
+                sim.url.clone(),
+                Target::Pods { count: pods },
+                args.rate / writers as f64,
+                write_stop,
+            ))
+        })
         .collect();
     let mut writes = Vec::new();
     for t in tasks {

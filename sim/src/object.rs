@@ -96,6 +96,14 @@ impl Obj {
         serde_json::from_slice(&self.item).expect("stored objects are valid JSON")
     }
 
+    /// Its `metadata` member's bytes.
+    pub fn metadata(&self) -> Bytes {
+        match meta::parse(&self.item, &[]) {
+            Ok(m) => self.item.slice_ref(m.metadata.as_bytes()),
+            Err(_) => Bytes::from_static(b"{}"),
+        }
+    }
+
     /// The object with its type first: `{"kind":…,"apiVersion":…,"metadata":…}`.
     pub fn with_type(&self, rt: &ResourceType) -> Vec<u8> {
         let prefix = rt.type_prefix();

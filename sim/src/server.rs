@@ -22,9 +22,11 @@ use crate::patch::{self, PatchType};
 use crate::resources::{ResourceId, ResourceType};
 use crate::state::State;
 use crate::watch;
+use apimachinery::json;
 use apimachinery::list::{ListMeta, check_fields};
 use apimachinery::negotiate::{self, Endpoint, Format};
 use apimachinery::params::{ListOptions, parse_resource_version};
+use apimachinery::partial;
 use apimachinery::status::ApiError;
 
 /// The apiserver's limit on request bodies (3 MiB, `MaxRequestBodyBytes`).
@@ -55,16 +57,10 @@ impl Encoding {
         let len: usize = parts.iter().map(Bytes::len).sum();
         let mut resp = Response::builder().status(status).header(CONTENT_TYPE, "application/json");
         let parts = if self.pretty {
-            let whole: Vec<u8> = parts.concat();
-            match serde_json::from_slice::<Value>(&whole) {
-                Ok(v) => {
-                    let mut out = serde_json::to_vec_pretty(&v).expect("values serialize");
-                    out.push(b'\n');
-                    vec![Bytes::from(out)]
-                }
-                Err(_) => vec![Bytes::from(whole)],
-            }
+            vec![Bytes::from(json::indent(&parts.concat()))]
         } else {
+            let mut parts = parts;
+            parts.push(Bytes::from_static(json::END));
             parts
         };
         if self.gzip && len > GZIP_THRESHOLD {
@@ -84,7 +80,10 @@ impl Encoding {
     }
 
     fn error(self, e: &ApiError) -> Response<Body> {
-        let mut resp = self.json(StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR), vec![Bytes::from(e.body())]);
+        // A 406 cannot be written in a type the client asked for: the
+        // apiserver falls back to indented JSON (`WriteRawJSON`).
+        let enc = if e.code == 406 { Encoding { pretty: true, ..self } } else { self };
+        let mut resp = enc.json(StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR), vec![Bytes::from(e.body())]);
         if let Some(s) = e.retry_after {
             resp.headers_mut().insert(RETRY_AFTER, s.into());
         }
@@ -96,8 +95,8 @@ fn header<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
     h.get(name).and_then(|v| v.to_str().ok())
 }
 
-/// What the simulator's resource endpoints write: plain JSON only.
-const ENDPOINT: Endpoint = Endpoint { formats: &[Format::Json], plain: &[Format::Json], conversions: false };
+/// What the simulator's resource endpoints write: JSON, of the objects or of their metadata only.
+const ENDPOINT: Endpoint = Endpoint { formats: &[Format::Json], plain: &[Format::Json], tables: false, metadata: true };
 
 /// A parsed resource path.
 #[derive(Debug)]
@@ -242,9 +241,9 @@ async fn resource(state: &Arc<State>, req: Request<Incoming>, t: Target, enc: En
     let ns = t.namespace.clone().unwrap_or_default();
     let query = req.uri().query().unwrap_or("").to_string();
     let method = req.method().clone();
-    if negotiate::negotiate(header(req.headers(), ACCEPT.as_str()), &ENDPOINT).is_none() {
-        return Err(ApiError::not_acceptable());
-    }
+    let media = negotiate::negotiate(header(req.headers(), ACCEPT.as_str()), &ENDPOINT).ok_or_else(ApiError::not_acceptable)?;
+    // Metadata-only: `PartialObjectMetadata` for an object or a watch, `…List` for a list.
+    let partial = media.convert.as_ref().and_then(|c| c.meta_kind()).map(str::to_owned);
     let verb = |v: &'static str| state.count(rt.qualified(), v);
     match (method, t.name.as_deref(), t.sub.as_deref()) {
         (Method::GET, None, None) => {
@@ -255,12 +254,19 @@ async fn resource(state: &Arc<State>, req: Request<Incoming>, t: Target, enc: En
                 if state.initializing() {
                     return Err(ApiError::initializing());
                 }
-                let rx = watch::watch(state.clone(), t.res, t.namespace.clone(), opts).await?;
+                let rx = watch::watch(state.clone(), t.res, t.namespace.clone(), opts, partial.is_some()).await?;
                 return Ok(Response::builder().header(CONTENT_TYPE, "application/json").body(body::channel(rx)).expect("valid response"));
             }
             verb("list");
+            if partial.as_deref() == Some(partial::KIND) {
+                return Err(partial::wrong_form(partial::KIND, rt, true));
+            }
             let page = list::list(state, t.res, t.namespace.as_deref(), &opts).await?;
-            Ok(enc.json(StatusCode::OK, list::encode(rt, &page)))
+            let parts = match partial {
+                Some(_) => partial::list(&page.meta, page.items.iter().map(|o| o.metadata())),
+                None => list::encode(rt, &page),
+            };
+            Ok(enc.json(StatusCode::OK, parts))
         }
         (Method::GET, Some(name), None | Some("status")) => {
             verb("get");
@@ -274,7 +280,11 @@ async fn resource(state: &Arc<State>, req: Request<Incoming>, t: Target, enc: En
             }
             let db = state.db.read();
             let o = db.get(t.res, &rt.key(&ns, name), db.rev()).cloned().ok_or_else(|| ApiError::not_found(rt, name))?;
-            Ok(object_response(enc, StatusCode::OK, rt, &o))
+            match partial.as_deref() {
+                Some(partial::KIND) => Ok(enc.json(StatusCode::OK, partial::object(o.metadata()).to_vec())),
+                Some(other) => Err(partial::wrong_form(other, rt, false)),
+                None => Ok(object_response(enc, StatusCode::OK, rt, &o)),
+            }
         }
         (Method::GET, Some(name), Some("log")) if rt.plural == "pods" && rt.group.is_empty() => {
             verb("get");

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use apimachinery::list::check_fields;
 use apimachinery::params::{ListOptions, parse_resource_version};
+use apimachinery::partial;
 use apimachinery::status::ApiError;
 use apimachinery::watch::{self as frames, EventType};
 use bytes::Bytes;
@@ -44,14 +45,22 @@ struct Renderer<'a> {
     filter: Filter<'a>,
     namespace: Option<&'a str>,
     res: ResourceId,
+    /// Metadata-only (`as=PartialObjectMetadata`).
+    partial: bool,
 }
 
 impl Renderer<'_> {
     fn frame(&self, typ: EventType, obj: &Obj) -> Bytes {
+        if self.partial {
+            return frames::json_frame(typ, &partial::object(obj.metadata()).each_ref().map(|b| &b[..]));
+        }
         frames::json_frame(typ, &[&obj.with_type(self.rt)])
     }
 
     fn bookmark(&self, rv: u64, initial_end: bool) -> Bytes {
+        if self.partial {
+            return partial::json_bookmark(rv, initial_end);
+        }
         frames::json_bookmark(self.rt, rv, initial_end)
     }
 
@@ -97,6 +106,7 @@ pub async fn watch(
     res: ResourceId,
     namespace: Option<String>,
     opts: ListOptions,
+    partial: bool,
 ) -> Result<mpsc::Receiver<Bytes>, ApiError> {
     let registry = state.registry().clone();
     let rt = registry.get(res);
@@ -118,7 +128,7 @@ pub async fn watch(
         return fail(e, frames_rx);
     }
     let start = {
-        let r = Renderer { rt, filter: Filter::new(rt, &opts), namespace: namespace.as_deref(), res };
+        let r = Renderer { rt, filter: Filter::new(rt, &opts), namespace: namespace.as_deref(), res, partial };
         let db = state.db.read();
         let rx = db.subscribe();
         if initial {
@@ -154,14 +164,22 @@ pub async fn watch(
             }
         }
     };
-    tokio::spawn(stream(state, res, namespace, opts, start, tx));
+    tokio::spawn(stream(state, res, namespace, opts, partial, start, tx));
     Ok(frames_rx)
 }
 
-async fn stream(state: Arc<State>, res: ResourceId, namespace: Option<String>, opts: ListOptions, start: Start, tx: mpsc::Sender<Bytes>) {
+async fn stream(
+    state: Arc<State>,
+    res: ResourceId,
+    namespace: Option<String>,
+    opts: ListOptions,
+    partial: bool,
+    start: Start,
+    tx: mpsc::Sender<Bytes>,
+) {
     let registry = state.registry().clone();
     let rt = registry.get(res);
-    let r = Renderer { rt, filter: Filter::new(rt, &opts), namespace: namespace.as_deref(), res };
+    let r = Renderer { rt, filter: Filter::new(rt, &opts), namespace: namespace.as_deref(), res, partial };
     let mut drop_rx = state.drop_signal();
     let Start { frames, mut rx, rev, seen } = start;
     for f in frames {

@@ -1,15 +1,21 @@
 //! Response bodies: whole buffers, lists written from the objects' shared
 //! bytes (never assembled into one buffer; small ones gathered into 64 KiB
-//! frames as the client reads), gzip streamed from those chunks
+//! frames as the client reads, or indented as they go), gzip streamed from those chunks
 //! by a blocking task through a bounded channel, and upstream bodies passed
-//! through as they arrive.
+//! through: streams (watches, followed logs) frame by frame as they arrive,
+//! documents gathered into frames of up to 64 KiB, never held longer than
+//! [`HOLD`] for more.
 
 use std::io::Write;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+use std::time::Duration;
 
-use bytes::Bytes;
+use apimachinery::json::Indenter;
+use bytes::{Bytes, BytesMut};
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, StreamBody};
-use hyper::body::Frame;
+use hyper::body::{Body, Frame, Incoming};
 use tokio::sync::mpsc;
 
 /// Any error a body can fail with.
@@ -47,14 +53,39 @@ pub fn chunks(parts: Vec<Bytes>) -> ApiBody {
     StreamBody::new(stream).boxed()
 }
 
-/// `parts` gzipped as they are read, a piece at a time.
-pub fn gzip(parts: Vec<Bytes>) -> ApiBody {
+/// A JSON document of shared chunks, indented as it is read, in frames of about [`FRAME`] bytes.
+pub fn indented(parts: Vec<Bytes>) -> ApiBody {
+    let stream = futures_util::stream::unfold((parts.into_iter(), Indenter::default()), |(mut parts, mut indenter)| async move {
+        let mut frame = Vec::with_capacity(FRAME + FRAME / 2);
+        while frame.len() < FRAME {
+            let Some(part) = parts.next() else { break };
+            indenter.feed(&part, &mut frame);
+        }
+        if frame.is_empty() {
+            return None;
+        }
+        Some((Ok::<_, BoxError>(Frame::data(Bytes::from(frame))), (parts, indenter)))
+    });
+    StreamBody::new(stream).boxed()
+}
+
+/// `parts` (indented first when `indent`) gzipped as they are read, a piece at a time.
+pub fn gzip(parts: Vec<Bytes>, indent: bool) -> ApiBody {
     let (tx, rx) = mpsc::channel::<Result<Bytes, BoxError>>(4);
     tokio::task::spawn_blocking(move || {
         let mut enc = flate2::write::GzEncoder::new(Vec::with_capacity(GZIP_PIECE * 2), flate2::Compression::fast());
+        let mut indenter = indent.then(Indenter::default);
+        let mut spaced = Vec::new();
         for p in parts {
             // Writing into memory cannot fail.
-            let _ = enc.write_all(&p);
+            let _ = match &mut indenter {
+                Some(indenter) => {
+                    spaced.clear();
+                    indenter.feed(&p, &mut spaced);
+                    enc.write_all(&spaced)
+                }
+                None => enc.write_all(&p),
+            };
             if enc.get_ref().len() >= GZIP_PIECE {
                 let piece = std::mem::take(enc.get_mut());
                 if tx.blocking_send(Ok(Bytes::from(piece))).is_err() {
@@ -69,8 +100,135 @@ pub fn gzip(parts: Vec<Bytes>) -> ApiBody {
     channel(rx)
 }
 
+/// The longest a relayed document's bytes wait for more to fill a frame.
+pub const HOLD: Duration = Duration::from_millis(2);
+
+/// An upstream body passed on: a stream as it comes; a document in frames
+/// of up to [`FRAME`] bytes. Upstream may send one chunk per object (the
+/// apiserver's streaming list encoder does), and each chunk handed on alone
+/// would cost a write system call of its own.
+pub fn relay(incoming: Incoming, stream: bool) -> ApiBody {
+    let incoming = incoming.map_err(|e| Box::new(e) as BoxError);
+    if stream {
+        return incoming.boxed();
+    }
+    gather(incoming)
+}
+
+/// `inner`'s data in frames of up to [`FRAME`] bytes, held at most [`HOLD`].
+fn gather<B: Body<Data = Bytes, Error = BoxError> + Send + Sync + Unpin + 'static>(inner: B) -> ApiBody {
+    Gather { inner, buf: BytesMut::new(), next: None, done: false, hold: None }.boxed()
+}
+
+/// Gathers the data frames of `inner` into frames of up to [`FRAME`] bytes.
+struct Gather<B> {
+    inner: B,
+    buf: BytesMut,
+    /// A trailers frame or error that must follow the gathered bytes.
+    next: Option<Result<Frame<Bytes>, BoxError>>,
+    done: bool,
+    /// Armed while bytes wait for more.
+    hold: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl<B: Body<Data = Bytes, Error = BoxError> + Unpin> Gather<B> {
+    fn flush(&mut self) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        self.hold = None;
+        Poll::Ready(Some(Ok(Frame::data(self.buf.split().freeze()))))
+    }
+}
+
+impl<B: Body<Data = Bytes, Error = BoxError> + Unpin> Body for Gather<B> {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let this = &mut *self;
+        loop {
+            if this.done || this.next.is_some() {
+                return if this.buf.is_empty() { Poll::Ready(this.next.take()) } else { this.flush() };
+            }
+            match Pin::new(&mut this.inner).poll_frame(cx) {
+                Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
+                    Ok(data) if this.buf.is_empty() && data.len() >= FRAME => return Poll::Ready(Some(Ok(Frame::data(data)))),
+                    Ok(data) => {
+                        if this.buf.is_empty() {
+                            this.buf.reserve(FRAME);
+                        }
+                        this.buf.extend_from_slice(&data);
+                        if this.buf.len() >= FRAME {
+                            return this.flush();
+                        }
+                    }
+                    Err(trailers) => this.next = Some(Ok(trailers)),
+                },
+                Poll::Ready(Some(Err(e))) => this.next = Some(Err(e)),
+                Poll::Ready(None) => this.done = true,
+                Poll::Pending if this.buf.is_empty() => return Poll::Pending,
+                Poll::Pending => {
+                    let hold = this.hold.get_or_insert_with(|| Box::pin(tokio::time::sleep(HOLD)));
+                    ready!(hold.as_mut().poll(cx));
+                    return this.flush();
+                }
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.done && self.next.is_none() && self.buf.is_empty()
+    }
+}
+
 /// A body streamed from a channel until the sender is dropped.
 pub fn channel(rx: mpsc::Receiver<Result<Bytes, BoxError>>) -> ApiBody {
     let stream = futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|item| (item.map(Frame::data), rx)) });
     StreamBody::new(stream).boxed()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A body fed by the test, and its gathered output.
+    fn fed() -> (mpsc::Sender<Result<Bytes, BoxError>>, ApiBody) {
+        let (tx, rx) = mpsc::channel(256);
+        (tx, gather(channel(rx)))
+    }
+
+    async fn next(body: &mut ApiBody) -> Option<Result<Bytes, String>> {
+        let frame = tokio::time::timeout(Duration::from_secs(5), body.frame()).await.expect("a frame within 5 s")?;
+        Some(frame.map(|f| f.into_data().unwrap_or_default()).map_err(|e| e.to_string()))
+    }
+
+    #[tokio::test]
+    async fn small_chunks_are_gathered_into_frames_in_order() {
+        let (tx, mut body) = fed();
+        let sent: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+        for piece in sent.chunks(1000) {
+            tx.send(Ok(Bytes::copy_from_slice(piece))).await.unwrap();
+        }
+        drop(tx);
+        let mut got = Vec::new();
+        let mut sizes = Vec::new();
+        while let Some(frame) = next(&mut body).await {
+            let frame = frame.unwrap();
+            sizes.push(frame.len());
+            got.extend_from_slice(&frame);
+        }
+        assert_eq!(got, sent);
+        assert_eq!(sizes, [66_000, 34_000]);
+    }
+
+    #[tokio::test]
+    async fn bytes_wait_no_longer_than_the_hold_and_errors_follow_them() {
+        let (tx, mut body) = fed();
+        tx.send(Ok(Bytes::from_static(b"first"))).await.unwrap();
+        let started = std::time::Instant::now();
+        assert_eq!(next(&mut body).await, Some(Ok(Bytes::from_static(b"first"))));
+        assert!(started.elapsed() < Duration::from_secs(1), "held {:?}", started.elapsed());
+        tx.send(Ok(Bytes::from_static(b"second"))).await.unwrap();
+        tx.send(Err("upstream went away".into())).await.unwrap();
+        assert_eq!(next(&mut body).await, Some(Ok(Bytes::from_static(b"second"))));
+        assert_eq!(next(&mut body).await, Some(Err("upstream went away".to_string())));
+    }
 }

@@ -5,10 +5,13 @@
 //!
 //! A request is answered from memory only when kache can answer exactly as
 //! the apiserver would: a GET of a cached resource whose initial list is in,
-//! asking for plain JSON (not protobuf, tables or metadata-only), not
-//! pretty-printed. Every refusal is the apiserver's `Status` (invariant 7).
+//! asking for JSON of the objects or of their metadata only
+//! (`PartialObjectMetadata[List]`), compact or indented ([`document`]);
+//! protobuf, tables and metadata-only watches are passed through. Every refusal is the apiserver's `Status`
+//! (invariant 7).
 
 pub mod body;
+pub mod document;
 pub mod filter;
 pub mod list;
 mod metrics;
@@ -19,11 +22,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use apimachinery::list::json_list;
-use apimachinery::negotiate::{self, Endpoint};
+use apimachinery::negotiate::{self, Endpoint, Format};
 use apimachinery::params::ListOptions;
+use apimachinery::partial;
 use apimachinery::status::ApiError;
-use bytes::Bytes;
-use http::header::{ACCEPT, ACCEPT_ENCODING, CONTENT_ENCODING, CONTENT_TYPE, RETRY_AFTER, USER_AGENT, VARY};
+use http::header::{ACCEPT, CONTENT_TYPE};
 use http::{HeaderMap, Method, Request, Response, StatusCode};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -35,11 +38,9 @@ use tokio_rustls::TlsAcceptor;
 use crate::cache::{Cache, CachedResource};
 use crate::upstream::client::Client;
 use body::ApiBody;
-use list::{Answer, Page};
+use document::Layout;
+use list::Answer;
 use watch::{Dispatcher, WatchConfig};
-
-/// Lists above this size are gzipped when the client accepts it (the apiserver's 128 KiB).
-const GZIP_THRESHOLD: usize = 128 * 1024;
 
 /// Serving settings.
 #[derive(Debug, Clone, Default)]
@@ -181,16 +182,32 @@ fn header<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
     h.get(name).and_then(|v| v.to_str().ok())
 }
 
-/// Whether the apiserver would answer this request for `res` in plain,
-/// unindented JSON: what kache holds.
-fn wants_plain_json(res: &CachedResource, headers: &HeaderMap, query: &str) -> bool {
+/// What a JSON answer holds: the objects, or their metadata only (in the
+/// form for one object or the form for a list, as the client asked).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Form {
+    Objects,
+    Metadata,
+    MetadataList,
+}
+
+/// What the apiserver would write for this request for `res` and how it
+/// would lay it out, if that is JSON kache can write from what it holds.
+fn json_answer(res: &CachedResource, headers: &HeaderMap, query: &str) -> Option<(Form, Layout)> {
     let endpoint = if apimachinery::resource::builtin(&res.info.group, &res.info.version, &res.info.plural).is_some() {
         Endpoint::BUILTIN
     } else {
         Endpoint::CUSTOM
     };
-    negotiate::negotiate(header(headers, ACCEPT.as_str()), &endpoint).is_some_and(|m| m.is_plain_json() && !m.pretty)
-        && !negotiate::pretty(query, header(headers, USER_AGENT.as_str()))
+    let media = negotiate::negotiate(header(headers, ACCEPT.as_str()), &endpoint).filter(|m| m.format == Format::Json)?;
+    let form = match media.convert.as_ref().map(|c| c.meta_kind()) {
+        None => Form::Objects,
+        Some(Some(partial::KIND)) => Form::Metadata,
+        Some(Some(partial::LIST_KIND)) => Form::MetadataList,
+        // Tables are left to the apiserver.
+        Some(_) => return None,
+    };
+    Some((form, Layout::of(headers, query, media.pretty)))
 }
 
 /// What a path under a cached resource names.
@@ -253,11 +270,14 @@ async fn handle(api: &Api, req: Request<Incoming>) -> Response<ApiBody> {
     }
     let cached = target(&api.cache, &path).filter(|t| t.res.status.is_ready());
     if req.method() == Method::GET
-        && let Some(t) = cached.filter(|t| wants_plain_json(t.res, req.headers(), &query))
+        && let Some(t) = cached
+        && let Some((form, layout)) = json_answer(t.res, req.headers(), &query)
     {
         let answer = match t.name {
-            None => serve_collection(api, &t, &query, req.headers()).await,
-            Some(name) => serve_get(t.res, t.namespace, name, &query, &api.config.waits).await.inspect(|_| {
+            None => serve_collection(api, &t, &query, form, layout).await,
+            // A GET asking for the list form gets the apiserver's 406.
+            Some(_) if form == Form::MetadataList => None,
+            Some(name) => serve_get(t.res, t.namespace, name, &query, &api.config.waits, form, layout).await.inspect(|_| {
                 api.counters.gets_served.fetch_add(1, Ordering::Relaxed);
             }),
         };
@@ -270,13 +290,18 @@ async fn handle(api: &Api, req: Request<Incoming>) -> Response<ApiBody> {
 }
 
 /// A list or watch from memory, an error `Status`, or `None` to pass the request through.
-async fn serve_collection(api: &Api, t: &Target<'_>, query: &str, headers: &HeaderMap) -> Option<Response<ApiBody>> {
+async fn serve_collection(api: &Api, t: &Target<'_>, query: &str, form: Form, layout: Layout) -> Option<Response<ApiBody>> {
     let mut opts = match ListOptions::decode(query) {
         Ok(o) => o,
-        Err(e) => return Some(error(&e)),
+        Err(e) => return Some(layout.error(&e)),
     };
     if let Err(e) = opts.validate() {
-        return Some(error(&e));
+        return Some(layout.error(&e));
+    }
+    if opts.watch && (layout.pretty || form != Form::Objects) {
+        // Indented and metadata-only watch streams are left to the apiserver.
+        api.counters.watches_passed_through.fetch_add(1, Ordering::Relaxed);
+        return None;
     }
     if opts.watch {
         let stopping = api.stopping.subscribe();
@@ -290,19 +315,27 @@ async fn serve_collection(api: &Api, t: &Target<'_>, query: &str, headers: &Head
                 api.counters.watches_passed_through.fetch_add(1, Ordering::Relaxed);
                 None
             }
-            Err(e) => Some(error(&e)),
+            Err(e) => Some(layout.error(&e)),
         };
+    }
+    if form == Form::Metadata {
+        // A list asking for the single-object form gets the apiserver's 406.
+        return None;
     }
     match list::list(t.res, t.namespace, &opts, &api.config.waits).await {
         Ok(Answer::Page(page)) => {
             api.counters.lists_served.fetch_add(1, Ordering::Relaxed);
-            Some(encode(t.res, &page, negotiate::accepts_gzip(header(headers, ACCEPT_ENCODING.as_str()))))
+            let parts = match form {
+                Form::MetadataList => partial::list(&page.meta, page.items.iter().map(|o| o.bytes().slice(o.metadata_range()))),
+                _ => json_list(&t.res.info, &page.meta, page.items.iter().map(|o| o.bytes())),
+            };
+            Some(layout.respond(StatusCode::OK, parts))
         }
         Ok(Answer::Upstream(why)) => {
             tracing::debug!(resource = %t.res.info.qualified(), why, "list passed through");
             None
         }
-        Err(e) => Some(error(&e)),
+        Err(e) => Some(layout.error(&e)),
     }
 }
 
@@ -310,7 +343,15 @@ async fn serve_collection(api: &Api, t: &Target<'_>, query: &str, headers: &Head
 /// cache answers it): at any revision (`resourceVersion=0`), once the store
 /// has reached the one named, or once it is proven fresh (unset: a
 /// consistent read); `None` to pass it through.
-async fn serve_get(res: &CachedResource, namespace: Option<&str>, name: &str, query: &str, waits: &Waits) -> Option<Response<ApiBody>> {
+async fn serve_get(
+    res: &CachedResource,
+    namespace: Option<&str>,
+    name: &str,
+    query: &str,
+    waits: &Waits,
+    form: Form,
+    layout: Layout,
+) -> Option<Response<ApiBody>> {
     let rv = form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == "resourceVersion").map(|(_, v)| v.into_owned());
     let fresh = match rv.as_deref() {
         None | Some("") => res.fresh.consistent(waits.consistent).await.is_ok(),
@@ -329,33 +370,13 @@ async fn serve_get(res: &CachedResource, namespace: Option<&str>, name: &str, qu
     };
     let view = res.store.view();
     let Some(o) = view.head().get(&key) else {
-        return Some(error(&ApiError::not_found(&res.info, name)));
+        return Some(layout.error(&ApiError::not_found(&res.info, name)));
     };
-    let resp = Response::builder().status(StatusCode::OK).header(CONTENT_TYPE, "application/json");
-    Some(resp.body(body::chunks(res.lone(o))).unwrap_or_else(|_| text(StatusCode::INTERNAL_SERVER_ERROR, "response")))
-}
-
-/// The list envelope around the items' own bytes.
-fn encode(res: &CachedResource, page: &Page, gzip: bool) -> Response<ApiBody> {
-    let parts = json_list(&res.info, &page.meta, page.items.iter().map(|o| o.bytes()));
-    let len: usize = parts.iter().map(Bytes::len).sum();
-    let resp = Response::builder().status(StatusCode::OK).header(CONTENT_TYPE, "application/json");
-    let built = if gzip && len > GZIP_THRESHOLD {
-        resp.header(CONTENT_ENCODING, "gzip").header(VARY, "Accept-Encoding").body(body::gzip(parts))
-    } else {
-        resp.body(body::chunks(parts))
+    let parts = match form {
+        Form::Objects => res.lone(o),
+        _ => partial::object(o.bytes().slice(o.metadata_range())).to_vec(),
     };
-    built.unwrap_or_else(|_| text(StatusCode::INTERNAL_SERVER_ERROR, "response"))
-}
-
-fn error(e: &ApiError) -> Response<ApiBody> {
-    let mut resp = Response::new(body::full(e.body()));
-    *resp.status_mut() = StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    resp.headers_mut().insert(CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
-    if let Some(s) = e.retry_after {
-        resp.headers_mut().insert(RETRY_AFTER, s.into());
-    }
-    resp
+    Some(layout.respond(StatusCode::OK, parts))
 }
 
 fn text(status: StatusCode, s: &'static str) -> Response<ApiBody> {

@@ -27,6 +27,10 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// The body type the client sends.
 pub type UpBody = BoxBody<Bytes, BoxError>;
 
+/// Bytes read from an HTTP/1.1 connection at a time: a relayed body comes
+/// in frames of up to this size, so a large list costs few reads and writes.
+const READ_BUFFER: usize = 256 * 1024;
+
 /// The most a non-streaming response (discovery, a list page) may hold.
 const MAX_BODY: usize = 1 << 30;
 
@@ -53,7 +57,11 @@ impl Client {
         let all_versions = connector().enable_all_versions().wrap_connector(tcp.clone());
         let http1 = connector().enable_http1().wrap_connector(tcp);
         let mut builder = HyperClient::builder(TokioExecutor::new());
-        builder.timer(TokioTimer::new()).pool_timer(TokioTimer::new()).pool_idle_timeout(Duration::from_secs(90));
+        builder
+            .timer(TokioTimer::new())
+            .pool_timer(TokioTimer::new())
+            .pool_idle_timeout(Duration::from_secs(90))
+            .http1_read_buf_exact_size(READ_BUFFER);
         let http1 = builder.build(http1);
         let http = builder.http2_keep_alive_interval(Duration::from_secs(30)).http2_keep_alive_while_idle(true).build(all_versions);
         Ok(Client { base: creds.server.clone(), auth: creds.auth.clone(), http, http1 })

@@ -1,0 +1,104 @@
+//! Metadata-only answers (`as=PartialObjectMetadata` or
+//! `as=PartialObjectMetadataList`, `g=meta.k8s.io`, `v=v1`), as garbage
+//! collectors, quota and metadata informers read objects.
+//!
+//! Guarantees: an object becomes
+//! `{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":…}`
+//! where `metadata` is the object's own `metadata` bytes, untouched
+//! (managedFields included), and a list becomes a
+//! `PartialObjectMetadataList` of those with the list's `ListMeta`. A GET
+//! must ask for the single form and a list for the `List` form; the other
+//! is the apiserver's 406 ([`wrong_form`]).
+
+use bytes::Bytes;
+
+use crate::list::{ListMeta, json_list_of};
+use crate::resource::{Resource, builtin};
+use crate::status::ApiError;
+use crate::watch::{EventType, bookmark_metadata, json_frame};
+
+/// The group and version of the metadata-only kinds.
+pub const API_VERSION: &str = "meta.k8s.io/v1";
+/// One object's form.
+pub const KIND: &str = "PartialObjectMetadata";
+/// A list's form.
+pub const LIST_KIND: &str = "PartialObjectMetadataList";
+
+const HEAD: &[u8] = br#"{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":"#;
+
+/// One object's metadata-only form, as parts sharing its `metadata` bytes.
+pub fn object(metadata: Bytes) -> [Bytes; 3] {
+    [Bytes::from_static(HEAD), metadata, Bytes::from_static(b"}")]
+}
+
+/// A `PartialObjectMetadataList` of the objects whose `metadata` bytes are given, in order.
+pub fn list(meta: &ListMeta, metadata: impl IntoIterator<Item = Bytes>) -> Vec<Bytes> {
+    json_list_of(LIST_KIND, API_VERSION, meta, metadata.into_iter().map(object))
+}
+
+/// A metadata-only watch's BOOKMARK frame at `rv`.
+pub fn json_bookmark(rv: u64, initial_events_end: bool) -> Bytes {
+    json_frame(EventType::Bookmark, &object(Bytes::from(bookmark_metadata(rv, initial_events_end))).each_ref().map(|b| &b[..]))
+}
+
+/// The apiserver's 406 when a request asks for the form that does not fit
+/// it (`asked`, for a list when `list`, else for one object of `res`).
+pub fn wrong_form(asked: &str, res: &Resource, list: bool) -> ApiError {
+    // The Go type the apiserver names: its internal API package, or unstructured for custom resources.
+    let go_type = match builtin(&res.group, &res.version, &res.plural) {
+        Some(_) => {
+            let package = if res.group.is_empty() { "core" } else { res.group.split('.').next().unwrap_or(&res.group) };
+            format!("*{package}.{}{}", res.kind, if list { "List" } else { "" })
+        }
+        None => format!("*unstructured.Unstructured{}", if list { "List" } else { "" }),
+    };
+    let message = if list {
+        format!("you requested {asked}, but the requested object is a list ({go_type})")
+    } else {
+        format!("you requested {asked}, but the requested object is not a list ({go_type})")
+    };
+    ApiError::not_acceptable_because(message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn capture(path: &str) -> Vec<u8> {
+        std::fs::read(format!("{}/../tests/reference/apiserver-1.36/encodings/{path}", env!("CARGO_MANIFEST_DIR"))).unwrap()
+    }
+
+    #[test]
+    fn the_captured_metadata_get_wraps_the_objects_own_metadata() {
+        let full = capture("pods/get.json");
+        let parsed = crate::meta::parse(&full, &[]).unwrap();
+        let got: Vec<u8> = object(Bytes::copy_from_slice(parsed.metadata.as_bytes())).concat();
+        assert_eq!([&got[..], b"\n"].concat(), capture("pods/get-metadata.json"));
+    }
+
+    #[test]
+    fn the_captured_metadata_list_wraps_every_item() {
+        let full = crate::list::ListPage::parse(&Bytes::from(capture("pods/list.json"))).unwrap();
+        let meta = ListMeta { resource_version: full.resource_version, continue_token: None, remaining_item_count: None };
+        let metadata = full.items.iter().map(|item| Bytes::copy_from_slice(crate::meta::parse(item, &[]).unwrap().metadata.as_bytes()));
+        let got = list(&meta, metadata).concat();
+        assert_eq!([&got[..], b"\n"].concat(), capture("pods/list-metadata.json"));
+    }
+
+    #[test]
+    fn a_bookmark_carries_only_the_revision_and_the_initial_events_end() {
+        assert_eq!(
+            &json_bookmark(9, true)[..],
+            &b"{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"PartialObjectMetadata\",\"apiVersion\":\"meta.k8s.io/v1\",\"metadata\":{\"resourceVersion\":\"9\",\"annotations\":{\"k8s.io/initial-events-end\":\"true\"}}}}\n"[..]
+        );
+    }
+
+    #[test]
+    fn the_wrong_form_is_refused_in_the_apiservers_words() {
+        let pods = Resource::new("", "v1", "pods", "Pod", true);
+        assert!(wrong_form(KIND, &pods, true).message.ends_with("is a list (*core.PodList)"));
+        assert!(wrong_form(LIST_KIND, &pods, false).message.ends_with("is not a list (*core.Pod)"));
+        let deployments = Resource::new("apps", "v1", "deployments", "Deployment", true);
+        assert!(wrong_form(KIND, &deployments, true).message.ends_with("(*apps.DeploymentList)"));
+    }
+}

@@ -1,0 +1,67 @@
+//! JSON answers as the apiserver writes them for a request: compact and
+//! ending with a newline, or indented (`?pretty=true`, curl, Wget and
+//! browsers) as `json.MarshalIndent` does, while streaming; gzipped above
+//! 128 KiB when the client accepts it. Error `Status` bodies are laid out
+//! the same way as the answer they replace.
+
+use apimachinery::json;
+use apimachinery::negotiate;
+use apimachinery::status::ApiError;
+use bytes::Bytes;
+use http::header::{ACCEPT_ENCODING, CONTENT_ENCODING, CONTENT_TYPE, RETRY_AFTER, USER_AGENT, VARY};
+use http::{HeaderMap, HeaderValue, Response, StatusCode};
+
+use super::body::{self, ApiBody};
+
+/// Bodies above this size are gzipped when the client accepts it (the apiserver's 128 KiB).
+const GZIP_THRESHOLD: usize = 128 * 1024;
+
+/// How this request's JSON answer is written.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Layout {
+    /// Indented.
+    pub pretty: bool,
+    /// The client accepts gzip.
+    pub gzip: bool,
+}
+
+impl Layout {
+    /// The layout the apiserver would use for a request with `headers` and
+    /// `query`; `pretty_media` is the negotiated media type's `pretty=1`.
+    pub fn of(headers: &HeaderMap, query: &str, pretty_media: bool) -> Layout {
+        let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+        Layout {
+            pretty: pretty_media || negotiate::pretty(query, header(USER_AGENT.as_str())),
+            gzip: negotiate::accepts_gzip(header(ACCEPT_ENCODING.as_str())),
+        }
+    }
+
+    /// A document written from `parts` (compact JSON, in order).
+    pub fn respond(self, status: StatusCode, mut parts: Vec<Bytes>) -> Response<ApiBody> {
+        if !self.pretty {
+            parts.push(Bytes::from_static(json::END));
+        }
+        // Indenting only lengthens a document, so a compact one over the threshold is over it indented too.
+        let len: usize = parts.iter().map(Bytes::len).sum();
+        let mut resp = Response::builder().status(status).header(CONTENT_TYPE, "application/json");
+        let body = if self.gzip && len > GZIP_THRESHOLD {
+            resp = resp.header(CONTENT_ENCODING, "gzip").header(VARY, "Accept-Encoding");
+            body::gzip(parts, self.pretty)
+        } else if self.pretty {
+            body::indented(parts)
+        } else {
+            body::chunks(parts)
+        };
+        resp.body(body).unwrap_or_else(|_| Response::new(body::full("")))
+    }
+
+    /// The apiserver's `Status` for `e`.
+    pub fn error(self, e: &ApiError) -> Response<ApiBody> {
+        let code = StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let mut resp = Layout { gzip: false, ..self }.respond(code, vec![Bytes::from(e.body())]);
+        if let Some(s) = e.retry_after {
+            resp.headers_mut().insert(RETRY_AFTER, HeaderValue::from(s));
+        }
+        resp
+    }
+}
