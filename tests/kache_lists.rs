@@ -15,16 +15,6 @@ fn ready(kache: &Process) {
     eventually(Duration::from_secs(60), "kache ready", || (kache.get("/readyz").status == 200).then_some(()));
 }
 
-fn count(sim: &Process, resource: &str, verb: &str) -> u64 {
-    let stats = sim.get("/_sim/stats").json();
-    stats["requests"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|r| r["resource"] == resource && r["verb"] == verb)
-        .map_or(0, |r| r["count"].as_u64().unwrap_or(0))
-}
-
 fn rv_of(resp: &Resp) -> u64 {
     resp.json()["metadata"]["resourceVersion"].as_str().and_then(|s| s.parse().ok()).expect("a list revision")
 }
@@ -167,7 +157,7 @@ fn many_clients_one_upstream_list_and_watch_until_a_fault() {
     let sim = Process::sim(&["--pods", "300", "--churn", "50", "--compact-interval", "0"]);
     let kache = Process::kache(&sim.url, &["--resources", "pods"]);
     ready(&kache);
-    let (lists, watches) = (count(&sim, "pods", "list"), count(&sim, "pods", "watch"));
+    let (lists, watches) = (sim.served("pods", "list"), sim.served("pods", "watch"));
     assert_eq!((lists, watches), (1, 1), "one paged list (one page) and one watch");
     let r = rv_of(&kache.get("/api/v1/pods?resourceVersion=0&limit=1"));
     let queries = [
@@ -193,13 +183,13 @@ fn many_clients_one_upstream_list_and_watch_until_a_fault() {
         metrics.lines().find_map(|l| l.strip_prefix("kache_lists_served_total ")).and_then(|v| v.parse().ok()).expect("a counter");
     assert!(served >= 1000, "{metrics}");
     assert!(metrics.contains("kache_resource_ready{resource=\"pods\"} 1"), "{metrics}");
-    assert_eq!((count(&sim, "pods", "list"), count(&sim, "pods", "watch")), (1, 1), "1,000 lists later, still one of each upstream");
+    assert_eq!((sim.served("pods", "list"), sim.served("pods", "watch")), (1, 1), "1,000 lists later, still one of each upstream");
 
     sim.post("/_sim/drop-watches", &serde_json::json!({}));
-    eventually(Duration::from_secs(20), "a new upstream watch", || (count(&sim, "pods", "watch") == 2).then_some(()));
+    eventually(Duration::from_secs(20), "a new upstream watch", || (sim.served("pods", "watch") == 2).then_some(()));
     std::thread::sleep(Duration::from_millis(500));
     // The probe after a broken watch is the one extra list.
-    assert_eq!((count(&sim, "pods", "list"), count(&sim, "pods", "watch")), (2, 2));
+    assert_eq!((sim.served("pods", "list"), sim.served("pods", "watch")), (2, 2));
 }
 
 #[test]

@@ -28,17 +28,6 @@ fn metric(kache: &Process, name: &str) -> u64 {
         .unwrap_or_else(|| panic!("no {name} in /metrics"))
 }
 
-/// Requests of `verb` on `resource` the simulator has served.
-fn upstream_count(sim: &Process, resource: &str, verb: &str) -> u64 {
-    let stats = sim.get("/_sim/stats").json();
-    stats["requests"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|r| r["resource"] == resource && r["verb"] == verb)
-        .map_or(0, |r| r["count"].as_u64().unwrap_or(0))
-}
-
 /// The revision kache's store has reached for `resource` (an empty list at `resourceVersion=0`).
 fn kache_revision(kache: &Process, collection: &str) -> u64 {
     let r = kache.get(&format!("{collection}?resourceVersion=0&labelSelector=kache-test%3Dnone"));
@@ -236,7 +225,7 @@ async fn a_thousand_watchers_get_exactly_the_simulators_streams_through_upstream
     }
     assert_eq!(metric(&kache, "kache_watches_served_total"), 1000);
     // One upstream watch per resource, plus its resumptions after each fault and timeout.
-    let upstream = upstream_count(&sim, "pods", "watch");
+    let upstream = sim.served("pods", "watch");
     assert_eq!(upstream, metric(&kache, "kache_upstream_watches_total{"), "every upstream watch is the reflector's");
     assert!((2..40).contains(&upstream), "the simulator served {upstream} pod watches");
     let compared = check_against_sim(&sim, &shapes, &got, &client).await;
@@ -458,6 +447,6 @@ async fn kube_reflectors_through_kache_converge_to_the_simulators_state() {
     }
     // kube-rs opens its streaming list at `resourceVersion=0`, so both reflectors' watches come from memory.
     assert!(metric(&kache, "kache_watches_served_total") >= 2);
-    assert_eq!(upstream_count(&sim, "pods", "watch"), metric(&kache, "kache_upstream_watches_total{"), "no client watch reached upstream");
+    assert_eq!(sim.served("pods", "watch"), metric(&kache, "kache_upstream_watches_total{"), "no client watch reached upstream");
     tasks.iter().for_each(tokio::task::JoinHandle::abort);
 }

@@ -274,7 +274,10 @@ fn a_restart_that_resets_revisions_keeps_objects_and_renumbers_them() {
     assert_eq!((refused.status, refused.header("retry-after")), (429, Some("1")));
     assert_eq!(
         refused.text(),
-        r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"storage is (re)initializing","reason":"TooManyRequests","details":{"retryAfterSeconds":1},"code":429}"#
+        concat!(
+            r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"storage is (re)initializing","reason":"TooManyRequests","details":{"retryAfterSeconds":1},"code":429}"#,
+            "\n"
+        )
     );
     assert_eq!(sim.get("/api/v1/pods").status, 200, "lists are still served");
 }
@@ -303,7 +306,10 @@ fn conflicts_not_found_and_already_exists_are_the_apiserver_statuses() {
     let again = sim.post("/api/v1/namespaces/default/configmaps", &json!({"metadata": {"name": "a"}}));
     assert_eq!(
         again.text(),
-        r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"configmaps \"a\" already exists","reason":"AlreadyExists","details":{"name":"a","kind":"configmaps"},"code":409}"#
+        concat!(
+            r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"configmaps \"a\" already exists","reason":"AlreadyExists","details":{"name":"a","kind":"configmaps"},"code":409}"#,
+            "\n"
+        )
     );
     let mut stale = a.clone();
     stale["metadata"]["resourceVersion"] = json!((rv(&a) - 1).to_string());
@@ -315,12 +321,18 @@ fn conflicts_not_found_and_already_exists_are_the_apiserver_statuses() {
     );
     assert_eq!(
         put.text(),
-        r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Operation cannot be fulfilled on configmaps \"a\": the object has been modified; please apply your changes to the latest version and try again","reason":"Conflict","details":{"name":"a","kind":"configmaps"},"code":409}"#
+        concat!(
+            r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Operation cannot be fulfilled on configmaps \"a\": the object has been modified; please apply your changes to the latest version and try again","reason":"Conflict","details":{"name":"a","kind":"configmaps"},"code":409}"#,
+            "\n"
+        )
     );
     let missing = sim.get("/apis/apps/v1/namespaces/default/deployments/nope");
     assert_eq!(
         missing.text(),
-        r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"deployments.apps \"nope\" not found","reason":"NotFound","details":{"name":"nope","group":"apps","kind":"deployments"},"code":404}"#
+        concat!(
+            r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"deployments.apps \"nope\" not found","reason":"NotFound","details":{"name":"nope","group":"apps","kind":"deployments"},"code":404}"#,
+            "\n"
+        )
     );
     let generated = sim.post("/api/v1/namespaces/default/configmaps", &json!({"metadata": {"generateName": "gen-"}})).json();
     assert!(generated["metadata"]["name"].as_str().expect("a name").starts_with("gen-"));

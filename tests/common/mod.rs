@@ -120,6 +120,17 @@ impl Process {
         self.request("GET", path, &[], None)
     }
 
+    /// Requests of `verb` on `resource` this simulator has served (its `/_sim/stats`).
+    pub fn served(&self, resource: &str, verb: &str) -> u64 {
+        let stats = self.get("/_sim/stats").json();
+        stats["requests"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|r| r["resource"] == resource && r["verb"] == verb)
+            .map_or(0, |r| r["count"].as_u64().unwrap_or(0))
+    }
+
     /// `POST path` with a JSON body.
     pub fn post(&self, path: &str, body: &serde_json::Value) -> Resp {
         self.request("POST", path, &[("content-type", "application/json")], Some(body.to_string().as_bytes()))
