@@ -26,19 +26,21 @@ pub const LIST_KIND: &str = "PartialObjectMetadataList";
 
 const HEAD: &[u8] = br#"{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":"#;
 
-/// One object's metadata-only form, as parts sharing its `metadata` bytes.
-pub fn object(metadata: Bytes) -> [Bytes; 3] {
-    [Bytes::from_static(HEAD), metadata, Bytes::from_static(b"}")]
+/// One object's metadata-only form, as parts sharing its `metadata` bytes
+/// (given as parts that concatenate to them).
+pub fn object(metadata: impl IntoIterator<Item = Bytes>) -> Vec<Bytes> {
+    std::iter::once(Bytes::from_static(HEAD)).chain(metadata).chain([Bytes::from_static(b"}")]).collect()
 }
 
 /// A `PartialObjectMetadataList` of the objects whose `metadata` bytes are given, in order.
 pub fn list(meta: &ListMeta, metadata: impl IntoIterator<Item = Bytes>) -> Vec<Bytes> {
-    json_list_of(LIST_KIND, API_VERSION, meta, metadata.into_iter().map(object))
+    json_list_of(LIST_KIND, API_VERSION, meta, metadata.into_iter().map(|m| object([m])))
 }
 
 /// A metadata-only watch's BOOKMARK frame at `rv`.
 pub fn json_bookmark(rv: u64, initial_events_end: bool) -> Bytes {
-    json_frame(EventType::Bookmark, &object(Bytes::from(bookmark_metadata(rv, initial_events_end))).each_ref().map(|b| &b[..]))
+    let parts = object([Bytes::from(bookmark_metadata(rv, initial_events_end))]);
+    json_frame(EventType::Bookmark, &parts.iter().map(|b| &b[..]).collect::<Vec<_>>())
 }
 
 /// The apiserver's 406 when a request asks for the form that does not fit
@@ -72,7 +74,7 @@ mod tests {
     fn the_captured_metadata_get_wraps_the_objects_own_metadata() {
         let full = capture("pods/get.json");
         let parsed = crate::meta::parse(&full, &[]).unwrap();
-        let got: Vec<u8> = object(Bytes::copy_from_slice(parsed.metadata.as_bytes())).concat();
+        let got: Vec<u8> = object([Bytes::copy_from_slice(parsed.metadata.as_bytes())]).concat();
         assert_eq!([&got[..], b"\n"].concat(), capture("pods/get-metadata.json"));
     }
 

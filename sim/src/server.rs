@@ -281,7 +281,7 @@ async fn resource(state: &Arc<State>, req: Request<Incoming>, t: Target, enc: En
             let db = state.db.read();
             let o = db.get(t.res, &rt.key(&ns, name), db.rev()).cloned().ok_or_else(|| ApiError::not_found(rt, name))?;
             match partial.as_deref() {
-                Some(partial::KIND) => Ok(enc.json(StatusCode::OK, partial::object(o.metadata()).to_vec())),
+                Some(partial::KIND) => Ok(enc.json(StatusCode::OK, partial::object([o.metadata()]))),
                 Some(other) => Err(partial::wrong_form(other, rt, false)),
                 None => Ok(object_response(enc, StatusCode::OK, rt, &o)),
             }

@@ -52,7 +52,8 @@ struct Renderer<'a> {
 impl Renderer<'_> {
     fn frame(&self, typ: EventType, obj: &Obj) -> Bytes {
         if self.partial {
-            return frames::json_frame(typ, &partial::object(obj.metadata()).each_ref().map(|b| &b[..]));
+            let parts = partial::object([obj.metadata()]);
+            return frames::json_frame(typ, &parts.iter().map(|b| &b[..]).collect::<Vec<_>>());
         }
         frames::json_frame(typ, &[&obj.with_type(self.rt)])
     }

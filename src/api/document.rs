@@ -1,4 +1,5 @@
-//! JSON answers as the apiserver writes them for a request: compact and
+//! JSON answers as the apiserver writes them for a request: of the objects
+//! or of their metadata only ([`Form`]); compact and
 //! ending with a newline, or indented (`?pretty=true`, curl, Wget and
 //! browsers) as `json.MarshalIndent` does, while streaming; gzipped above
 //! 128 KiB when the client accepts it. Error `Status` bodies are laid out
@@ -12,6 +13,28 @@ use http::header::{ACCEPT_ENCODING, CONTENT_ENCODING, CONTENT_TYPE, RETRY_AFTER,
 use http::{HeaderMap, HeaderValue, Response, StatusCode};
 
 use super::body::{self, ApiBody};
+use crate::cache::CachedResource;
+use crate::store::CachedObject;
+
+/// What a JSON answer holds: the objects, or their metadata only (in the
+/// form for one object — also a watch's events — or the form for a list).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Form {
+    Objects,
+    Metadata,
+    MetadataList,
+}
+
+/// `o` as a lone object (a GET, a watch event) in `form`, with
+/// `metadata.resourceVersion` set to `at` when given; parts that
+/// concatenate to it, sharing the stored bytes.
+pub fn object_parts(res: &CachedResource, o: &CachedObject, form: Form, at: Option<u64>) -> Vec<Bytes> {
+    match (form, at) {
+        (Form::Objects, None) => res.lone(o),
+        (Form::Objects, Some(rv)) => res.lone_at(o, rv),
+        (Form::Metadata | Form::MetadataList, at) => apimachinery::partial::object(o.metadata_at(at)),
+    }
+}
 
 /// Bodies above this size are gzipped when the client accepts it (the apiserver's 128 KiB).
 const GZIP_THRESHOLD: usize = 128 * 1024;

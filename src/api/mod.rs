@@ -7,7 +7,7 @@
 //! the apiserver would: a GET of a cached resource whose initial list is in,
 //! asking for JSON of the objects or of their metadata only
 //! (`PartialObjectMetadata[List]`), compact or indented ([`document`]);
-//! protobuf, tables and metadata-only watches are passed through. Every refusal is the apiserver's `Status`
+//! protobuf, tables and indented watches are passed through. Every refusal is the apiserver's `Status`
 //! (invariant 7).
 
 pub mod body;
@@ -38,7 +38,7 @@ use tokio_rustls::TlsAcceptor;
 use crate::cache::{Cache, CachedResource};
 use crate::upstream::client::Client;
 use body::ApiBody;
-use document::Layout;
+use document::{Form, Layout};
 use list::Answer;
 use watch::{Dispatcher, WatchConfig};
 
@@ -182,15 +182,6 @@ fn header<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
     h.get(name).and_then(|v| v.to_str().ok())
 }
 
-/// What a JSON answer holds: the objects, or their metadata only (in the
-/// form for one object or the form for a list, as the client asked).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Form {
-    Objects,
-    Metadata,
-    MetadataList,
-}
-
 /// What the apiserver would write for this request for `res` and how it
 /// would lay it out, if that is JSON kache can write from what it holds.
 fn json_answer(res: &CachedResource, headers: &HeaderMap, query: &str) -> Option<(Form, Layout)> {
@@ -298,14 +289,14 @@ async fn serve_collection(api: &Api, t: &Target<'_>, query: &str, form: Form, la
     if let Err(e) = opts.validate() {
         return Some(layout.error(&e));
     }
-    if opts.watch && (layout.pretty || form != Form::Objects) {
-        // Indented and metadata-only watch streams are left to the apiserver.
+    if opts.watch && (layout.pretty || form == Form::MetadataList) {
+        // Indented watch streams, and watches asking for the list form, are left to the apiserver.
         api.counters.watches_passed_through.fetch_add(1, Ordering::Relaxed);
         return None;
     }
     if opts.watch {
         let stopping = api.stopping.subscribe();
-        return match watch::watch(t.res, &api.dispatchers[t.index], t.namespace, &opts, &api.config, stopping).await {
+        return match watch::watch(t.res, &api.dispatchers[t.index], t.namespace, &opts, form, &api.config, stopping).await {
             Ok(watch::Answer::Stream(resp)) => {
                 api.counters.watches_served.fetch_add(1, Ordering::Relaxed);
                 Some(resp)
@@ -372,11 +363,7 @@ async fn serve_get(
     let Some(o) = view.head().get(&key) else {
         return Some(layout.error(&ApiError::not_found(&res.info, name)));
     };
-    let parts = match form {
-        Form::Objects => res.lone(o),
-        _ => partial::object(o.bytes().slice(o.metadata_range())).to_vec(),
-    };
-    Some(layout.respond(StatusCode::OK, parts))
+    Some(layout.respond(StatusCode::OK, document::object_parts(res, o, form, None)))
 }
 
 fn text(status: StatusCode, s: &'static str) -> Response<ApiBody> {

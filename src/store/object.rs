@@ -154,6 +154,19 @@ impl CachedObject {
         [self.bytes.slice(..start), Bytes::from(rv.to_string()), self.bytes.slice(end..)]
     }
 
+    /// Its `metadata` bytes, as parts that concatenate to them, with
+    /// `metadata.resourceVersion` set to `rv` when given (see [`CachedObject::at_revision`]).
+    pub fn metadata_at(&self, rv: Option<u64>) -> Vec<Bytes> {
+        let m = self.metadata_range();
+        match rv {
+            None => vec![self.bytes.slice(m)],
+            Some(rv) => {
+                let (start, end) = (self.rv_text.start as usize, (self.rv_text.start + self.rv_text.len) as usize);
+                vec![self.bytes.slice(m.start..start), Bytes::from(rv.to_string()), self.bytes.slice(end..m.end)]
+            }
+        }
+    }
+
     /// Heap and inline bytes this object costs beyond its `bytes`.
     pub fn overhead_bytes(&self) -> usize {
         std::mem::size_of::<Self>()

@@ -28,7 +28,17 @@ pub struct Lines {
 
 /// Runs the watch at `url` until its stream ends (or `limit` passes) and returns its lines.
 pub async fn watch(client: &Watcher, url: &str, limit: Duration) -> Lines {
-    let resp = client.get(url.parse().expect("a URL")).await.unwrap_or_else(|e| panic!("GET {url}: {e}"));
+    watch_accepting(client, url, None, limit).await
+}
+
+/// [`watch`] with an `Accept` header.
+pub async fn watch_accepting(client: &Watcher, url: &str, accept: Option<&str>, limit: Duration) -> Lines {
+    let mut req = hyper::Request::get(url);
+    if let Some(accept) = accept {
+        req = req.header("accept", accept);
+    }
+    let req = req.body(Empty::new()).unwrap_or_else(|e| panic!("GET {url}: {e}"));
+    let resp = client.request(req).await.unwrap_or_else(|e| panic!("GET {url}: {e}"));
     let status = resp.status().as_u16();
     let mut body = resp.into_body();
     let mut buf = Vec::new();

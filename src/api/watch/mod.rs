@@ -2,7 +2,8 @@
 //! revision (`resourceVersion=0` or `N`, with or without
 //! `sendInitialEvents`) is answered by kache; upstream sees only the
 //! reflector's one watch per resource. A watch without `resourceVersion`
-//! asks for a consistent start and is passed through.
+//! asks for a consistent start: it is answered once the resource is proven
+//! fresh (`upstream/freshness.rs`), and passed through otherwise.
 //!
 //! A stream is, in order: the initial state as ADDED in key order (when the
 //! request asks for initial events, explicitly or by the 1.34 default for
@@ -24,6 +25,10 @@
 //! minutes, as the apiserver picks), when kache shuts down, when the
 //! dispatcher closes the watcher (slow client, re-list), or when the client
 //! goes away.
+//!
+//! A metadata-only watch (`as=PartialObjectMetadata`) gets the same stream
+//! with every object, bookmarks included, as `PartialObjectMetadata`; the
+//! dispatcher encodes each event at most once per form.
 
 mod dispatcher;
 
@@ -50,6 +55,7 @@ pub use dispatcher::{Dispatcher, Frame, Stale, Subscription, WatchStats};
 
 use super::ApiConfig;
 use super::body::{self, ApiBody, BoxError};
+use super::document::{Form, object_parts};
 use super::filter::{Filter, Transition};
 use crate::cache::CachedResource;
 use crate::store::{Event, Snapshot};
@@ -92,6 +98,7 @@ pub async fn watch(
     dispatcher: &Dispatcher,
     namespace: Option<&str>,
     opts: &ListOptions,
+    form: Form,
     api: &ApiConfig,
     stopping: tokio::sync::watch::Receiver<bool>,
 ) -> Result<Answer, ApiError> {
@@ -124,11 +131,12 @@ pub async fn watch(
         } else {
             (requested, Phase::Replay)
         };
-        let Ok(sub) = dispatcher.subscribe(filter.clone(), view.epoch(), config.queue).await else { continue };
+        let Ok(sub) = dispatcher.subscribe(filter.clone(), form, view.epoch(), config.queue).await else { continue };
         let deadline = Instant::now() + lifetime(opts.timeout_seconds);
         let stream = Stream {
             res: res.clone(),
             filter,
+            form,
             epoch: view.epoch(),
             start,
             last: start,
@@ -203,6 +211,8 @@ impl Bookmarks {
 struct Stream {
     res: Arc<CachedResource>,
     filter: Filter,
+    /// The objects, or their metadata only.
+    form: Form,
     epoch: u64,
     /// Events at or before this revision are never sent.
     start: u64,
@@ -237,7 +247,7 @@ impl Stream {
                     for o in scope.by_ref() {
                         last_key = Some(o.key().clone());
                         if self.filter.selects(o) {
-                            let parts = self.res.lone(o);
+                            let parts = object_parts(&self.res, o, self.form, None);
                             write_json_frame(&mut out, EventType::Added, &parts.iter().map(|p| &p[..]).collect::<Vec<_>>());
                             if out.len() >= CHUNK {
                                 exhausted = false;
@@ -258,7 +268,7 @@ impl Stream {
                 Phase::InitialEnd => {
                     self.phase = Phase::Replay;
                     if self.bookmarks.is_some() {
-                        return Some(json_bookmark(&self.res.info, self.start, true));
+                        return Some(self.bookmark(self.start, true));
                     }
                 }
                 Phase::Replay => {
@@ -287,7 +297,7 @@ impl Stream {
                     while let Some(e) = events.get(*next).filter(|e| e.rv() <= until) {
                         *next += 1;
                         if let Some(t) = self.filter.transition(e) {
-                            let (typ, parts) = frame_parts(&self.res, e, t);
+                            let (typ, parts) = frame_parts(&self.res, e, t, self.form);
                             write_json_frame(&mut out, typ, &parts.iter().map(|p| &p[..]).collect::<Vec<_>>());
                             self.last = e.rv();
                         }
@@ -305,6 +315,14 @@ impl Stream {
                 Phase::Live => return self.live().await,
                 Phase::Done => return None,
             }
+        }
+    }
+
+    /// A BOOKMARK frame at `rv` in this stream's form.
+    fn bookmark(&self, rv: u64, initial_events_end: bool) -> Bytes {
+        match self.form {
+            Form::Objects => json_bookmark(&self.res.info, rv, initial_events_end),
+            Form::Metadata | Form::MetadataList => apimachinery::partial::json_bookmark(rv, initial_events_end),
         }
     }
 
@@ -327,7 +345,7 @@ impl Stream {
                         }
                         if dispatched > self.last {
                             self.last = dispatched;
-                            return Some(json_bookmark(&self.res.info, dispatched, false));
+                            return Some(self.bookmark(dispatched, false));
                         }
                     }
                 }
@@ -387,12 +405,12 @@ impl Stream {
     }
 }
 
-/// What a watcher with transition `t` gets for `e`: the type and the object's parts.
-fn frame_parts(res: &CachedResource, e: &Event, t: Transition) -> (EventType, Vec<Bytes>) {
+/// What a watcher with transition `t` gets for `e`, in `form`: the type and the object's parts.
+fn frame_parts(res: &CachedResource, e: &Event, t: Transition, form: Form) -> (EventType, Vec<Bytes>) {
     match (t, &e.prev) {
-        (Transition::Added, _) => (EventType::Added, res.lone(&e.object)),
-        (Transition::Modified, _) => (EventType::Modified, res.lone(&e.object)),
-        (Transition::Left, Some(prev)) => (EventType::Deleted, res.lone_at(prev, e.rv())),
-        (Transition::Deleted | Transition::Left, _) => (EventType::Deleted, res.lone(&e.object)),
+        (Transition::Added, _) => (EventType::Added, object_parts(res, &e.object, form, None)),
+        (Transition::Modified, _) => (EventType::Modified, object_parts(res, &e.object, form, None)),
+        (Transition::Left, Some(prev)) => (EventType::Deleted, object_parts(res, prev, form, Some(e.rv()))),
+        (Transition::Deleted | Transition::Left, _) => (EventType::Deleted, object_parts(res, &e.object, form, None)),
     }
 }
