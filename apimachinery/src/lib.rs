@@ -17,6 +17,7 @@
 //! - [`resource`]: resource names, keys and prefixes, and the facts of
 //!   built-in kinds (selectable fields, zero objects, discovery names).
 //! - [`partial`]: metadata-only objects and lists (`PartialObjectMetadata`).
+//! - [`table`]: Tables (`as=Table`) with the apiserver's printers.
 //! - [`json`]: JSON documents as the apiserver ends and indents them.
 //! - [`negotiate`]: `Accept` negotiation, pretty-printing and gzip choices.
 //! - [`status`]: `metav1.Status` errors, field for field.
@@ -34,5 +35,6 @@ pub mod partial;
 pub mod resource;
 pub mod selector;
 pub mod status;
+pub mod table;
 pub mod tls;
 pub mod watch;

@@ -28,6 +28,7 @@ use apimachinery::negotiate::{self, Endpoint, Format};
 use apimachinery::params::{ListOptions, parse_resource_version};
 use apimachinery::partial;
 use apimachinery::status::ApiError;
+use apimachinery::table::{self, IncludeObject};
 
 /// The apiserver's limit on request bodies (3 MiB, `MaxRequestBodyBytes`).
 const MAX_BODY: usize = 3 * 1024 * 1024;
@@ -231,6 +232,20 @@ fn parse_json(rt: &ResourceType, headers: &HeaderMap, body: &[u8]) -> Result<Val
     Ok(v)
 }
 
+/// What a Table row carries of `o`.
+fn row_object(rt: &ResourceType, o: &crate::object::Obj, include: IncludeObject) -> Option<Vec<Bytes>> {
+    match include {
+        IncludeObject::None => None,
+        IncludeObject::Metadata => Some(partial::object([o.metadata()])),
+        IncludeObject::Object => Some(vec![Bytes::from(o.with_type(rt))]),
+    }
+}
+
+/// Now in Unix seconds: what a Table's ages are relative to.
+fn unix_now() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
+}
+
 fn object_response(enc: Encoding, status: StatusCode, rt: &ResourceType, o: &crate::object::Obj) -> Response<Body> {
     enc.json(status, vec![Bytes::from(o.with_type(rt))])
 }
@@ -241,9 +256,16 @@ async fn resource(state: &Arc<State>, req: Request<Incoming>, t: Target, enc: En
     let ns = t.namespace.clone().unwrap_or_default();
     let query = req.uri().query().unwrap_or("").to_string();
     let method = req.method().clone();
-    let media = negotiate::negotiate(header(req.headers(), ACCEPT.as_str()), &ENDPOINT).ok_or_else(ApiError::not_acceptable)?;
+    // Tables for lists and GETs of the resources with a printer (watches stay plain JSON).
+    let printer = table::printer(&rt.group, &rt.plural).filter(|_| !apimachinery::params::is_stream(req.uri().path(), &query));
+    let endpoint = Endpoint { tables: printer.is_some(), ..ENDPOINT };
+    let media = negotiate::negotiate(header(req.headers(), ACCEPT.as_str()), &endpoint).ok_or_else(ApiError::not_acceptable)?;
+    let kind = media.convert.as_ref().and_then(|c| c.meta_kind()).map(str::to_owned);
+    let table = printer
+        .filter(|_| kind.as_deref() == Some("Table"))
+        .map(|p| (p, IncludeObject::from_query(&query).unwrap_or(IncludeObject::Metadata)));
     // Metadata-only: `PartialObjectMetadata` for an object or a watch, `…List` for a list.
-    let partial = media.convert.as_ref().and_then(|c| c.meta_kind()).map(str::to_owned);
+    let partial = kind.filter(|k| k != "Table");
     let verb = |v: &'static str| state.count(rt.qualified(), v);
     match (method, t.name.as_deref(), t.sub.as_deref()) {
         (Method::GET, None, None) => {
@@ -262,9 +284,14 @@ async fn resource(state: &Arc<State>, req: Request<Incoming>, t: Target, enc: En
                 return Err(partial::wrong_form(partial::KIND, rt, true));
             }
             let page = list::list(state, t.res, t.namespace.as_deref(), &opts).await?;
-            let parts = match partial {
-                Some(_) => partial::list(&page.meta, page.items.iter().map(|o| o.metadata())),
-                None => list::encode(rt, &page),
+            let parts = match (table, partial) {
+                (Some((printer, include)), _) => {
+                    let now = unix_now();
+                    let rows = page.items.iter().map(|o| (printer.row(&o.item, now), row_object(rt, o, include)));
+                    table::json_table(&page.meta.json(), printer, rows)
+                }
+                (None, Some(_)) => partial::list(&page.meta, page.items.iter().map(|o| o.metadata())),
+                (None, None) => list::encode(rt, &page),
             };
             Ok(enc.json(StatusCode::OK, parts))
         }
@@ -280,6 +307,11 @@ async fn resource(state: &Arc<State>, req: Request<Incoming>, t: Target, enc: En
             }
             let db = state.db.read();
             let o = db.get(t.res, &rt.key(&ns, name), db.rev()).cloned().ok_or_else(|| ApiError::not_found(rt, name))?;
+            if let Some((printer, include)) = table {
+                let meta = format!("{{\"resourceVersion\":\"{}\"}}", o.rv);
+                let row = (printer.row(&o.item, unix_now()), row_object(rt, &o, include));
+                return Ok(enc.json(StatusCode::OK, table::json_table(&meta, printer, [row])));
+            }
             match partial.as_deref() {
                 Some(partial::KIND) => Ok(enc.json(StatusCode::OK, partial::object([o.metadata()]))),
                 Some(other) => Err(partial::wrong_form(other, rt, false)),

@@ -12,7 +12,11 @@ use bytes::Bytes;
 use http::header::{ACCEPT_ENCODING, CONTENT_ENCODING, CONTENT_TYPE, RETRY_AFTER, USER_AGENT, VARY};
 use http::{HeaderMap, HeaderValue, Response, StatusCode};
 
+use apimachinery::list::json_list;
+use apimachinery::table::{self, IncludeObject, Printer};
+
 use super::body::{self, ApiBody};
+use super::list::Page;
 use crate::cache::CachedResource;
 use crate::store::CachedObject;
 
@@ -23,6 +27,53 @@ pub enum Form {
     Objects,
     Metadata,
     MetadataList,
+}
+
+/// What a list or GET answer holds: objects in a form, or a Table of them.
+#[derive(Debug, Clone, Copy)]
+pub enum Shape {
+    Form(Form),
+    Table(&'static Printer, IncludeObject),
+}
+
+/// A list page in `shape`.
+pub fn page_parts(res: &CachedResource, page: &Page, shape: Shape) -> Vec<Bytes> {
+    match shape {
+        Shape::Form(Form::MetadataList | Form::Metadata) => {
+            apimachinery::partial::list(&page.meta, page.items.iter().map(|o| o.bytes().slice(o.metadata_range())))
+        }
+        Shape::Form(Form::Objects) => json_list(&res.info, &page.meta, page.items.iter().map(|o| o.bytes())),
+        Shape::Table(printer, include) => {
+            let now = unix_now();
+            let rows = page.items.iter().map(|o| (printer.row(o.bytes(), now), row_object(res, o, include)));
+            table::json_table(&page.meta.json(), printer, rows)
+        }
+    }
+}
+
+/// One object (a GET) in `shape`.
+pub fn get_parts(res: &CachedResource, o: &CachedObject, shape: Shape) -> Vec<Bytes> {
+    match shape {
+        Shape::Form(form) => object_parts(res, o, form, None),
+        Shape::Table(printer, include) => {
+            let meta = format!("{{\"resourceVersion\":\"{}\"}}", o.resource_version());
+            table::json_table(&meta, printer, [(printer.row(o.bytes(), unix_now()), row_object(res, o, include))])
+        }
+    }
+}
+
+/// What a Table row carries of `o`.
+fn row_object(res: &CachedResource, o: &CachedObject, include: IncludeObject) -> Option<Vec<Bytes>> {
+    match include {
+        IncludeObject::None => None,
+        IncludeObject::Metadata => Some(object_parts(res, o, Form::Metadata, None)),
+        IncludeObject::Object => Some(res.lone(o)),
+    }
+}
+
+/// Now, in Unix seconds: what a Table's ages are relative to.
+fn unix_now() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
 }
 
 /// `o` as a lone object (a GET, a watch event) in `form`, with

@@ -5,9 +5,10 @@
 //!
 //! A request is answered from memory only when kache can answer exactly as
 //! the apiserver would: a GET of a cached resource whose initial list is in,
-//! asking for JSON of the objects or of their metadata only
-//! (`PartialObjectMetadata[List]`), compact or indented ([`document`]);
-//! protobuf, tables and indented watches are passed through. Every refusal is the apiserver's `Status`
+//! asking for JSON of the objects, of their metadata only
+//! (`PartialObjectMetadata[List]`) or a Table where kache has the
+//! resource's printer, compact or indented ([`document`]); protobuf, other
+//! tables, table watches and indented watches are passed through. Every refusal is the apiserver's `Status`
 //! (invariant 7).
 
 pub mod body;
@@ -21,11 +22,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use apimachinery::list::json_list;
 use apimachinery::negotiate::{self, Endpoint, Format};
 use apimachinery::params::ListOptions;
 use apimachinery::partial;
 use apimachinery::status::ApiError;
+use apimachinery::table::{self, IncludeObject};
 use http::header::{ACCEPT, CONTENT_TYPE};
 use http::{HeaderMap, Method, Request, Response, StatusCode};
 use hyper::body::Incoming;
@@ -38,7 +39,7 @@ use tokio_rustls::TlsAcceptor;
 use crate::cache::{Cache, CachedResource};
 use crate::upstream::client::Client;
 use body::ApiBody;
-use document::{Form, Layout};
+use document::{Form, Layout, Shape};
 use list::Answer;
 use watch::{Dispatcher, WatchConfig};
 
@@ -184,21 +185,22 @@ fn header<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
 
 /// What the apiserver would write for this request for `res` and how it
 /// would lay it out, if that is JSON kache can write from what it holds.
-fn json_answer(res: &CachedResource, headers: &HeaderMap, query: &str) -> Option<(Form, Layout)> {
+fn json_answer(res: &CachedResource, headers: &HeaderMap, query: &str) -> Option<(Shape, Layout)> {
     let endpoint = if apimachinery::resource::builtin(&res.info.group, &res.info.version, &res.info.plural).is_some() {
         Endpoint::BUILTIN
     } else {
         Endpoint::CUSTOM
     };
     let media = negotiate::negotiate(header(headers, ACCEPT.as_str()), &endpoint).filter(|m| m.format == Format::Json)?;
-    let form = match media.convert.as_ref().map(|c| c.meta_kind()) {
-        None => Form::Objects,
-        Some(Some(partial::KIND)) => Form::Metadata,
-        Some(Some(partial::LIST_KIND)) => Form::MetadataList,
-        // Tables are left to the apiserver.
+    let shape = match media.convert.as_ref().map(|c| (c.meta_kind(), c.version.as_str())) {
+        None => Shape::Form(Form::Objects),
+        Some((Some(partial::KIND), _)) => Shape::Form(Form::Metadata),
+        Some((Some(partial::LIST_KIND), _)) => Shape::Form(Form::MetadataList),
+        // Tables where kache has the resource's printer (v1beta1 tables are left to the apiserver).
+        Some((Some("Table"), "v1")) => Shape::Table(table::printer(&res.info.group, &res.info.plural)?, IncludeObject::from_query(query)?),
         Some(_) => return None,
     };
-    Some((form, Layout::of(headers, query, media.pretty)))
+    Some((shape, Layout::of(headers, query, media.pretty)))
 }
 
 /// What a path under a cached resource names.
@@ -262,13 +264,13 @@ async fn handle(api: &Api, req: Request<Incoming>) -> Response<ApiBody> {
     let cached = target(&api.cache, &path).filter(|t| t.res.status.is_ready());
     if req.method() == Method::GET
         && let Some(t) = cached
-        && let Some((form, layout)) = json_answer(t.res, req.headers(), &query)
+        && let Some((shape, layout)) = json_answer(t.res, req.headers(), &query)
     {
         let answer = match t.name {
-            None => serve_collection(api, &t, &query, form, layout).await,
+            None => serve_collection(api, &t, &query, shape, layout).await,
             // A GET asking for the list form gets the apiserver's 406.
-            Some(_) if form == Form::MetadataList => None,
-            Some(name) => serve_get(t.res, t.namespace, name, &query, &api.config.waits, form, layout).await.inspect(|_| {
+            Some(_) if matches!(shape, Shape::Form(Form::MetadataList)) => None,
+            Some(name) => serve_get(t.res, t.namespace, name, &query, &api.config.waits, shape, layout).await.inspect(|_| {
                 api.counters.gets_served.fetch_add(1, Ordering::Relaxed);
             }),
         };
@@ -281,7 +283,7 @@ async fn handle(api: &Api, req: Request<Incoming>) -> Response<ApiBody> {
 }
 
 /// A list or watch from memory, an error `Status`, or `None` to pass the request through.
-async fn serve_collection(api: &Api, t: &Target<'_>, query: &str, form: Form, layout: Layout) -> Option<Response<ApiBody>> {
+async fn serve_collection(api: &Api, t: &Target<'_>, query: &str, shape: Shape, layout: Layout) -> Option<Response<ApiBody>> {
     let mut opts = match ListOptions::decode(query) {
         Ok(o) => o,
         Err(e) => return Some(layout.error(&e)),
@@ -289,12 +291,15 @@ async fn serve_collection(api: &Api, t: &Target<'_>, query: &str, form: Form, la
     if let Err(e) = opts.validate() {
         return Some(layout.error(&e));
     }
-    if opts.watch && (layout.pretty || form == Form::MetadataList) {
-        // Indented watch streams, and watches asking for the list form, are left to the apiserver.
-        api.counters.watches_passed_through.fetch_add(1, Ordering::Relaxed);
-        return None;
-    }
     if opts.watch {
+        // Indented and table watch streams, and watches asking for the list form, are left to the apiserver.
+        let form = match shape {
+            Shape::Form(form @ (Form::Objects | Form::Metadata)) if !layout.pretty => form,
+            _ => {
+                api.counters.watches_passed_through.fetch_add(1, Ordering::Relaxed);
+                return None;
+            }
+        };
         let stopping = api.stopping.subscribe();
         return match watch::watch(t.res, &api.dispatchers[t.index], t.namespace, &opts, form, &api.config, stopping).await {
             Ok(watch::Answer::Stream(resp)) => {
@@ -309,18 +314,14 @@ async fn serve_collection(api: &Api, t: &Target<'_>, query: &str, form: Form, la
             Err(e) => Some(layout.error(&e)),
         };
     }
-    if form == Form::Metadata {
+    if matches!(shape, Shape::Form(Form::Metadata)) {
         // A list asking for the single-object form gets the apiserver's 406.
         return None;
     }
     match list::list(t.res, t.namespace, &opts, &api.config.waits).await {
         Ok(Answer::Page(page)) => {
             api.counters.lists_served.fetch_add(1, Ordering::Relaxed);
-            let parts = match form {
-                Form::MetadataList => partial::list(&page.meta, page.items.iter().map(|o| o.bytes().slice(o.metadata_range()))),
-                _ => json_list(&t.res.info, &page.meta, page.items.iter().map(|o| o.bytes())),
-            };
-            Some(layout.respond(StatusCode::OK, parts))
+            Some(layout.respond(StatusCode::OK, document::page_parts(t.res, &page, shape)))
         }
         Ok(Answer::Upstream(why)) => {
             tracing::debug!(resource = %t.res.info.qualified(), why, "list passed through");
@@ -340,7 +341,7 @@ async fn serve_get(
     name: &str,
     query: &str,
     waits: &Waits,
-    form: Form,
+    shape: Shape,
     layout: Layout,
 ) -> Option<Response<ApiBody>> {
     let rv = form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == "resourceVersion").map(|(_, v)| v.into_owned());
@@ -363,7 +364,7 @@ async fn serve_get(
     let Some(o) = view.head().get(&key) else {
         return Some(layout.error(&ApiError::not_found(&res.info, name)));
     };
-    Some(layout.respond(StatusCode::OK, document::object_parts(res, o, form, None)))
+    Some(layout.respond(StatusCode::OK, document::get_parts(res, o, shape)))
 }
 
 fn text(status: StatusCode, s: &'static str) -> Response<ApiBody> {
