@@ -287,7 +287,7 @@ async fn resource(state: &Arc<State>, req: Request<Incoming>, t: Target, enc: En
             let parts = match (table, partial) {
                 (Some((printer, include)), _) => {
                     let now = unix_now();
-                    let rows = page.items.iter().map(|o| (printer.row(&o.item, now), row_object(rt, o, include)));
+                    let rows = page.items.iter().map(|o| (printer.row(&o.item, now).unwrap_or_default(), row_object(rt, o, include)));
                     table::json_table(&page.meta.json(), printer, rows)
                 }
                 (None, Some(_)) => partial::list(&page.meta, page.items.iter().map(|o| o.metadata())),
@@ -309,7 +309,7 @@ async fn resource(state: &Arc<State>, req: Request<Incoming>, t: Target, enc: En
             let o = db.get(t.res, &rt.key(&ns, name), db.rev()).cloned().ok_or_else(|| ApiError::not_found(rt, name))?;
             if let Some((printer, include)) = table {
                 let meta = format!("{{\"resourceVersion\":\"{}\"}}", o.rv);
-                let row = (printer.row(&o.item, unix_now()), row_object(rt, &o, include));
+                let row = (printer.row(&o.item, unix_now()).unwrap_or_default(), row_object(rt, &o, include));
                 return Ok(enc.json(StatusCode::OK, table::json_table(&meta, printer, [row])));
             }
             match partial.as_deref() {

@@ -36,30 +36,31 @@ pub enum Shape {
     Table(&'static Printer, IncludeObject),
 }
 
-/// A list page in `shape`.
-pub fn page_parts(res: &CachedResource, page: &Page, shape: Shape) -> Vec<Bytes> {
-    match shape {
+/// A list page in `shape`; `None` when an object does not fit its Table's printer.
+pub fn page_parts(res: &CachedResource, page: &Page, shape: Shape) -> Option<Vec<Bytes>> {
+    Some(match shape {
         Shape::Form(Form::MetadataList | Form::Metadata) => {
             apimachinery::partial::list(&page.meta, page.items.iter().map(|o| o.bytes().slice(o.metadata_range())))
         }
         Shape::Form(Form::Objects) => json_list(&res.info, &page.meta, page.items.iter().map(|o| o.bytes())),
         Shape::Table(printer, include) => {
             let now = unix_now();
-            let rows = page.items.iter().map(|o| (printer.row(o.bytes(), now), row_object(res, o, include)));
+            let rows =
+                page.items.iter().map(|o| Some((printer.row(o.bytes(), now)?, row_object(res, o, include)))).collect::<Option<Vec<_>>>()?;
             table::json_table(&page.meta.json(), printer, rows)
         }
-    }
+    })
 }
 
-/// One object (a GET) in `shape`.
-pub fn get_parts(res: &CachedResource, o: &CachedObject, shape: Shape) -> Vec<Bytes> {
-    match shape {
+/// One object (a GET) in `shape`; `None` when it does not fit its Table's printer.
+pub fn get_parts(res: &CachedResource, o: &CachedObject, shape: Shape) -> Option<Vec<Bytes>> {
+    Some(match shape {
         Shape::Form(form) => object_parts(res, o, form, None),
         Shape::Table(printer, include) => {
             let meta = format!("{{\"resourceVersion\":\"{}\"}}", o.resource_version());
-            table::json_table(&meta, printer, [(printer.row(o.bytes(), unix_now()), row_object(res, o, include))])
+            table::json_table(&meta, printer, [(printer.row(o.bytes(), unix_now())?, row_object(res, o, include))])
         }
-    }
+    })
 }
 
 /// What a Table row carries of `o`.

@@ -319,10 +319,16 @@ async fn serve_collection(api: &Api, t: &Target<'_>, query: &str, shape: Shape, 
         return None;
     }
     match list::list(t.res, t.namespace, &opts, &api.config.waits).await {
-        Ok(Answer::Page(page)) => {
-            api.counters.lists_served.fetch_add(1, Ordering::Relaxed);
-            Some(layout.respond(StatusCode::OK, document::page_parts(t.res, &page, shape)))
-        }
+        Ok(Answer::Page(page)) => match document::page_parts(t.res, &page, shape) {
+            Some(parts) => {
+                api.counters.lists_served.fetch_add(1, Ordering::Relaxed);
+                Some(layout.respond(StatusCode::OK, parts))
+            }
+            None => {
+                tracing::debug!(resource = %t.res.info.qualified(), "table passed through: an object its printer cannot read");
+                None
+            }
+        },
         Ok(Answer::Upstream(why)) => {
             tracing::debug!(resource = %t.res.info.qualified(), why, "list passed through");
             None
@@ -364,7 +370,7 @@ async fn serve_get(
     let Some(o) = view.head().get(&key) else {
         return Some(layout.error(&ApiError::not_found(&res.info, name)));
     };
-    Some(layout.respond(StatusCode::OK, document::get_parts(res, o, shape)))
+    Some(layout.respond(StatusCode::OK, document::get_parts(res, o, shape)?))
 }
 
 fn text(status: StatusCode, s: &'static str) -> Response<ApiBody> {

@@ -17,7 +17,6 @@ mod printers;
 mod time;
 
 use bytes::Bytes;
-use serde_json::Value;
 
 pub use time::{human_duration, parse_time};
 
@@ -52,7 +51,7 @@ pub enum Cell {
 }
 
 /// One row's cells, and the conditions some printers add (a finished pod's `Completed`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Row {
     pub cells: Vec<Cell>,
     pub conditions: Option<&'static str>,
@@ -62,7 +61,7 @@ pub struct Row {
 pub struct Printer {
     /// The `columnDefinitions` JSON array, as the apiserver writes it.
     pub columns: &'static str,
-    cells: fn(&Value, i64) -> Row,
+    cells: fn(&[u8], i64) -> Option<Row>,
 }
 
 impl std::fmt::Debug for Printer {
@@ -72,10 +71,11 @@ impl std::fmt::Debug for Printer {
 }
 
 impl Printer {
-    /// The row of the object `bytes` (JSON) at `now` (Unix seconds).
-    pub fn row(&self, bytes: &[u8], now: i64) -> Row {
-        let object: Value = serde_json::from_slice(bytes).unwrap_or(Value::Null);
-        (self.cells)(&object, now)
+    /// The row of the object `bytes` (JSON) at `now` (Unix seconds); `None`
+    /// when the object does not read as the printer expects (a field of an
+    /// unexpected type): its table is then the apiserver's to write.
+    pub fn row(&self, bytes: &[u8], now: i64) -> Option<Row> {
+        (self.cells)(bytes, now)
     }
 }
 

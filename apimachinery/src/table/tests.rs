@@ -34,7 +34,7 @@ fn rebuilt(resource: &str, group: &str, table: &str, include: IncludeObject) -> 
             }
             IncludeObject::Object => Some(vec![Bytes::from(type_prefix.clone()), item.slice(1..)]),
         };
-        (printer.row(item, now), object)
+        (printer.row(item, now).expect("a row"), object)
     });
     let table_rv =
         serde_json::from_slice::<serde_json::Value>(&capture(&format!("{resource}/{table}"))).unwrap()["metadata"]["resourceVersion"]
@@ -75,4 +75,13 @@ fn strings_are_escaped_as_go_escapes_them() {
     let mut s = String::new();
     write_go_string(&mut s, "<none> & \"q\"\n\u{1}\u{2028}é");
     assert_eq!(s, r#""\u003cnone\u003e \u0026 \"q\"\n\u0001\u2028é""#);
+}
+
+#[test]
+fn an_object_the_printer_cannot_read_has_no_row() {
+    let pods = printer("", "pods").unwrap();
+    assert!(pods.row(br#"{"metadata":{"name":"p"},"spec":{"initContainers":"not a list"}}"#, 0).is_none());
+    assert!(pods.row(b"not json", 0).is_none());
+    let row = pods.row(br#"{"metadata":{"name":"p","creationTimestamp":"1970-01-01T00:01:00Z"},"spec":{"containers":[{}]}}"#, 3600).unwrap();
+    assert_eq!(row.cells[..5], [Cell::Str("p".into()), Cell::Str("0/1".into()), Cell::Str("".into()), Cell::Str("0".into()), Cell::Str("59m".into())]);
 }
