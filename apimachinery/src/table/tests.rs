@@ -82,6 +82,10 @@ fn an_object_the_printer_cannot_read_has_no_row() {
     let pods = printer("", "pods").unwrap();
     assert!(pods.row(br#"{"metadata":{"name":"p"},"spec":{"initContainers":"not a list"}}"#, 0).is_none());
     assert!(pods.row(b"not json", 0).is_none());
-    let row = pods.row(br#"{"metadata":{"name":"p","creationTimestamp":"1970-01-01T00:01:00Z"},"spec":{"containers":[{}]}}"#, 3600).unwrap();
-    assert_eq!(row.cells[..5], [Cell::Str("p".into()), Cell::Str("0/1".into()), Cell::Str("".into()), Cell::Str("0".into()), Cell::Str("59m".into())]);
+    let row =
+        pods.row(br#"{"metadata":{"name":"p","creationTimestamp":"1970-01-01T00:01:00Z"},"spec":{"containers":[{}]}}"#, 3600).unwrap();
+    assert_eq!(
+        row.cells[..5],
+        [Cell::Str("p".into()), Cell::Str("0/1".into()), Cell::Str("".into()), Cell::Str("0".into()), Cell::Str("59m".into())]
+    );
 }
