@@ -256,7 +256,7 @@ fn ageless(resp: &common::Resp) -> serde_json::Value {
 fn kubectl_get_tables_are_answered_from_memory() {
     const KUBECTL: &str = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
     let sim = Process::sim(&["--pods", "300", "--namespaces", "3", "--nodes", "3", "--configmaps", "20"]);
-    let kache = Process::kache(&sim.url, &["--resources", "pods,configmaps,namespaces,nodes"]);
+    let kache = Process::kache(&sim.url, &["--resources", "pods,configmaps,namespaces,nodes,endpoints"]);
     ready(&kache);
     let first = sim.get("/api/v1/pods?limit=1").json();
     let (ns, name) =
@@ -271,6 +271,7 @@ fn kubectl_get_tables_are_answered_from_memory() {
         format!("/api/v1/namespaces/{ns}/pods?limit=50&includeObject=Object"),
         "/api/v1/configmaps?limit=500&includeObject=None".to_string(),
         "/api/v1/namespaces?limit=500".to_string(),
+        "/api/v1/nodes?limit=500".to_string(),
         format!("/api/v1/namespaces/{ns}/pods/{name}"),
     ] {
         let (k, s) = (kache.request("GET", &path, &[("accept", KUBECTL)], None), sim.request("GET", &path, &[("accept", KUBECTL)], None));
@@ -278,13 +279,13 @@ fn kubectl_get_tables_are_answered_from_memory() {
         assert_eq!(k.json()["kind"], "Table", "{path}");
         assert_eq!(ageless(&k), ageless(&s), "{path}");
     }
-    assert_eq!(metric(&kache, "kache_lists_served_total"), lists + 4, "the tables of lists from memory");
+    assert_eq!(metric(&kache, "kache_lists_served_total"), lists + 5, "the tables of lists from memory");
     assert_eq!(metric(&kache, "kache_gets_served_total"), gets + 1, "the table of one pod from memory");
     assert_eq!(metric(&kache, "kache_passed_through_total"), passed, "nothing passed through");
-    // Nodes have no printer in kache yet: their tables are the apiserver's.
-    let nodes = kache.request("GET", "/api/v1/nodes", &[("accept", KUBECTL)], None);
-    assert_eq!(nodes.status, 200);
-    assert_eq!(metric(&kache, "kache_passed_through_total"), passed + 1, "a node table passed through");
+    // Endpoints have no printer in kache yet: their tables are the apiserver's.
+    let endpoints = kache.request("GET", "/api/v1/endpoints", &[("accept", KUBECTL)], None);
+    assert_eq!(endpoints.status, 200);
+    assert_eq!(metric(&kache, "kache_passed_through_total"), passed + 1, "an endpoints table passed through");
 
     // kubectl itself, paging through every pod, wide.
     let lists = metric(&kache, "kache_lists_served_total");

@@ -4,6 +4,7 @@
 use serde_json::Value;
 
 mod pod;
+mod workloads;
 
 use super::time::since;
 use super::{Cell, Printer, Row, columns};
@@ -14,6 +15,13 @@ static SECRETS: Printer = Printer { columns: columns::SECRETS, cells: |b, now| p
 static NAMESPACES: Printer = Printer { columns: columns::NAMESPACES, cells: |b, now| parsed(b, now, namespace) };
 static SERVICEACCOUNTS: Printer = Printer { columns: columns::SERVICEACCOUNTS, cells: |b, now| parsed(b, now, serviceaccount) };
 static LEASES: Printer = Printer { columns: columns::LEASES, cells: |b, now| parsed(b, now, lease) };
+static NODES: Printer = Printer { columns: columns::NODES, cells: |b, now| parsed(b, now, workloads::node) };
+static DEPLOYMENTS: Printer = Printer { columns: columns::DEPLOYMENTS, cells: |b, now| parsed(b, now, workloads::deployment) };
+static REPLICASETS: Printer = Printer { columns: columns::REPLICASETS, cells: |b, now| parsed(b, now, workloads::replicaset) };
+static DAEMONSETS: Printer = Printer { columns: columns::DAEMONSETS, cells: |b, now| parsed(b, now, workloads::daemonset) };
+static STATEFULSETS: Printer = Printer { columns: columns::STATEFULSETS, cells: |b, now| parsed(b, now, workloads::statefulset) };
+static JOBS: Printer = Printer { columns: columns::JOBS, cells: |b, now| parsed(b, now, workloads::job) };
+static SERVICES: Printer = Printer { columns: columns::SERVICES, cells: |b, now| parsed(b, now, workloads::service) };
 
 /// A row from the object parsed whole (small objects).
 fn parsed(bytes: &[u8], now: i64, cells: fn(&Value, i64) -> Row) -> Option<Row> {
@@ -28,12 +36,27 @@ pub(super) fn of(group: &str, plural: &str) -> Option<&'static Printer> {
         ("", "namespaces") => &NAMESPACES,
         ("", "serviceaccounts") => &SERVICEACCOUNTS,
         ("coordination.k8s.io", "leases") => &LEASES,
+        ("", "nodes") => &NODES,
+        ("", "services") => &SERVICES,
+        ("apps", "deployments") => &DEPLOYMENTS,
+        ("apps", "replicasets") => &REPLICASETS,
+        ("apps", "daemonsets") => &DAEMONSETS,
+        ("apps", "statefulsets") => &STATEFULSETS,
+        ("batch", "jobs") => &JOBS,
         _ => return None,
     })
 }
 
 fn str_at<'a>(v: &'a Value, path: &[&str]) -> &'a str {
     path.iter().try_fold(v, |v, k| v.get(k)).and_then(Value::as_str).unwrap_or("")
+}
+
+fn items<'a>(v: &'a Value, path: &[&str]) -> &'a [Value] {
+    path.iter().try_fold(v, |v, k| v.get(k)).and_then(Value::as_array).map_or(&[], Vec::as_slice)
+}
+
+fn int_at(v: &Value, path: &[&str]) -> i64 {
+    path.iter().try_fold(v, |v, k| v.get(k)).and_then(Value::as_i64).unwrap_or(0)
 }
 
 fn len_at(v: &Value, key: &str) -> i64 {

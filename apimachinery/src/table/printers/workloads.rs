@@ -1,0 +1,262 @@
+//! Printers of nodes, services and the workload controllers (deployments,
+//! replica sets, daemon sets, stateful sets, jobs), wide columns included.
+
+use serde_json::Value;
+
+use super::super::time::{human_duration, parse_time};
+use super::super::{Cell, Row};
+use super::{age, int_at, items, name, row, str_at};
+
+fn text(s: impl Into<String>) -> Cell {
+    Cell::Str(s.into())
+}
+
+/// `layoutContainerCells`: the template's container names and images, comma-joined.
+fn containers(o: &Value) -> (Cell, Cell) {
+    let cs = items(o, &["spec", "template", "spec", "containers"]);
+    let join = |key: &str| cs.iter().map(|c| str_at(c, &[key])).collect::<Vec<_>>().join(",");
+    (text(join("name")), text(join("image")))
+}
+
+/// `labels.FormatLabels`: `k=v` pairs in key order, or `<none>`.
+fn format_labels(map: Option<&Value>) -> String {
+    let mut pairs: Vec<(&str, &str)> =
+        map.and_then(Value::as_object).map(|m| m.iter().map(|(k, v)| (k.as_str(), v.as_str().unwrap_or(""))).collect()).unwrap_or_default();
+    if pairs.is_empty() {
+        return "<none>".into();
+    }
+    pairs.sort();
+    pairs.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")
+}
+
+/// `metav1.LabelSelectorAsSelector(s).String()`: requirements in key order.
+fn selector(s: Option<&Value>) -> String {
+    let Some(s) = s.filter(|s| !s.is_null()) else { return String::new() };
+    let mut reqs: Vec<(String, String)> = Vec::new();
+    if let Some(m) = s.get("matchLabels").and_then(Value::as_object) {
+        reqs.extend(m.iter().map(|(k, v)| (k.clone(), format!("{k}={}", v.as_str().unwrap_or("")))));
+    }
+    for e in items(s, &["matchExpressions"]) {
+        let key = str_at(e, &["key"]);
+        let mut values: Vec<&str> = items(e, &["values"]).iter().filter_map(Value::as_str).collect();
+        values.sort_unstable();
+        let text = match str_at(e, &["operator"]) {
+            "In" => format!("{key} in ({})", values.join(",")),
+            "NotIn" => format!("{key} notin ({})", values.join(",")),
+            "Exists" => key.to_string(),
+            "DoesNotExist" => format!("!{key}"),
+            _ => return "<error>".into(),
+        };
+        reqs.push((key.to_string(), text));
+    }
+    reqs.sort_by(|a, b| a.0.cmp(&b.0));
+    reqs.into_iter().map(|(_, t)| t).collect::<Vec<_>>().join(",")
+}
+
+fn condition_true(o: &Value, typ: &str) -> bool {
+    items(o, &["status", "conditions"]).iter().any(|c| str_at(c, &["type"]) == typ && str_at(c, &["status"]) == "True")
+}
+
+/// `printNode`.
+pub(super) fn node(o: &Value, now: i64) -> Row {
+    let mut status: Vec<String> = items(o, &["status", "conditions"])
+        .iter()
+        .find(|c| str_at(c, &["type"]) == "Ready")
+        .map(|c| if str_at(c, &["status"]) == "True" { "Ready".into() } else { "NotReady".into() })
+        .into_iter()
+        .collect();
+    if status.is_empty() {
+        status.push("Unknown".into());
+    }
+    if o.pointer("/spec/unschedulable").and_then(Value::as_bool) == Some(true) {
+        status.push("SchedulingDisabled".into());
+    }
+    let mut roles: Vec<&str> = o
+        .pointer("/metadata/labels")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .filter_map(|(k, v)| match k.strip_prefix("node-role.kubernetes.io/") {
+            Some(role) => Some(role),
+            None if k == "kubernetes.io/role" => v.as_str(),
+            None => None,
+        })
+        .filter(|r| !r.is_empty())
+        .collect();
+    roles.sort_unstable();
+    roles.dedup();
+    let address = |typ: &str| {
+        items(o, &["status", "addresses"])
+            .iter()
+            .find(|a| str_at(a, &["type"]) == typ)
+            .map_or("<none>".to_string(), |a| str_at(a, &["address"]).to_string())
+    };
+    let info = |key: &str| match str_at(o, &["status", "nodeInfo", key]) {
+        "" => "<unknown>".to_string(),
+        v => v.to_string(),
+    };
+    let kernel = match (info("kernelVersion"), str_at(o, &["status", "nodeInfo", "architecture"])) {
+        (k, "") => k,
+        (k, arch) => format!("{k} ({arch})"),
+    };
+    row(vec![
+        name(o),
+        text(status.join(",")),
+        text(if roles.is_empty() { "<none>".to_string() } else { roles.join(",") }),
+        age(o, now),
+        text(str_at(o, &["status", "nodeInfo", "kubeletVersion"])),
+        text(address("InternalIP")),
+        text(address("ExternalIP")),
+        text(info("osImage")),
+        text(kernel),
+        text(info("containerRuntimeVersion")),
+    ])
+}
+
+/// `printDeployment`.
+pub(super) fn deployment(o: &Value, now: i64) -> Row {
+    let (names, images) = containers(o);
+    row(vec![
+        name(o),
+        text(format!("{}/{}", int_at(o, &["status", "readyReplicas"]), int_at(o, &["spec", "replicas"]))),
+        Cell::Int(int_at(o, &["status", "updatedReplicas"])),
+        Cell::Int(int_at(o, &["status", "availableReplicas"])),
+        age(o, now),
+        names,
+        images,
+        text(selector(o.pointer("/spec/selector"))),
+    ])
+}
+
+/// `printReplicaSet`.
+pub(super) fn replicaset(o: &Value, now: i64) -> Row {
+    let (names, images) = containers(o);
+    row(vec![
+        name(o),
+        Cell::Int(int_at(o, &["spec", "replicas"])),
+        Cell::Int(int_at(o, &["status", "replicas"])),
+        Cell::Int(int_at(o, &["status", "readyReplicas"])),
+        age(o, now),
+        names,
+        images,
+        text(selector(o.pointer("/spec/selector"))),
+    ])
+}
+
+/// `printDaemonSet`.
+pub(super) fn daemonset(o: &Value, now: i64) -> Row {
+    let (names, images) = containers(o);
+    let status = |key: &str| Cell::Int(int_at(o, &["status", key]));
+    row(vec![
+        name(o),
+        status("desiredNumberScheduled"),
+        status("currentNumberScheduled"),
+        status("numberReady"),
+        status("updatedNumberScheduled"),
+        status("numberAvailable"),
+        text(format_labels(o.pointer("/spec/template/spec/nodeSelector"))),
+        age(o, now),
+        names,
+        images,
+        text(selector(o.pointer("/spec/selector"))),
+    ])
+}
+
+/// `printStatefulSet`.
+pub(super) fn statefulset(o: &Value, now: i64) -> Row {
+    let (names, images) = containers(o);
+    row(vec![
+        name(o),
+        text(format!("{}/{}", int_at(o, &["status", "readyReplicas"]), int_at(o, &["spec", "replicas"]))),
+        age(o, now),
+        names,
+        images,
+    ])
+}
+
+/// `printJob`.
+pub(super) fn job(o: &Value, now: i64) -> Row {
+    let succeeded = int_at(o, &["status", "succeeded"]);
+    let completions = match o.pointer("/spec/completions").and_then(Value::as_i64) {
+        Some(c) => format!("{succeeded}/{c}"),
+        None => match int_at(o, &["spec", "parallelism"]) {
+            p if p > 1 => format!("{succeeded}/1 of {p}"),
+            _ => format!("{succeeded}/1"),
+        },
+    };
+    let start = o.pointer("/status/startTime").and_then(Value::as_str).and_then(parse_time);
+    let end = o.pointer("/status/completionTime").and_then(Value::as_str).and_then(parse_time);
+    let duration = match (start, end) {
+        (None, _) => String::new(),
+        (Some(s), None) => human_duration(now - s),
+        (Some(s), Some(e)) => human_duration(e - s),
+    };
+    let deleting = o.pointer("/metadata/deletionTimestamp").is_some_and(|d| !d.is_null());
+    let status = if condition_true(o, "Complete") {
+        "Complete"
+    } else if condition_true(o, "Failed") {
+        "Failed"
+    } else if deleting {
+        "Terminating"
+    } else if condition_true(o, "Suspended") {
+        "Suspended"
+    } else if condition_true(o, "FailureTarget") {
+        "FailureTarget"
+    } else if condition_true(o, "SuccessCriteriaMet") {
+        "SuccessCriteriaMet"
+    } else {
+        "Running"
+    };
+    let (names, images) = containers(o);
+    row(vec![
+        name(o),
+        text(status),
+        text(completions),
+        text(duration),
+        age(o, now),
+        names,
+        images,
+        text(selector(o.pointer("/spec/selector"))),
+    ])
+}
+
+/// `printService`.
+pub(super) fn service(o: &Value, now: i64) -> Row {
+    let typ = str_at(o, &["spec", "type"]);
+    let cluster_ip = items(o, &["spec", "clusterIPs"]).first().and_then(Value::as_str).unwrap_or("<none>");
+    let external_ips: Vec<&str> = items(o, &["spec", "externalIPs"]).iter().filter_map(Value::as_str).collect();
+    let external = match typ {
+        "ClusterIP" | "NodePort" if !external_ips.is_empty() => external_ips.join(","),
+        "ClusterIP" | "NodePort" => "<none>".into(),
+        "LoadBalancer" => {
+            let lb: Vec<&str> = items(o, &["status", "loadBalancer", "ingress"])
+                .iter()
+                .filter_map(|i| [str_at(i, &["ip"]), str_at(i, &["hostname"])].into_iter().find(|s| !s.is_empty()))
+                .collect();
+            match (lb.is_empty(), external_ips.is_empty()) {
+                (_, false) => lb.iter().chain(&external_ips).copied().collect::<Vec<_>>().join(","),
+                (false, true) => lb.join(","),
+                (true, true) => "<pending>".into(),
+            }
+        }
+        "ExternalName" => str_at(o, &["spec", "externalName"]).to_string(),
+        _ => "<unknown>".into(),
+    };
+    let ports = items(o, &["spec", "ports"])
+        .iter()
+        .map(|p| {
+            let (port, protocol, node_port) = (int_at(p, &["port"]), str_at(p, &["protocol"]), int_at(p, &["nodePort"]));
+            if node_port > 0 { format!("{port}:{node_port}/{protocol}") } else { format!("{port}/{protocol}") }
+        })
+        .collect::<Vec<_>>()
+        .join(",");
+    row(vec![
+        name(o),
+        text(typ),
+        text(cluster_ip),
+        text(external),
+        text(if ports.is_empty() { "<none>".to_string() } else { ports }),
+        age(o, now),
+        text(format_labels(o.pointer("/spec/selector"))),
+    ])
+}
