@@ -171,8 +171,13 @@ fn kubectl_and_client_go_style_reads_without_revision_come_from_memory_when_fres
     let pods = kache.kubectl_ok(&["get", "pods", "-n", "ns-0001", "-o", "json"]);
     let listed: Value = serde_json::from_str(&pods).expect("JSON");
     let name = listed["items"][0]["metadata"]["name"].as_str().expect("a pod").to_string();
-    let one: Value = serde_json::from_str(&kache.kubectl_ok(&["get", "pod", &name, "-n", "ns-0001", "-o", "json"])).expect("JSON");
-    assert_eq!(one["metadata"]["name"], name.as_str());
+    // Churn may delete the pod between the list and the GET: NotFound is then the fresh answer.
+    let one = kache.kubectl(&["get", "pod", &name, "-n", "ns-0001", "-o", "json"]);
+    let (out, err) = (String::from_utf8_lossy(&one.stdout), String::from_utf8_lossy(&one.stderr));
+    match serde_json::from_str::<Value>(&out) {
+        Ok(pod) => assert_eq!(pod["metadata"]["name"], name.as_str()),
+        Err(_) => assert!(err.contains(&format!("pods \"{name}\" not found")), "kubectl get pod {name}: {out} {err}"),
+    }
     // client-go's informer start with WatchList: a streaming list without revision.
     let streamed = streaming_list(&kache, "/api/v1/namespaces/ns-0001/pods");
     assert!(!streamed.is_empty());
