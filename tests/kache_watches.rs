@@ -385,10 +385,10 @@ fn kubectl_watches_through_kache() {
     };
     // JSON output: kubectl lists (passed through: no revision), then watches from the list's revision (from memory).
     let mut json_watch = spawn(&["get", "configmaps", "-n", "default", "-w", "-o", "json", "--output-watch-events"]);
-    // Table output: kubectl asks for tables, which are passed through.
+    // Table output: kubectl asks for tables, lists and watches both answered from memory.
     let mut table_watch = spawn(&["get", "configmaps", "-n", "default", "-w", "--output-watch-events"]);
-    eventually(Duration::from_secs(20), "kubectl's watch from memory", || {
-        (metric(&kache, "kache_watches_served_total") > served).then_some(())
+    eventually(Duration::from_secs(20), "kubectl's two watches from memory", || {
+        (metric(&kache, "kache_watches_served_total") >= served + 2).then_some(())
     });
     std::thread::sleep(Duration::from_millis(500));
     assert_eq!(sim.post("/api/v1/namespaces/default/configmaps", &json!({"metadata": {"name": "watched"}})).status, 201);
@@ -499,4 +499,59 @@ async fn metadata_only_watches_are_answered_from_memory_as_the_simulator_answers
         assert!(k_lines == s_lines, "{q}: kache's {} events differ from the simulator's {}", k_lines.len(), s_lines.len());
     }
     assert_eq!(metric(&kache, "kache_watches_served_total"), served + queries.len() as u64, "every watch from memory");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn table_watches_are_the_objects_stream_as_one_row_tables() {
+    use apimachinery::table::{IncludeObject, json_watch_table, printer};
+    const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
+    let sim = Process::sim(&["--pods", "300", "--nodes", "3", "--namespaces", "3", "--churn", "200", "--compact-interval", "0"]);
+    let kache = Process::kache(&sim.url, &["--resources", "pods"]);
+    ready(&kache);
+    let from = sim.revision();
+    eventually(Duration::from_secs(30), "kache at the start revision", || (kache_revision(&kache, "/api/v1/pods") >= from).then_some(()));
+    let served = metric(&kache, "kache_watches_served_total");
+    let client = watching::client();
+    let query = format!("/api/v1/pods?watch=1&timeoutSeconds=5&resourceVersion={from}&labelSelector=tier%3Dweb");
+    let (k_url, s_url) = (format!("{}{query}", kache.url), format!("{}{query}", sim.url));
+    let (k, s) = tokio::join!(
+        watching::watch_accepting(&client, &k_url, Some(TABLE), Duration::from_secs(20)),
+        watching::watch_accepting(&client, &s_url, None, Duration::from_secs(20)),
+    );
+    assert_eq!(metric(&kache, "kache_watches_served_total"), served + 1, "the table watch from memory");
+    let last = quiesce(&sim, &kache, "/api/v1/pods");
+    let pods = printer("", "pods").expect("a pod printer");
+    // The simulator's JSON events as Tables, ages blanked (each side computes its own).
+    let ageless = |line: &[u8]| {
+        let mut v = parse(line);
+        v["object"]["rows"][0]["cells"][4] = serde_json::Value::Null;
+        v
+    };
+    let want: Vec<serde_json::Value> = s
+        .lines
+        .iter()
+        .filter(|l| frame_rv(l) <= last)
+        .enumerate()
+        .map(|(i, l)| {
+            let frame = parse(l);
+            let object = Bytes::from(serde_json::to_vec(&frame["object"]).expect("JSON"));
+            let table = json_watch_table(pods, IncludeObject::Metadata, &object, i == 0, 0).expect("a row");
+            let line =
+                apimachinery::watch::json_frame(apimachinery::watch::EventType::Added, &table.iter().map(|p| &p[..]).collect::<Vec<_>>());
+            let mut v = ageless(&line[..line.len() - 1]);
+            v["type"] = frame["type"].clone();
+            v
+        })
+        .collect();
+    let got: Vec<serde_json::Value> = k.lines.iter().filter(|l| frame_rv_table(l) <= last).map(|l| ageless(l)).collect();
+    assert!(got.len() > 10, "only {} events", got.len());
+    assert_eq!(got[0]["object"]["columnDefinitions"].as_array().map(Vec::len), Some(9), "the first event carries the columns");
+    assert!(got[1..].iter().all(|e| e["object"]["columnDefinitions"].is_null()), "later events do not");
+    assert_eq!(got.len().min(want.len()), got.len(), "kache sent no event the simulator did not");
+    assert_eq!(got, want[..got.len()], "the same events, as tables");
+}
+
+/// A table event's revision (its Table's `metadata.resourceVersion`).
+fn frame_rv_table(line: &[u8]) -> u64 {
+    parse(line)["object"]["metadata"]["resourceVersion"].as_str().and_then(|s| s.parse().ok()).expect("a revision")
 }

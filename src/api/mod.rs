@@ -8,7 +8,8 @@
 //! asking for JSON of the objects, of their metadata only
 //! (`PartialObjectMetadata[List]`) or a Table where kache has the
 //! resource's printer, compact or indented ([`document`]); protobuf, other
-//! tables, table watches and indented watches are passed through. Every refusal is the apiserver's `Status`
+//! tables, table watches with bookmarks and indented watches are passed
+//! through. Every refusal is the apiserver's `Status`
 //! (invariant 7).
 
 pub mod body;
@@ -292,16 +293,18 @@ async fn serve_collection(api: &Api, t: &Target<'_>, query: &str, shape: Shape, 
         return Some(layout.error(&e));
     }
     if opts.watch {
-        // Indented and table watch streams, and watches asking for the list form, are left to the apiserver.
-        let form = match shape {
-            Shape::Form(form @ (Form::Objects | Form::Metadata)) if !layout.pretty => form,
-            _ => {
-                api.counters.watches_passed_through.fetch_add(1, Ordering::Relaxed);
-                return None;
-            }
+        // Indented streams, table streams with bookmarks, and watches asking for the list form are left to the apiserver.
+        let served = match shape {
+            Shape::Form(Form::Objects | Form::Metadata) => !layout.pretty,
+            Shape::Table(..) => !layout.pretty && !opts.allow_watch_bookmarks,
+            Shape::Form(Form::MetadataList) => false,
         };
+        if !served {
+            api.counters.watches_passed_through.fetch_add(1, Ordering::Relaxed);
+            return None;
+        }
         let stopping = api.stopping.subscribe();
-        return match watch::watch(t.res, &api.dispatchers[t.index], t.namespace, &opts, form, &api.config, stopping).await {
+        return match watch::watch(t.res, &api.dispatchers[t.index], t.namespace, &opts, shape, &api.config, stopping).await {
             Ok(watch::Answer::Stream(resp)) => {
                 api.counters.watches_served.fetch_add(1, Ordering::Relaxed);
                 Some(resp)

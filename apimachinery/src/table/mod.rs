@@ -88,9 +88,28 @@ pub fn printer(group: &str, plural: &str) -> Option<&'static Printer> {
 /// object's revision for a GET); each row's object is given as parts that
 /// concatenate to it, or `None` for `null`.
 pub fn json_table(metadata: &str, printer: &Printer, rows: impl IntoIterator<Item = (Row, Option<Vec<Bytes>>)>) -> Vec<Bytes> {
+    table_parts(metadata, printer.columns, rows)
+}
+
+/// A watch event's object (`object`, a lone object's JSON) as the Table of
+/// one row a table watch sends; `columns`: the stream's first event carries
+/// the column definitions, every later one `null`. `None` when the object
+/// does not read as the printer expects.
+pub fn json_watch_table(printer: &Printer, include: IncludeObject, object: &Bytes, columns: bool, now: i64) -> Option<Vec<Bytes>> {
+    let meta = crate::meta::parse(object, &[]).ok()?;
+    let row = printer.row(object, now)?;
+    let row_object = match include {
+        IncludeObject::None => None,
+        IncludeObject::Metadata => Some(crate::partial::object([object.slice_ref(meta.metadata.as_bytes())])),
+        IncludeObject::Object => Some(vec![object.clone()]),
+    };
+    let metadata = format!("{{\"resourceVersion\":\"{}\"}}", meta.resource_version_text);
+    Some(table_parts(&metadata, if columns { printer.columns } else { "null" }, [(row, row_object)]))
+}
+
+fn table_parts(metadata: &str, columns: &str, rows: impl IntoIterator<Item = (Row, Option<Vec<Bytes>>)>) -> Vec<Bytes> {
     let mut parts = vec![Bytes::from(format!(
-        "{{\"kind\":\"Table\",\"apiVersion\":\"meta.k8s.io/v1\",\"metadata\":{metadata},\"columnDefinitions\":{},\"rows\":[",
-        printer.columns
+        "{{\"kind\":\"Table\",\"apiVersion\":\"meta.k8s.io/v1\",\"metadata\":{metadata},\"columnDefinitions\":{columns},\"rows\":["
     ))];
     for (i, (row, object)) in rows.into_iter().enumerate() {
         let mut head = String::with_capacity(128);

@@ -31,6 +31,7 @@
 //! dispatcher encodes each event at most once per form.
 
 mod dispatcher;
+mod table;
 
 use std::ops::Bound;
 use std::pin::Pin;
@@ -52,10 +53,11 @@ use tokio::sync::mpsc::error::TryRecvError;
 use tokio::time::{Instant, Sleep};
 
 pub use dispatcher::{Dispatcher, Frame, Stale, Subscription, WatchStats};
+use table::TableFrames;
 
 use super::ApiConfig;
 use super::body::{self, ApiBody, BoxError};
-use super::document::{Form, object_parts};
+use super::document::{Form, Shape, object_parts};
 use super::filter::{Filter, Transition};
 use crate::cache::CachedResource;
 use crate::store::{Event, Snapshot};
@@ -98,11 +100,16 @@ pub async fn watch(
     dispatcher: &Dispatcher,
     namespace: Option<&str>,
     opts: &ListOptions,
-    form: Form,
+    shape: Shape,
     api: &ApiConfig,
     stopping: tokio::sync::watch::Receiver<bool>,
 ) -> Result<Answer, ApiError> {
     check_fields(&res.info, opts)?;
+    // A table watch is the objects' stream, rewritten as it leaves.
+    let (form, table) = match shape {
+        Shape::Form(form) => (form, None),
+        Shape::Table(printer, include) => (Form::Objects, Some(TableFrames::new(printer, include))),
+    };
     let requested = parse_resource_version(&opts.resource_version)?;
     let initial = opts.sends_initial_events();
     let consistent = opts.resource_version.is_empty();
@@ -145,6 +152,7 @@ pub async fn watch(
             deadline: Box::pin(tokio::time::sleep_until(deadline)),
             stopping,
             sub,
+            table,
         };
         return Ok(Answer::Stream(response(stream.into_body())));
     }
@@ -223,12 +231,18 @@ struct Stream {
     deadline: Pin<Box<Sleep>>,
     stopping: tokio::sync::watch::Receiver<bool>,
     sub: Subscription,
+    /// Set for a table watch.
+    table: Option<TableFrames>,
 }
 
 impl Stream {
     fn into_body(self) -> ApiBody {
         let frames = futures_util::stream::unfold(self, |mut s| async move {
             let chunk = s.next_chunk().await?;
+            let chunk = match &mut s.table {
+                Some(t) => t.convert(&chunk)?,
+                None => chunk,
+            };
             Some((Ok::<_, BoxError>(BodyFrame::data(chunk)), s))
         });
         StreamBody::new(frames).boxed()
