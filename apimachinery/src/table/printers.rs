@@ -3,6 +3,7 @@
 
 use serde_json::Value;
 
+mod events;
 mod pod;
 mod workloads;
 
@@ -21,6 +22,8 @@ static REPLICASETS: Printer = Printer { columns: columns::REPLICASETS, cells: |b
 static DAEMONSETS: Printer = Printer { columns: columns::DAEMONSETS, cells: |b, now| parsed(b, now, workloads::daemonset) };
 static STATEFULSETS: Printer = Printer { columns: columns::STATEFULSETS, cells: |b, now| parsed(b, now, workloads::statefulset) };
 static JOBS: Printer = Printer { columns: columns::JOBS, cells: |b, now| parsed(b, now, workloads::job) };
+static EVENTS: Printer = Printer { columns: columns::EVENTS, cells: |b, now| parsed(b, now, events::event) };
+static ENDPOINTS: Printer = Printer { columns: columns::ENDPOINTS, cells: |b, now| parsed(b, now, workloads::endpoints) };
 static SERVICES: Printer = Printer { columns: columns::SERVICES, cells: |b, now| parsed(b, now, workloads::service) };
 
 /// A row from the object parsed whole (small objects).
@@ -38,6 +41,8 @@ pub(super) fn of(group: &str, plural: &str) -> Option<&'static Printer> {
         ("coordination.k8s.io", "leases") => &LEASES,
         ("", "nodes") => &NODES,
         ("", "services") => &SERVICES,
+        ("", "endpoints") => &ENDPOINTS,
+        ("", "events") => &EVENTS,
         ("apps", "deployments") => &DEPLOYMENTS,
         ("apps", "replicasets") => &REPLICASETS,
         ("apps", "daemonsets") => &DAEMONSETS,

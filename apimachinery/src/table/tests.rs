@@ -52,6 +52,7 @@ fn the_captured_tables_are_rebuilt_byte_for_byte() {
         [("pods", ""), ("configmaps", ""), ("secrets", ""), ("namespaces", ""), ("serviceaccounts", ""), ("leases", "coordination.k8s.io")]
             .into_iter()
             .chain([("nodes", ""), ("services", ""), ("deployments", "apps"), ("replicasets", "apps")])
+            .chain([("endpoints", ""), ("events", "")])
     {
         let want = capture(&format!("{resource}/table.json"));
         let got = rebuilt(resource, group, "table.json", IncludeObject::Metadata);

@@ -220,6 +220,48 @@ pub(super) fn job(o: &Value, now: i64) -> Row {
     ])
 }
 
+/// `printEndpoints`: up to three `ip:port` pairs of the ready addresses, then how many more.
+pub(super) fn endpoints(o: &Value, now: i64) -> Row {
+    const MAX: usize = 3;
+    let subsets = items(o, &["subsets"]);
+    let mut list: Vec<String> = Vec::new();
+    let (mut count, mut more) = (0, false);
+    for ss in subsets {
+        let addresses = items(ss, &["addresses"]);
+        let ports = items(ss, &["ports"]);
+        if ports.is_empty() {
+            count += addresses.len();
+            for a in addresses {
+                if list.len() == MAX {
+                    more = true;
+                    break;
+                }
+                list.push(str_at(a, &["ip"]).to_string());
+            }
+            continue;
+        }
+        for p in ports {
+            count += addresses.len();
+            for a in addresses {
+                if list.len() == MAX {
+                    more = true;
+                    break;
+                }
+                let ip = str_at(a, &["ip"]);
+                // `net.JoinHostPort`: IPv6 addresses in brackets.
+                let host = if ip.contains(':') { format!("[{ip}]") } else { ip.to_string() };
+                list.push(format!("{host}:{}", int_at(p, &["port"])));
+            }
+        }
+    }
+    let cell = match (subsets.is_empty(), more) {
+        (true, _) => "<none>".to_string(),
+        (false, true) => format!("{} + {} more...", list.join(","), count - MAX),
+        (false, false) => list.join(","),
+    };
+    row(vec![name(o), text(cell), age(o, now)])
+}
+
 /// `printService`.
 pub(super) fn service(o: &Value, now: i64) -> Row {
     let typ = str_at(o, &["spec", "type"]);
