@@ -256,7 +256,7 @@ fn ageless(resp: &common::Resp) -> serde_json::Value {
 fn kubectl_get_tables_are_answered_from_memory() {
     const KUBECTL: &str = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
     let sim = Process::sim(&["--pods", "300", "--namespaces", "3", "--nodes", "3", "--configmaps", "20"]);
-    let kache = Process::kache(&sim.url, &["--resources", "pods,configmaps,namespaces,nodes,persistentvolumeclaims"]);
+    let kache = Process::kache(&sim.url, &["--resources", "pods,configmaps,namespaces,nodes,endpointslices.discovery.k8s.io"]);
     ready(&kache);
     let first = sim.get("/api/v1/pods?limit=1").json();
     let (ns, name) =
@@ -282,10 +282,10 @@ fn kubectl_get_tables_are_answered_from_memory() {
     assert_eq!(metric(&kache, "kache_lists_served_total"), lists + 5, "the tables of lists from memory");
     assert_eq!(metric(&kache, "kache_gets_served_total"), gets + 1, "the table of one pod from memory");
     assert_eq!(metric(&kache, "kache_passed_through_total"), passed, "nothing passed through");
-    // Persistent volume claims have no printer in kache yet: their tables are the apiserver's.
-    let claims = kache.request("GET", "/api/v1/persistentvolumeclaims", &[("accept", KUBECTL)], None);
-    assert_eq!(claims.status, 200);
-    assert_eq!(metric(&kache, "kache_passed_through_total"), passed + 1, "a claims table passed through");
+    // Endpoint slices have no printer in kache yet: their tables are the apiserver's.
+    let slices = kache.request("GET", "/apis/discovery.k8s.io/v1/endpointslices", &[("accept", KUBECTL)], None);
+    assert_eq!(slices.status, 200);
+    assert_eq!(metric(&kache, "kache_passed_through_total"), passed + 1, "an endpoint slices table passed through");
 
     // kubectl itself, paging through every pod, wide.
     let lists = metric(&kache, "kache_lists_served_total");

@@ -4,6 +4,7 @@
 use serde_json::Value;
 
 mod events;
+mod network;
 mod pod;
 mod workloads;
 
@@ -24,6 +25,10 @@ static STATEFULSETS: Printer = Printer { columns: columns::STATEFULSETS, cells: 
 static JOBS: Printer = Printer { columns: columns::JOBS, cells: |b, now| parsed(b, now, workloads::job) };
 static EVENTS: Printer = Printer { columns: columns::EVENTS, cells: |b, now| parsed(b, now, events::event) };
 static ENDPOINTS: Printer = Printer { columns: columns::ENDPOINTS, cells: |b, now| parsed(b, now, workloads::endpoints) };
+static CRONJOBS: Printer = Printer { columns: columns::CRONJOBS, cells: |b, now| parsed(b, now, workloads::cronjob) };
+static INGRESSES: Printer = Printer { columns: columns::INGRESSES, cells: |b, now| parsed(b, now, network::ingress) };
+static PERSISTENTVOLUMECLAIMS: Printer =
+    Printer { columns: columns::PERSISTENTVOLUMECLAIMS, cells: |b, now| parsed(b, now, network::persistentvolumeclaim) };
 static SERVICES: Printer = Printer { columns: columns::SERVICES, cells: |b, now| parsed(b, now, workloads::service) };
 
 /// A row from the object parsed whole (small objects).
@@ -48,6 +53,9 @@ pub(super) fn of(group: &str, plural: &str) -> Option<&'static Printer> {
         ("apps", "daemonsets") => &DAEMONSETS,
         ("apps", "statefulsets") => &STATEFULSETS,
         ("batch", "jobs") => &JOBS,
+        ("batch", "cronjobs") => &CRONJOBS,
+        ("networking.k8s.io", "ingresses") => &INGRESSES,
+        ("", "persistentvolumeclaims") => &PERSISTENTVOLUMECLAIMS,
         _ => return None,
     })
 }

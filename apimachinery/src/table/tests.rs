@@ -52,7 +52,8 @@ fn the_captured_tables_are_rebuilt_byte_for_byte() {
         [("pods", ""), ("configmaps", ""), ("secrets", ""), ("namespaces", ""), ("serviceaccounts", ""), ("leases", "coordination.k8s.io")]
             .into_iter()
             .chain([("nodes", ""), ("services", ""), ("deployments", "apps"), ("replicasets", "apps")])
-            .chain([("endpoints", ""), ("events", "")])
+            .chain([("endpoints", ""), ("events", ""), ("cronjobs", "batch"), ("ingresses", "networking.k8s.io")])
+            .chain([("persistentvolumeclaims", "")])
     {
         let want = capture(&format!("{resource}/table.json"));
         let got = rebuilt(resource, group, "table.json", IncludeObject::Metadata);

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::super::time::{human_duration, parse_time};
+use super::super::time::{human_duration, parse_time, since};
 use super::super::{Cell, Row};
 use super::{age, int_at, items, name, row, str_at};
 
@@ -13,7 +13,11 @@ fn text(s: impl Into<String>) -> Cell {
 
 /// `layoutContainerCells`: the template's container names and images, comma-joined.
 fn containers(o: &Value) -> (Cell, Cell) {
-    let cs = items(o, &["spec", "template", "spec", "containers"]);
+    containers_at(o, &["spec", "template", "spec", "containers"])
+}
+
+fn containers_at(o: &Value, path: &[&str]) -> (Cell, Cell) {
+    let cs = items(o, path);
     let join = |key: &str| cs.iter().map(|c| str_at(c, &[key])).collect::<Vec<_>>().join(",");
     (text(join("name")), text(join("image")))
 }
@@ -260,6 +264,36 @@ pub(super) fn endpoints(o: &Value, now: i64) -> Row {
         (false, false) => list.join(","),
     };
     row(vec![name(o), text(cell), age(o, now)])
+}
+
+/// `printCronJob`.
+pub(super) fn cronjob(o: &Value, now: i64) -> Row {
+    let (names, images) = containers_at(o, &["spec", "jobTemplate", "spec", "template", "spec", "containers"]);
+    let last = o.pointer("/status/lastScheduleTime").and_then(Value::as_str).map_or("<none>".to_string(), |t| since(Some(t), now));
+    let suspend = match o.pointer("/spec/suspend").and_then(Value::as_bool) {
+        None => "<unset>",
+        Some(true) => "True",
+        Some(false) => "False",
+    };
+    let selector = match selector(o.pointer("/spec/jobTemplate/spec/selector")) {
+        s if s.is_empty() => "<none>".to_string(),
+        s => s,
+    };
+    row(vec![
+        name(o),
+        text(str_at(o, &["spec", "schedule"])),
+        text(match str_at(o, &["spec", "timeZone"]) {
+            "" => "<none>",
+            tz => tz,
+        }),
+        text(suspend),
+        Cell::Int(items(o, &["status", "active"]).len() as i64),
+        text(last),
+        age(o, now),
+        names,
+        images,
+        text(selector),
+    ])
 }
 
 /// `printService`.
