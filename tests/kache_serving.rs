@@ -300,3 +300,20 @@ fn kubectl_get_tables_are_answered_from_memory() {
     assert_eq!(strip_age(&through), strip_age(&direct));
     assert_eq!(metric(&kache, "kache_lists_served_total"), lists + 6, "six pages of 50, all from memory");
 }
+
+#[test]
+fn kubectl_create_sends_protobuf_and_works_on_the_simulator_and_through_kache() {
+    let sim = Process::sim(&["--pods", "10", "--namespaces", "1", "--nodes", "1"]);
+    let kache = Process::kache(&sim.url, &["--resources", "configmaps,namespaces"]);
+    ready(&kache);
+    for (server, ns) in [(&sim, "made-directly"), (&kache, "made-through-kache")] {
+        server.kubectl_ok(&["create", "namespace", ns]);
+        server.kubectl_ok(&["create", "configmap", "settings", "-n", ns, "--from-literal=color=blue", "--from-literal=size=L"]);
+        server.kubectl_ok(&["create", "secret", "generic", "token", "-n", ns, "--from-literal=key=s3cr3t"]);
+        assert_eq!(sim.get(&format!("/api/v1/namespaces/{ns}")).json()["status"]["phase"], "Active");
+        let cm = sim.get(&format!("/api/v1/namespaces/{ns}/configmaps/settings")).json();
+        assert_eq!(cm["data"], serde_json::json!({"color": "blue", "size": "L"}), "{ns}");
+        let secret = sim.get(&format!("/api/v1/namespaces/{ns}/secrets/token")).json();
+        assert_eq!((secret["type"].as_str(), secret["data"]["key"].as_str()), (Some("Opaque"), Some("czNjcjN0")), "{ns}");
+    }
+}

@@ -18,6 +18,7 @@
 //!   built-in kinds (selectable fields, zero objects, discovery names).
 //! - [`partial`]: metadata-only objects and lists (`PartialObjectMetadata`).
 //! - [`table`]: Tables (`as=Table`) with the apiserver's printers.
+//! - [`protobuf`]: protobuf request bodies of the kinds kubectl creates with them.
 //! - [`json`]: JSON documents as the apiserver ends and indents them.
 //! - [`negotiate`]: `Accept` negotiation, pretty-printing and gzip choices.
 //! - [`status`]: `metav1.Status` errors, field for field.
@@ -32,6 +33,7 @@ pub mod meta;
 pub mod negotiate;
 pub mod params;
 pub mod partial;
+pub mod protobuf;
 pub mod resource;
 pub mod selector;
 pub mod status;

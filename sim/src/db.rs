@@ -248,6 +248,22 @@ impl Db {
             metadata_mut(&mut v).insert("generation".into(), 1.into());
         }
         metadata_mut(&mut v).insert("creationTimestamp".into(), now.into());
+        if rt.group.is_empty() && rt.plural == "namespaces" {
+            // The namespace strategy: active, and finalized by the namespace controller.
+            let finalizers = v.pointer_mut("/spec/finalizers").and_then(Value::as_array_mut);
+            match finalizers {
+                Some(f) if f.iter().any(|f| f == "kubernetes") => {}
+                Some(f) => f.push("kubernetes".into()),
+                None => {
+                    v["spec"] = serde_json::json!({"finalizers": ["kubernetes"]});
+                }
+            }
+            v["status"] = serde_json::json!({"phase": "Active"});
+        }
+        if rt.group.is_empty() && rt.plural == "secrets" && v.get("type").and_then(Value::as_str).is_none_or(str::is_empty) {
+            // `SetDefaults_Secret`.
+            v["type"] = "Opaque".into();
+        }
         let obj = Arc::new(Obj::from_value(rt, v));
         self.commit(res, key, EventType::Added, obj.clone(), None);
         Ok(obj)

@@ -27,6 +27,7 @@ use apimachinery::list::{ListMeta, check_fields};
 use apimachinery::negotiate::{self, Endpoint, Format};
 use apimachinery::params::{ListOptions, parse_resource_version};
 use apimachinery::partial;
+use apimachinery::protobuf;
 use apimachinery::status::ApiError;
 use apimachinery::table::{self, IncludeObject};
 
@@ -219,11 +220,15 @@ async fn read_body(req: Request<Incoming>) -> Result<(HeaderMap, Vec<u8>), ApiEr
 
 fn parse_json(rt: &ResourceType, headers: &HeaderMap, body: &[u8]) -> Result<Value, ApiError> {
     let ct = header(headers, CONTENT_TYPE.as_str()).unwrap_or("application/json");
-    if !ct.starts_with("application/json") && !ct.is_empty() {
+    let v: Value = if ct.starts_with(protobuf::MEDIA_TYPE) {
+        // kubectl's typed generators (create configmap, secret, namespace) send protobuf.
+        protobuf::decode_json(body).map_err(|e| ApiError::bad_request(e.0))?.ok_or_else(|| ApiError::unsupported_media_type(ct))?
+    } else if ct.starts_with("application/json") || ct.is_empty() {
+        serde_json::from_slice(body)
+            .map_err(|e| ApiError::bad_request(format!("Object 'Kind' is missing in '{}': {e}", String::from_utf8_lossy(body))))?
+    } else {
         return Err(ApiError::unsupported_media_type(ct));
-    }
-    let v: Value = serde_json::from_slice(body)
-        .map_err(|e| ApiError::bad_request(format!("Object 'Kind' is missing in '{}': {e}", String::from_utf8_lossy(body))))?;
+    };
     if let Some(kind) = v.get("kind").and_then(Value::as_str)
         && kind != rt.kind
     {
