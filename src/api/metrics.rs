@@ -62,7 +62,7 @@ pub fn render(api: &Api) -> String {
     metric(
         "kache_watches_passed_through_total",
         "counter",
-        "Watches of cached resources passed through (a consistent start not proven fresh, a revision not reached, or an indented or metadata-only stream).",
+        "Watches of cached resources passed through (a consistent start not proven fresh, a revision not reached, an indented stream, or a table stream with bookmarks).",
         vec![(String::new(), c.watches_passed_through.load(Ordering::Relaxed))],
     );
     metric(
