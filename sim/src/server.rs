@@ -29,7 +29,7 @@ use apimachinery::params::{ListOptions, parse_resource_version};
 use apimachinery::partial;
 use apimachinery::protobuf;
 use apimachinery::status::ApiError;
-use apimachinery::table::{self, IncludeObject};
+use apimachinery::table::{self, IncludeObject, unix_now};
 
 /// The apiserver's limit on request bodies (3 MiB, `MaxRequestBodyBytes`).
 const MAX_BODY: usize = 3 * 1024 * 1024;
@@ -244,11 +244,6 @@ fn row_object(rt: &ResourceType, o: &crate::object::Obj, include: IncludeObject)
         IncludeObject::Metadata => Some(partial::object([o.metadata()])),
         IncludeObject::Object => Some(vec![Bytes::from(o.with_type(rt))]),
     }
-}
-
-/// Now in Unix seconds: what a Table's ages are relative to.
-fn unix_now() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
 }
 
 fn object_response(enc: Encoding, status: StatusCode, rt: &ResourceType, o: &crate::object::Obj) -> Response<Body> {

@@ -1,19 +1,18 @@
-//! JSON answers as the apiserver writes them for a request: of the objects
-//! or of their metadata only ([`Form`]); compact and
+//! JSON answers as the apiserver writes them for a request: of the objects,
+//! of their metadata only ([`Form`]), or a Table of them ([`Shape`]); compact and
 //! ending with a newline, or indented (`?pretty=true`, curl, Wget and
 //! browsers) as `json.MarshalIndent` does, while streaming; gzipped above
 //! 128 KiB when the client accepts it. Error `Status` bodies are laid out
 //! the same way as the answer they replace.
 
 use apimachinery::json;
+use apimachinery::list::json_list;
 use apimachinery::negotiate;
 use apimachinery::status::ApiError;
+use apimachinery::table::{self, IncludeObject, Printer, unix_now};
 use bytes::Bytes;
 use http::header::{ACCEPT_ENCODING, CONTENT_ENCODING, CONTENT_TYPE, RETRY_AFTER, USER_AGENT, VARY};
 use http::{HeaderMap, HeaderValue, Response, StatusCode};
-
-use apimachinery::list::json_list;
-use apimachinery::table::{self, IncludeObject, Printer};
 
 use super::body::{self, ApiBody};
 use super::list::Page;
@@ -70,11 +69,6 @@ fn row_object(res: &CachedResource, o: &CachedObject, include: IncludeObject) ->
         IncludeObject::Metadata => Some(object_parts(res, o, Form::Metadata, None)),
         IncludeObject::Object => Some(res.lone(o)),
     }
-}
-
-/// Now, in Unix seconds: what a Table's ages are relative to.
-fn unix_now() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
 }
 
 /// `o` as a lone object (a GET, a watch event) in `form`, with

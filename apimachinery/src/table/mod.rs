@@ -18,7 +18,7 @@ mod time;
 
 use bytes::Bytes;
 
-pub use time::{human_duration, parse_time};
+pub use time::{human_duration, parse_time, unix_now};
 
 /// What each row carries besides its cells (`includeObject`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -81,6 +81,11 @@ pub fn human_duration(seconds: i64) -> String {
     format!("{}y", hours / 24 / 365)
 }
 
+/// Now, in Unix seconds: what a Table's ages are relative to.
+pub fn unix_now() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
+}
+
 /// `translateTimestampSince`: how long before `now` the timestamp was, or `<unknown>` without one.
 pub fn since(timestamp: Option<&str>, now: i64) -> String {
     match timestamp.and_then(parse_time) {

@@ -29,7 +29,7 @@ impl TableFrames {
     /// The whole frames of `chunk` as Table events; `None` ends the stream.
     pub fn convert(&mut self, chunk: &[u8]) -> Option<Bytes> {
         self.decoder.push(chunk);
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+        let now = table::unix_now();
         let mut out = BytesMut::new();
         while let Some(frame) = self.decoder.next_frame().ok()? {
             if frame.typ == EventType::Error {
