@@ -451,14 +451,20 @@ async fn kube_reflectors_through_kache_converge_to_the_simulators_state() {
     tasks.iter().for_each(tokio::task::JoinHandle::abort);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn metadata_only_watches_are_answered_from_memory_as_the_simulator_answers_them() {
-    const META: &str = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
+/// A simulator churning 300 pods, kache in front of it, and a revision both have reached.
+fn churning_pods() -> (Process, Process, u64) {
     let sim = Process::sim(&["--pods", "300", "--nodes", "3", "--namespaces", "3", "--churn", "200", "--compact-interval", "0"]);
     let kache = Process::kache(&sim.url, &["--resources", "pods"]);
     ready(&kache);
     let from = sim.revision();
     eventually(Duration::from_secs(30), "kache at the start revision", || (kache_revision(&kache, "/api/v1/pods") >= from).then_some(()));
+    (sim, kache, from)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metadata_only_watches_are_answered_from_memory_as_the_simulator_answers_them() {
+    const META: &str = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
+    let (sim, kache, from) = churning_pods();
     let served = metric(&kache, "kache_watches_served_total");
     let queries = [
         format!("resourceVersion={from}"),
@@ -505,11 +511,7 @@ async fn metadata_only_watches_are_answered_from_memory_as_the_simulator_answers
 async fn table_watches_are_the_objects_stream_as_one_row_tables() {
     use apimachinery::table::{IncludeObject, json_watch_table, printer};
     const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
-    let sim = Process::sim(&["--pods", "300", "--nodes", "3", "--namespaces", "3", "--churn", "200", "--compact-interval", "0"]);
-    let kache = Process::kache(&sim.url, &["--resources", "pods"]);
-    ready(&kache);
-    let from = sim.revision();
-    eventually(Duration::from_secs(30), "kache at the start revision", || (kache_revision(&kache, "/api/v1/pods") >= from).then_some(()));
+    let (sim, kache, from) = churning_pods();
     let served = metric(&kache, "kache_watches_served_total");
     let client = watching::client();
     let query = format!("/api/v1/pods?watch=1&timeoutSeconds=5&resourceVersion={from}&labelSelector=tier%3Dweb");
