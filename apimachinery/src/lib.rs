@@ -18,7 +18,10 @@
 //!   built-in kinds (selectable fields, zero objects, discovery names).
 //! - [`partial`]: metadata-only objects and lists (`PartialObjectMetadata`).
 //! - [`table`]: Tables (`as=Table`) with the apiserver's printers.
-//! - [`protobuf`]: protobuf request bodies of the kinds kubectl creates with them.
+//! - [`protobuf`]: Kubernetes protobuf: objects, lists and watch frames
+//!   encoded from JSON byte for byte as the apiserver writes them, and the
+//!   request bodies kubectl sends.
+//! - [`time`]: RFC 3339 timestamps read back to Unix time; ages as printers show them.
 //! - [`json`]: JSON documents as the apiserver ends and indents them.
 //! - [`negotiate`]: `Accept` negotiation, pretty-printing and gzip choices.
 //! - [`status`]: `metav1.Status` errors, field for field.
@@ -38,5 +41,6 @@ pub mod resource;
 pub mod selector;
 pub mod status;
 pub mod table;
+pub mod time;
 pub mod tls;
 pub mod watch;

@@ -14,11 +14,10 @@
 
 pub mod columns;
 mod printers;
-mod time;
 
 use bytes::Bytes;
 
-pub use time::{human_duration, parse_time, unix_now};
+pub use crate::time::{human_duration, parse_time, unix_now};
 
 /// What each row carries besides its cells (`includeObject`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,8 +8,8 @@ mod network;
 mod pod;
 mod workloads;
 
-use super::time::since;
 use super::{Cell, Printer, Row, columns};
+use crate::time::since;
 
 static PODS: Printer = Printer { columns: columns::PODS, cells: pod::row };
 static CONFIGMAPS: Printer = Printer { columns: columns::CONFIGMAPS, cells: |b, now| parsed(b, now, configmap) };

@@ -4,9 +4,9 @@
 
 use serde_json::Value;
 
-use super::super::time::since;
 use super::super::{Cell, Row};
 use super::{int_at, row, str_at};
+use crate::time::since;
 
 /// A timestamp field, unless it is unset (Go's zero time marshals as `null`).
 fn time<'a>(o: &'a Value, key: &str) -> Option<&'a str> {

@@ -7,8 +7,8 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 
-use super::super::time::{parse_time, since};
 use super::super::{Cell, Row};
+use crate::time::{parse_time, since};
 
 type Str<'a> = Cow<'a, str>;
 

@@ -3,9 +3,9 @@
 
 use serde_json::Value;
 
-use super::super::time::{human_duration, parse_time, since};
 use super::super::{Cell, Row};
 use super::{age, int_at, items, name, row, str_at};
+use crate::time::{human_duration, parse_time, since};
 
 fn text(s: impl Into<String>) -> Cell {
     Cell::Str(s.into())

@@ -1,9 +1,16 @@
-//! Times as the printers show them: `translateTimestampSince` over Go's
-//! `duration.HumanDuration`, from RFC 3339 timestamps.
+//! Times: RFC 3339 timestamps as `metav1.Time` and `MicroTime` write them,
+//! read back to Unix time (for protobuf `Timestamp`s and Table ages), and
+//! ages as the printers show them (`translateTimestampSince` over Go's
+//! `duration.HumanDuration`).
 
 /// Unix seconds of an RFC 3339 timestamp (`2026-11-23T17:04:15Z`, with
 /// optional fractional seconds and offset), as `metav1.Time` writes them.
 pub fn parse_time(s: &str) -> Option<i64> {
+    parse_timestamp(s).map(|(seconds, _)| seconds)
+}
+
+/// Unix seconds and nanoseconds of an RFC 3339 timestamp.
+pub fn parse_timestamp(s: &str) -> Option<(i64, u32)> {
     let b = s.as_bytes();
     if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't') || b[13] != b':' || b[16] != b':' {
         return None;
@@ -11,8 +18,13 @@ pub fn parse_time(s: &str) -> Option<i64> {
     let num = |r: std::ops::Range<usize>| -> Option<i64> { s.get(r)?.parse().ok() };
     let (y, mo, d, h, mi, sec) = (num(0..4)?, num(5..7)?, num(8..10)?, num(11..13)?, num(14..16)?, num(17..19)?);
     let mut rest = &s[19..];
+    let mut nanos = 0u32;
     if let Some(frac) = rest.strip_prefix('.') {
         let digits = frac.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 || digits > 9 {
+            return None;
+        }
+        nanos = frac[..digits].parse::<u32>().ok()? * 10u32.pow(9 - digits as u32);
         rest = &frac[digits..];
     }
     let offset = match rest {
@@ -27,7 +39,7 @@ pub fn parse_time(s: &str) -> Option<i64> {
             sign * (oh.parse::<i64>().ok()? * 3600 + om.parse::<i64>().ok()? * 60)
         }
     };
-    Some(days_from_civil(y, mo, d) * 86_400 + h * 3600 + mi * 60 + sec - offset)
+    Some((days_from_civil(y, mo, d) * 86_400 + h * 3600 + mi * 60 + sec - offset, nanos))
 }
 
 /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).

@@ -16,11 +16,7 @@ use base64::Engine;
 use prost::Message;
 use serde_json::{Map, Value, json};
 
-/// The protobuf media type.
-pub const MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf";
-
-/// What starts every Kubernetes protobuf document.
-const MAGIC: &[u8] = b"k8s\0";
+use super::MAGIC;
 
 /// Why a protobuf body could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
