@@ -18,7 +18,10 @@ use apimachinery::resource::Resource;
 use bytes::Bytes;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use kache::api::Waits;
-use kache::api::document::Form;
+use kache::api::document::{Form, Wire};
+
+/// The objects, in JSON.
+const JSON: Wire = Wire { form: Form::Objects, protobuf: false };
 use kache::api::filter::Filter;
 use kache::api::list::{self, Answer};
 use kache::api::watch::{Dispatcher, Subscription};
@@ -71,10 +74,10 @@ fn dispatch(c: &mut Criterion) {
                 let mut subs = Vec::new();
                 for n in 0..nodes {
                     let f = filter(&format!("fieldSelector=spec.nodeName%3Dnode-{n:04}"));
-                    subs.push(dispatcher.subscribe(f, Form::Objects, epoch, 1024).await.expect("registered"));
+                    subs.push(dispatcher.subscribe(f, JSON, epoch, 1024).await.expect("registered"));
                 }
                 for _ in 0..cluster_wide {
-                    subs.push(dispatcher.subscribe(filter(""), Form::Objects, epoch, 1024).await.expect("registered"));
+                    subs.push(dispatcher.subscribe(filter(""), JSON, epoch, 1024).await.expect("registered"));
                 }
                 subs
             });

@@ -3,6 +3,7 @@
 //! that end when the [`Cache`] is dropped.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use bytes::Bytes;
 use tokio::sync::mpsc;
@@ -29,6 +30,10 @@ pub struct CachedResource {
     pub fresh: Arc<Freshness>,
     /// `{"kind":K,"apiVersion":V,`, spliced into stored list items that lack it.
     type_prefix: Bytes,
+    /// The schema name of its protobuf message, for built-in kinds.
+    protobuf: Option<String>,
+    /// Set once an object had no protobuf encoding: protobuf requests then pass through.
+    protobuf_failed: AtomicBool,
 }
 
 impl CachedResource {
@@ -36,7 +41,35 @@ impl CachedResource {
     /// or a test) fills and to which `fresh`'s proofs go.
     pub fn new(info: Resource, store: StoreReader, status: Arc<ReflectorStatus>, fresh: Arc<Freshness>) -> CachedResource {
         let type_prefix = Bytes::from(info.type_prefix());
-        CachedResource { info, store, status, fresh, type_prefix }
+        let builtin = apimachinery::resource::builtin(&info.group, &info.version, &info.plural).is_some();
+        let protobuf = builtin.then(|| apimachinery::protobuf::message_name(&info.api_version(), &info.kind)).flatten();
+        CachedResource { info, store, status, fresh, type_prefix, protobuf, protobuf_failed: AtomicBool::new(false) }
+    }
+
+    /// Whether kache answers protobuf for this resource: a built-in kind
+    /// whose every object so far had an encoding.
+    pub fn speaks_protobuf(&self) -> bool {
+        self.protobuf.is_some() && !self.protobuf_failed.load(Ordering::Relaxed)
+    }
+
+    /// The schema name of its protobuf message, when it speaks protobuf.
+    pub fn protobuf_message(&self) -> Option<&str> {
+        self.protobuf.as_deref().filter(|_| self.speaks_protobuf())
+    }
+
+    /// `o`'s protobuf message (at `rv` when given); `None` when it has none,
+    /// which turns protobuf off for the resource from then on.
+    pub fn protobuf_of(&self, o: &CachedObject, rv: Option<u64>) -> Option<Bytes> {
+        let message = self.protobuf_message()?;
+        let encoded = match rv {
+            None => o.protobuf(message).cloned(),
+            Some(rv) => o.protobuf_at(message, rv),
+        };
+        if encoded.is_none() && !self.protobuf_failed.swap(true, Ordering::Relaxed) {
+            let why = apimachinery::protobuf::encode(message, o.bytes()).err().map(|e| e.0).unwrap_or_default();
+            tracing::warn!(resource = %self.info.qualified(), object = %o.key(), %why, "an object has no protobuf encoding here; protobuf requests for this resource now pass through");
+        }
+        encoded
     }
 
     /// `base` with the indexes `info`'s store keeps: every label, and the

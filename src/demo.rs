@@ -65,7 +65,10 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         "kache: serving on {k} in front of a simulated cluster at {url} ({} pods, {} changes/s)\n\
          try:\n  kubectl --server {k} get pods -A --chunk-size=500\n  kubectl --server {k} get --raw '/api/v1/pods?resourceVersion=0' | head -c 300\n  \
          kubectl --server {k} get --raw '/api/v1/namespaces/ns-0001/pods?limit=5'\n  kubectl --server {k} get configmaps -n ns-0002\n  \
-         curl -s {k}/metrics | grep -E 'lists_served|passed_through|store_objects'",
+         kubectl --server {k} get pods -A -l tier=web\n  kubectl --server {k} get pods -A --field-selector spec.nodeName=node-0001\n  \
+         kubectl --server {k} get pods -n ns-0001 -w\n\
+         what came from memory and what passed through:\n  \
+         curl -s {k}/metrics | grep -E 'served_total|passed_through|store_objects'",
         args.pods,
         args.churn
     );

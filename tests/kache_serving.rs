@@ -173,7 +173,7 @@ async fn metadata_only_lists_and_gets_are_answered_from_memory() {
     ready(&kache);
     const LIST: &str = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
     const ONE: &str = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
-    // As client-go's metadata client asks: protobuf first (not held by kache yet), then JSON.
+    // As client-go's metadata client asks: protobuf first, then JSON.
     const CLIENT_GO: &str = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
     let first = sim.get("/api/v1/pods?limit=1").json();
     let (ns, name) =
@@ -208,9 +208,12 @@ async fn metadata_only_lists_and_gets_are_answered_from_memory() {
     assert_eq!(metric(&kache, "kache_lists_served_total"), lists + 3, "the lists from memory");
     assert_eq!(metric(&kache, "kache_gets_served_total"), gets + 1, "the GET from memory");
     assert_eq!(metric(&kache, "kache_passed_through_total"), passed, "nothing passed through");
-    // client-go's metadata client prefers protobuf, which the apiserver serves and kache does not hold yet.
-    same("/api/v1/pods?resourceVersion=0", CLIENT_GO);
-    assert_eq!(metric(&kache, "kache_passed_through_total"), passed + 1, "protobuf passed through");
+    // client-go's metadata client prefers protobuf, which kache answers from memory too.
+    let pb = same("/api/v1/pods?resourceVersion=0", CLIENT_GO);
+    assert_eq!(pb.header("content-type"), Some("application/vnd.kubernetes.protobuf"));
+    assert!(pb.body.starts_with(b"k8s\0") && pb.body.windows(25).any(|w| w == b"PartialObjectMetadataList"));
+    assert_eq!(metric(&kache, "kache_lists_served_total"), lists + 4, "protobuf from memory");
+    assert_eq!(metric(&kache, "kache_passed_through_total"), passed, "nothing passed through");
     // The wrong form for the request is the apiserver's 406 (passed through).
     let wrong = same("/api/v1/pods?resourceVersion=0", ONE);
     assert_eq!(wrong.status, 406);
@@ -316,4 +319,77 @@ fn kubectl_create_sends_protobuf_and_works_on_the_simulator_and_through_kache() 
         let secret = sim.get(&format!("/api/v1/namespaces/{ns}/secrets/token")).json();
         assert_eq!((secret["type"].as_str(), secret["data"]["key"].as_str()), (Some("Opaque"), Some("czNjcjN0")), "{ns}");
     }
+}
+
+/// Splits a protobuf watch stream into its frames (4-byte big-endian length, then a `WatchEvent`).
+fn protobuf_frames(stream: &[u8]) -> Vec<&[u8]> {
+    let mut frames = Vec::new();
+    let mut at = 0;
+    while at + 4 <= stream.len() {
+        let len = u32::from_be_bytes(stream[at..at + 4].try_into().unwrap()) as usize;
+        frames.push(&stream[at..(at + 4 + len).min(stream.len())]);
+        at += 4 + len;
+    }
+    frames
+}
+
+#[test]
+fn protobuf_lists_gets_and_watches_are_answered_from_memory_as_the_apiserver_writes_them() {
+    const PB: &str = "application/vnd.kubernetes.protobuf";
+    // As typed client-go clients ask.
+    const TYPED: &str = "application/vnd.kubernetes.protobuf, */*";
+    const META: &str = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
+    let sim = Process::sim(&["--pods", "300", "--namespaces", "2", "--nodes", "3"]);
+    let kache = Process::kache(&sim.url, &["--resources", "pods,nodes,namespaces"]);
+    ready(&kache);
+    let first = sim.get("/api/v1/pods?limit=1").json();
+    let (ns, name) =
+        (first["items"][0]["metadata"]["namespace"].as_str().unwrap(), first["items"][0]["metadata"]["name"].as_str().unwrap());
+    let token = kache.get("/api/v1/pods?limit=120").json()["metadata"]["continue"].as_str().expect("a continue token").to_string();
+    let (lists, gets, watches, passed) = (
+        metric(&kache, "kache_lists_served_total"),
+        metric(&kache, "kache_gets_served_total"),
+        metric(&kache, "kache_watches_served_total"),
+        metric(&kache, "kache_passed_through_total"),
+    );
+    let same = |path: &str, accept: &str| {
+        let (k, s) = (kache.request("GET", path, &[("accept", accept)], None), sim.request("GET", path, &[("accept", accept)], None));
+        assert_eq!((k.status, k.header("content-type")), (s.status, s.header("content-type")), "{path} {accept}");
+        assert!(k.body == s.body, "{path} {accept}: kache {} bytes, simulator {}", k.body.len(), s.body.len());
+        k
+    };
+    let all = same("/api/v1/pods?resourceVersion=0", TYPED);
+    assert_eq!(all.header("content-type"), Some(PB));
+    assert!(all.body.starts_with(b"k8s\0\x0a\x0d\x0a\x02v1\x12\x07PodList"), "{:?}", &all.body[..20]);
+    same("/api/v1/pods?limit=120", PB);
+    same(&format!("/api/v1/pods?limit=120&continue={token}"), PB);
+    same(
+        &format!(
+            "/api/v1/namespaces/{ns}/pods?resourceVersion=0&labelSelector=app%3D{}",
+            first["items"][0]["metadata"]["labels"]["app"].as_str().unwrap()
+        ),
+        PB,
+    );
+    same("/api/v1/nodes?resourceVersion=0", PB);
+    same("/api/v1/namespaces", "application/json;q=0.5, application/vnd.kubernetes.protobuf;q=0.9");
+    same(&format!("/api/v1/namespaces/{ns}/pods/{name}"), PB);
+    same(&format!("/api/v1/namespaces/{ns}/pods/{name}?resourceVersion=0"), META);
+    let missing = same(&format!("/api/v1/namespaces/{ns}/pods/no-such-pod"), PB);
+    assert_eq!(missing.status, 404);
+    assert!(missing.body.starts_with(b"k8s\0\x0a\x0c\x0a\x02v1\x12\x06Status"), "a protobuf Status");
+    assert_eq!(metric(&kache, "kache_lists_served_total"), lists + 6, "every list from memory");
+    assert_eq!(metric(&kache, "kache_gets_served_total"), gets + 3, "every GET from memory");
+    // A streaming list in protobuf: ADDED for every pod in key order, then the initial-events-end bookmark.
+    let rv = sim.get("/api/v1/pods?limit=1").json()["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+    let path = format!(
+        "/api/v1/pods?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds=2"
+    );
+    let (k, s) = (kache.request("GET", &path, &[("accept", TYPED)], None), sim.request("GET", &path, &[("accept", TYPED)], None));
+    assert_eq!(k.header("content-type"), Some("application/vnd.kubernetes.protobuf;stream=watch"));
+    let (kf, sf) = (protobuf_frames(&k.body), protobuf_frames(&s.body));
+    assert!(kf.len() > 300 && sf.len() > 300, "kache {} frames, simulator {}", kf.len(), sf.len());
+    assert!(kf[..301] == sf[..301], "the 300 ADDED frames and the bookmark are the simulator's bytes");
+    assert!(kf[300].windows(25).any(|w| w == b"k8s.io/initial-events-end"), "the initial-events-end bookmark");
+    assert_eq!(metric(&kache, "kache_watches_served_total"), watches + 1, "the watch from memory");
+    assert_eq!(metric(&kache, "kache_passed_through_total"), passed, "nothing passed through");
 }

@@ -557,3 +557,52 @@ async fn table_watches_are_the_objects_stream_as_one_row_tables() {
 fn frame_rv_table(line: &[u8]) -> u64 {
     parse(line)["object"]["metadata"]["resourceVersion"].as_str().and_then(|s| s.parse().ok()).expect("a revision")
 }
+
+#[test]
+fn protobuf_watches_are_answered_from_memory_byte_equal_to_the_simulators() {
+    // As typed client-go clients (kubelets, controllers) watch.
+    const TYPED: &str = "application/vnd.kubernetes.protobuf, */*";
+    let (sim, kache, from) = churning_pods();
+    let served = metric(&kache, "kache_watches_served_total");
+    let queries = [format!("resourceVersion={from}"), format!("resourceVersion={from}&fieldSelector=spec.nodeName%3Dnode-0001")];
+    let streams: Vec<_> = queries
+        .iter()
+        .flat_map(|q| [kache.url.clone(), sim.url.clone()].map(|base| (base, q.clone())))
+        .map(|(base, q)| {
+            std::thread::spawn(move || {
+                common::request(
+                    &format!("{base}/api/v1/pods?watch=1&timeoutSeconds=5&allowWatchBookmarks=true&{q}"),
+                    "GET",
+                    &[("accept", TYPED)],
+                    None,
+                )
+            })
+        })
+        .collect();
+    let answers: Vec<_> = streams.into_iter().map(|t| t.join().expect("a watch")).collect();
+    for (q, pair) in queries.iter().zip(answers.chunks(2)) {
+        let (k, s) = (&pair[0], &pair[1]);
+        assert_eq!(k.header("content-type"), Some("application/vnd.kubernetes.protobuf;stream=watch"), "{q}");
+        assert_eq!(k.header("content-type"), s.header("content-type"), "{q}");
+        // Events only (bookmarks come when each server's ticker says), each frame `len, {1: type, 2: {1: k8s\0…}}`.
+        let events = |body: &[u8]| -> Vec<Vec<u8>> {
+            let mut out = Vec::new();
+            let mut at = 0;
+            while at + 4 <= body.len() {
+                let len = u32::from_be_bytes(body[at..at + 4].try_into().unwrap()) as usize;
+                let frame = &body[at..(at + 4 + len).min(body.len())];
+                if !frame[4..].starts_with(b"\x0a\x08BOOKMARK") {
+                    out.push(frame.to_vec());
+                }
+                at += 4 + len;
+            }
+            out
+        };
+        let (ke, se) = (events(&k.body), events(&s.body));
+        let common = ke.len().min(se.len());
+        assert!(common > 5, "{q}: only {common} events");
+        assert!(ke[..common] == se[..common], "{q}: kache's events differ from the simulator's");
+        assert!(ke.iter().all(|f| f.windows(4).any(|w| w == b"k8s\0")), "{q}: every object is a k8s\\0 document");
+    }
+    assert_eq!(metric(&kache, "kache_watches_served_total"), served + queries.len() as u64, "every watch from memory");
+}

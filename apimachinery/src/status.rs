@@ -212,6 +212,11 @@ impl ApiError {
         )
     }
 
+    /// 500: the server failed to answer (e.g. an object it cannot encode).
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(500, "InternalError", message)
+    }
+
     /// 503 while the simulated apiserver is "restarting".
     pub fn unavailable() -> Self {
         Self::new(503, "ServiceUnavailable", "the server is currently unable to handle the request")

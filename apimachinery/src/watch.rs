@@ -76,8 +76,13 @@ pub fn write_json_frame(out: &mut BytesMut, typ: EventType, object: &[&[u8]]) {
 /// The BOOKMARK frame at `rv` for a watch of `res`; `initial_events_end`
 /// marks the end of a watch's initial events.
 pub fn json_bookmark(res: &Resource, rv: u64, initial_events_end: bool) -> Bytes {
-    let object = format!("{}\"metadata\":{}{}}}", res.type_prefix(), bookmark_metadata(rv, initial_events_end), res.zero_suffix);
-    json_frame(EventType::Bookmark, &[object.as_bytes()])
+    json_frame(EventType::Bookmark, &[&bookmark_object(res, rv, initial_events_end)])
+}
+
+/// The object a bookmark carries: the kind's zero value with only the
+/// revision (and the initial-events-end annotation) set.
+pub fn bookmark_object(res: &Resource, rv: u64, initial_events_end: bool) -> Vec<u8> {
+    format!("{}\"metadata\":{}{}}}", res.type_prefix(), bookmark_metadata(rv, initial_events_end), res.zero_suffix).into_bytes()
 }
 
 /// A bookmark's `metadata`: the revision, and the initial-events-end annotation when it ends them.

@@ -39,6 +39,7 @@ mod list;
 mod object;
 mod patch;
 mod portforward;
+mod proto;
 mod remotecommand;
 pub mod resources;
 mod server;

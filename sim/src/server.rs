@@ -45,20 +45,28 @@ const AGGREGATED: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGrou
 struct Encoding {
     pretty: bool,
     gzip: bool,
+    /// Protobuf rather than JSON (built-in kinds whose client asked for it).
+    protobuf: bool,
 }
 
 impl Encoding {
     fn of(headers: &HeaderMap, query: &str) -> Self {
         let pretty = negotiate::pretty(query, header(headers, USER_AGENT.as_str()));
         let gzip = negotiate::accepts_gzip(header(headers, ACCEPT_ENCODING.as_str()));
-        Self { pretty, gzip }
+        // Errors of a request asking protobuf first are protobuf `Status`es (a resource without protobuf negotiates it off).
+        let protobuf =
+            negotiate::negotiate(header(headers, ACCEPT.as_str()), &Endpoint::BUILTIN).is_some_and(|m| m.format == Format::Protobuf);
+        Self { pretty: pretty && !protobuf, gzip, protobuf }
     }
 
-    /// A JSON response from shared chunks.
-    fn json(self, status: StatusCode, parts: Vec<Bytes>) -> Response<Body> {
+    /// A JSON or protobuf response from shared chunks.
+    fn respond(self, status: StatusCode, parts: Vec<Bytes>) -> Response<Body> {
         let len: usize = parts.iter().map(Bytes::len).sum();
-        let mut resp = Response::builder().status(status).header(CONTENT_TYPE, "application/json");
-        let parts = if self.pretty {
+        let content_type = if self.protobuf { protobuf::MEDIA_TYPE } else { "application/json" };
+        let mut resp = Response::builder().status(status).header(CONTENT_TYPE, content_type);
+        let parts = if self.protobuf {
+            parts
+        } else if self.pretty {
             vec![Bytes::from(json::indent(&parts.concat()))]
         } else {
             let mut parts = parts;
@@ -78,14 +86,15 @@ impl Encoding {
     }
 
     fn value(self, status: StatusCode, v: &Value) -> Response<Body> {
-        self.json(status, vec![Bytes::from(serde_json::to_vec(v).expect("values serialize"))])
+        self.respond(status, vec![Bytes::from(serde_json::to_vec(v).expect("values serialize"))])
     }
 
     fn error(self, e: &ApiError) -> Response<Body> {
         // A 406 cannot be written in a type the client asked for: the
         // apiserver falls back to indented JSON (`WriteRawJSON`).
-        let enc = if e.code == 406 { Encoding { pretty: true, ..self } } else { self };
-        let mut resp = enc.json(StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR), vec![Bytes::from(e.body())]);
+        let enc = if e.code == 406 { Encoding { pretty: true, protobuf: false, ..self } } else { self };
+        let body = if enc.protobuf { crate::proto::status(e) } else { Bytes::from(e.body()) };
+        let mut resp = enc.respond(StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR), vec![body]);
         if let Some(s) = e.retry_after {
             resp.headers_mut().insert(RETRY_AFTER, s.into());
         }
@@ -247,10 +256,15 @@ fn row_object(rt: &ResourceType, o: &crate::object::Obj, include: IncludeObject)
 }
 
 fn object_response(enc: Encoding, status: StatusCode, rt: &ResourceType, o: &crate::object::Obj) -> Response<Body> {
-    enc.json(status, vec![Bytes::from(o.with_type(rt))])
+    let doc = if enc.protobuf { crate::proto::message(rt).map(|m| crate::proto::document(rt, &m, &o.item, false)) } else { None };
+    match doc {
+        Some(Ok(parts)) => enc.respond(status, parts),
+        Some(Err(e)) => enc.error(&e),
+        None => enc.respond(status, vec![Bytes::from(o.with_type(rt))]),
+    }
 }
 
-async fn resource(state: &Arc<State>, req: Request<Incoming>, t: Target, enc: Encoding) -> Result<Response<Body>, ApiError> {
+async fn resource(state: &Arc<State>, req: Request<Incoming>, t: Target, mut enc: Encoding) -> Result<Response<Body>, ApiError> {
     let reg = state.registry().clone();
     let rt = reg.get(t.res);
     let ns = t.namespace.clone().unwrap_or_default();
@@ -258,8 +272,12 @@ async fn resource(state: &Arc<State>, req: Request<Incoming>, t: Target, enc: En
     let method = req.method().clone();
     // Tables for lists and GETs of the resources with a printer (watches stay plain JSON).
     let printer = table::printer(&rt.group, &rt.plural).filter(|_| !apimachinery::params::is_stream(req.uri().path(), &query));
-    let endpoint = Endpoint { tables: printer.is_some(), ..ENDPOINT };
+    let message = crate::proto::message(rt);
+    let formats: &[Format] = if message.is_some() { &[Format::Json, Format::Protobuf] } else { &[Format::Json] };
+    let endpoint = Endpoint { tables: printer.is_some(), formats, plain: formats, ..ENDPOINT };
     let media = negotiate::negotiate(header(req.headers(), ACCEPT.as_str()), &endpoint).ok_or_else(ApiError::not_acceptable)?;
+    enc.protobuf = media.format == Format::Protobuf;
+    let message = message.filter(|_| enc.protobuf);
     let kind = media.convert.as_ref().and_then(|c| c.meta_kind()).map(str::to_owned);
     let table = printer
         .filter(|_| kind.as_deref() == Some("Table"))
@@ -276,14 +294,28 @@ async fn resource(state: &Arc<State>, req: Request<Incoming>, t: Target, enc: En
                 if state.initializing() {
                     return Err(ApiError::initializing());
                 }
-                let rx = watch::watch(state.clone(), t.res, t.namespace.clone(), opts, partial.is_some()).await?;
-                return Ok(Response::builder().header(CONTENT_TYPE, "application/json").body(body::channel(rx)).expect("valid response"));
+                let content_type = if message.is_some() { "application/vnd.kubernetes.protobuf;stream=watch" } else { "application/json" };
+                let rx = watch::watch(
+                    state.clone(),
+                    t.res,
+                    t.namespace.clone(),
+                    opts,
+                    watch::Wire { partial: partial.is_some(), protobuf: message },
+                )
+                .await?;
+                return Ok(Response::builder().header(CONTENT_TYPE, content_type).body(body::channel(rx)).expect("valid response"));
             }
             verb("list");
             if partial.as_deref() == Some(partial::KIND) {
                 return Err(partial::wrong_form(partial::KIND, rt, true));
             }
             let page = list::list(state, t.res, t.namespace.as_deref(), &opts).await?;
+            if let Some(m) = &message {
+                return Ok(enc.respond(
+                    StatusCode::OK,
+                    crate::proto::list(rt, m, &page.meta, page.items.iter().map(|o| &o.item[..]), partial.is_some())?,
+                ));
+            }
             let parts = match (table, partial) {
                 (Some((printer, include)), _) => {
                     let now = unix_now();
@@ -293,7 +325,7 @@ async fn resource(state: &Arc<State>, req: Request<Incoming>, t: Target, enc: En
                 (None, Some(_)) => partial::list(&page.meta, page.items.iter().map(|o| o.metadata())),
                 (None, None) => list::encode(rt, &page),
             };
-            Ok(enc.json(StatusCode::OK, parts))
+            Ok(enc.respond(StatusCode::OK, parts))
         }
         (Method::GET, Some(name), None | Some("status")) => {
             verb("get");
@@ -310,10 +342,13 @@ async fn resource(state: &Arc<State>, req: Request<Incoming>, t: Target, enc: En
             if let Some((printer, include)) = table {
                 let meta = format!("{{\"resourceVersion\":\"{}\"}}", o.rv);
                 let row = (printer.row(&o.item, unix_now()).unwrap_or_default(), row_object(rt, &o, include));
-                return Ok(enc.json(StatusCode::OK, table::json_table(&meta, printer, [row])));
+                return Ok(enc.respond(StatusCode::OK, table::json_table(&meta, printer, [row])));
             }
             match partial.as_deref() {
-                Some(partial::KIND) => Ok(enc.json(StatusCode::OK, partial::object([o.metadata()]))),
+                Some(partial::KIND) => match &message {
+                    Some(m) => Ok(enc.respond(StatusCode::OK, crate::proto::document(rt, m, &o.item, true)?)),
+                    None => Ok(enc.respond(StatusCode::OK, partial::object([o.metadata()]))),
+                },
                 Some(other) => Err(partial::wrong_form(other, rt, false)),
                 None => Ok(object_response(enc, StatusCode::OK, rt, &o)),
             }
@@ -415,7 +450,7 @@ async fn resource(state: &Arc<State>, req: Request<Incoming>, t: Target, enc: En
             let page = list::Page { meta: ListMeta::for_page(db.rev(), "", None, 0, false), items: gone };
             drop(db);
             state.publish_revision();
-            Ok(enc.json(StatusCode::OK, list::encode(rt, &page)))
+            Ok(enc.respond(StatusCode::OK, list::encode(rt, &page)))
         }
         _ => Err(ApiError::method_not_allowed()),
     }

@@ -47,10 +47,15 @@ struct Renderer<'a> {
     res: ResourceId,
     /// Metadata-only (`as=PartialObjectMetadata`).
     partial: bool,
+    /// The kind's protobuf message, when the stream is protobuf.
+    protobuf: Option<&'a str>,
 }
 
 impl Renderer<'_> {
     fn frame(&self, typ: EventType, obj: &Obj) -> Bytes {
+        if let Some(m) = self.protobuf {
+            return crate::proto::frame(self.rt, m, typ, &obj.item, self.partial);
+        }
         if self.partial {
             let parts = partial::object([obj.metadata()]);
             return frames::json_frame(typ, &parts.iter().map(|b| &b[..]).collect::<Vec<_>>());
@@ -59,6 +64,10 @@ impl Renderer<'_> {
     }
 
     fn bookmark(&self, rv: u64, initial_end: bool) -> Bytes {
+        if let Some(m) = self.protobuf {
+            let object = frames::bookmark_object(self.rt, rv, initial_end);
+            return crate::proto::frame(self.rt, m, EventType::Bookmark, &object, self.partial);
+        }
         if self.partial {
             return partial::json_bookmark(rv, initial_end);
         }
@@ -89,6 +98,14 @@ impl Renderer<'_> {
     }
 }
 
+/// What a watch's frames hold: the objects or their metadata only, in JSON
+/// or (given the kind's message) protobuf.
+#[derive(Debug, Clone)]
+pub struct Wire {
+    pub partial: bool,
+    pub protobuf: Option<String>,
+}
+
 /// Where a watch starts, decided under the read lock.
 struct Start {
     frames: Vec<Bytes>,
@@ -107,7 +124,7 @@ pub async fn watch(
     res: ResourceId,
     namespace: Option<String>,
     opts: ListOptions,
-    partial: bool,
+    wire: Wire,
 ) -> Result<mpsc::Receiver<Bytes>, ApiError> {
     let registry = state.registry().clone();
     let rt = registry.get(res);
@@ -119,7 +136,7 @@ pub async fn watch(
     // stream's one ERROR event (`newErrWatcher`), after its 200.
     let fail = |err: ApiError, frames_rx| {
         // The channel is new and empty: this send cannot fail.
-        let _ = tx.try_send(frames::json_error(&err));
+        let _ = tx.try_send(if wire.protobuf.is_some() { crate::proto::error_frame(&err) } else { frames::json_error(&err) });
         Ok(frames_rx)
     };
     if initial
@@ -129,7 +146,14 @@ pub async fn watch(
         return fail(e, frames_rx);
     }
     let start = {
-        let r = Renderer { rt, filter: Filter::new(rt, &opts), namespace: namespace.as_deref(), res, partial };
+        let r = Renderer {
+            rt,
+            filter: Filter::new(rt, &opts),
+            namespace: namespace.as_deref(),
+            res,
+            partial: wire.partial,
+            protobuf: wire.protobuf.as_deref(),
+        };
         let db = state.db.read();
         let rx = db.subscribe();
         if initial {
@@ -165,7 +189,7 @@ pub async fn watch(
             }
         }
     };
-    tokio::spawn(stream(state, res, namespace, opts, partial, start, tx));
+    tokio::spawn(stream(state, res, namespace, opts, wire, start, tx));
     Ok(frames_rx)
 }
 
@@ -174,13 +198,20 @@ async fn stream(
     res: ResourceId,
     namespace: Option<String>,
     opts: ListOptions,
-    partial: bool,
+    wire: Wire,
     start: Start,
     tx: mpsc::Sender<Bytes>,
 ) {
     let registry = state.registry().clone();
     let rt = registry.get(res);
-    let r = Renderer { rt, filter: Filter::new(rt, &opts), namespace: namespace.as_deref(), res, partial };
+    let r = Renderer {
+        rt,
+        filter: Filter::new(rt, &opts),
+        namespace: namespace.as_deref(),
+        res,
+        partial: wire.partial,
+        protobuf: wire.protobuf.as_deref(),
+    };
     let mut drop_rx = state.drop_signal();
     let Start { frames, mut rx, rev, seen } = start;
     for f in frames {

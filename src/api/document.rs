@@ -1,21 +1,25 @@
-//! JSON answers as the apiserver writes them for a request: of the objects,
-//! of their metadata only ([`Form`]), or a Table of them ([`Shape`]); compact and
-//! ending with a newline, or indented (`?pretty=true`, curl, Wget and
-//! browsers) as `json.MarshalIndent` does, while streaming; gzipped above
-//! 128 KiB when the client accepts it. Error `Status` bodies are laid out
-//! the same way as the answer they replace.
+//! Answers as the apiserver writes them for a request: of the objects, of
+//! their metadata only ([`Form`]), or a Table of them ([`Shape`]); in JSON —
+//! compact and ending with a newline, or indented (`?pretty=true`, curl,
+//! Wget and browsers) as `json.MarshalIndent` does, while streaming — or in
+//! protobuf ([`super::proto`]); gzipped above 128 KiB when the client
+//! accepts it. Error `Status` bodies are laid out the same way as the
+//! answer they replace; watch frames ([`event_frame`]) follow the stream's
+//! [`Wire`].
 
 use apimachinery::json;
 use apimachinery::list::json_list;
 use apimachinery::negotiate;
 use apimachinery::status::ApiError;
 use apimachinery::table::{self, IncludeObject, Printer, unix_now};
+use apimachinery::watch::{EventType, json_bookmark, json_error, json_frame};
 use bytes::Bytes;
 use http::header::{ACCEPT_ENCODING, CONTENT_ENCODING, CONTENT_TYPE, RETRY_AFTER, USER_AGENT, VARY};
 use http::{HeaderMap, HeaderValue, Response, StatusCode};
 
 use super::body::{self, ApiBody};
 use super::list::Page;
+use super::proto;
 use crate::cache::CachedResource;
 use crate::store::CachedObject;
 
@@ -35,8 +39,52 @@ pub enum Shape {
     Table(&'static Printer, IncludeObject),
 }
 
-/// A list page in `shape`; `None` when an object does not fit its Table's printer.
-pub fn page_parts(res: &CachedResource, page: &Page, shape: Shape) -> Option<Vec<Bytes>> {
+/// What a watch stream's frames hold, and in which encoding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Wire {
+    pub form: Form,
+    pub protobuf: bool,
+}
+
+impl Wire {
+    /// An index for per-wire caches, below [`Wire::COUNT`].
+    pub fn index(self) -> usize {
+        2 * usize::from(self.form != Form::Objects) + usize::from(self.protobuf)
+    }
+
+    pub const COUNT: usize = 4;
+}
+
+/// A watch frame of event `typ` carrying `o` (with `metadata.resourceVersion`
+/// set to `at` when given); `None` when `o` has no protobuf encoding.
+pub fn event_frame(res: &CachedResource, typ: EventType, o: &CachedObject, wire: Wire, at: Option<u64>) -> Option<Bytes> {
+    if wire.protobuf {
+        return Some(proto::frame(typ, &proto::object(res, o, wire.form, at)?));
+    }
+    let parts = object_parts(res, o, wire.form, at);
+    Some(json_frame(typ, &parts.iter().map(|p| &p[..]).collect::<Vec<_>>()))
+}
+
+/// A BOOKMARK frame at `rv`.
+pub fn bookmark_frame(res: &CachedResource, rv: u64, initial_events_end: bool, wire: Wire) -> Option<Bytes> {
+    match (wire.protobuf, wire.form) {
+        (true, form) => proto::bookmark(res, rv, initial_events_end, form),
+        (false, Form::Objects) => Some(json_bookmark(&res.info, rv, initial_events_end)),
+        (false, Form::Metadata | Form::MetadataList) => Some(apimachinery::partial::json_bookmark(rv, initial_events_end)),
+    }
+}
+
+/// An ERROR frame carrying `e`.
+pub fn error_frame(e: &ApiError, protobuf: bool) -> Bytes {
+    if protobuf { proto::error_frame(e) } else { json_error(e) }
+}
+
+/// A list page in `shape` (in protobuf when asked); `None` when an object
+/// does not fit its Table's printer or has no protobuf encoding.
+pub fn page_parts(res: &CachedResource, page: &Page, shape: Shape, protobuf: bool) -> Option<Vec<Bytes>> {
+    if let (true, Shape::Form(form)) = (protobuf, shape) {
+        return proto::page(res, page, form);
+    }
     Some(match shape {
         Shape::Form(Form::MetadataList | Form::Metadata) => {
             apimachinery::partial::list(&page.meta, page.items.iter().map(|o| o.bytes().slice(o.metadata_range())))
@@ -51,8 +99,12 @@ pub fn page_parts(res: &CachedResource, page: &Page, shape: Shape) -> Option<Vec
     })
 }
 
-/// One object (a GET) in `shape`; `None` when it does not fit its Table's printer.
-pub fn get_parts(res: &CachedResource, o: &CachedObject, shape: Shape) -> Option<Vec<Bytes>> {
+/// One object (a GET) in `shape` (in protobuf when asked); `None` when it
+/// does not fit its Table's printer or has no protobuf encoding.
+pub fn get_parts(res: &CachedResource, o: &CachedObject, shape: Shape, protobuf: bool) -> Option<Vec<Bytes>> {
+    if let (true, Shape::Form(form)) = (protobuf, shape) {
+        return proto::object(res, o, form, None);
+    }
     Some(match shape {
         Shape::Form(form) => object_parts(res, o, form, None),
         Shape::Table(printer, include) => {
@@ -85,34 +137,46 @@ pub fn object_parts(res: &CachedResource, o: &CachedObject, form: Form, at: Opti
 /// Bodies above this size are gzipped when the client accepts it (the apiserver's 128 KiB).
 const GZIP_THRESHOLD: usize = 128 * 1024;
 
-/// How this request's JSON answer is written.
+/// How this request's answer is written.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Layout {
-    /// Indented.
+    /// Indented (JSON only).
     pub pretty: bool,
     /// The client accepts gzip.
     pub gzip: bool,
+    /// Protobuf rather than JSON.
+    pub protobuf: bool,
 }
 
 impl Layout {
     /// The layout the apiserver would use for a request with `headers` and
     /// `query`; `pretty_media` is the negotiated media type's `pretty=1`.
-    pub fn of(headers: &HeaderMap, query: &str, pretty_media: bool) -> Layout {
+    pub fn of(headers: &HeaderMap, query: &str, pretty_media: bool, protobuf: bool) -> Layout {
         let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
         Layout {
-            pretty: pretty_media || negotiate::pretty(query, header(USER_AGENT.as_str())),
+            pretty: !protobuf && (pretty_media || negotiate::pretty(query, header(USER_AGENT.as_str()))),
             gzip: negotiate::accepts_gzip(header(ACCEPT_ENCODING.as_str())),
+            protobuf,
         }
     }
 
-    /// A document written from `parts` (compact JSON, in order).
+    /// The Content-Type of a response (`stream`: a watch's).
+    pub fn content_type(self, stream: bool) -> &'static str {
+        match (self.protobuf, stream) {
+            (false, _) => "application/json",
+            (true, false) => apimachinery::protobuf::MEDIA_TYPE,
+            (true, true) => "application/vnd.kubernetes.protobuf;stream=watch",
+        }
+    }
+
+    /// A document written from `parts` (compact JSON or protobuf, in order).
     pub fn respond(self, status: StatusCode, mut parts: Vec<Bytes>) -> Response<ApiBody> {
-        if !self.pretty {
+        if !self.pretty && !self.protobuf {
             parts.push(Bytes::from_static(json::END));
         }
         // Indenting only lengthens a document, so a compact one over the threshold is over it indented too.
         let len: usize = parts.iter().map(Bytes::len).sum();
-        let mut resp = Response::builder().status(status).header(CONTENT_TYPE, "application/json");
+        let mut resp = Response::builder().status(status).header(CONTENT_TYPE, self.content_type(false));
         let body = if self.gzip && len > GZIP_THRESHOLD {
             resp = resp.header(CONTENT_ENCODING, "gzip").header(VARY, "Accept-Encoding");
             body::gzip(parts, self.pretty)
@@ -127,7 +191,8 @@ impl Layout {
     /// The apiserver's `Status` for `e`.
     pub fn error(self, e: &ApiError) -> Response<ApiBody> {
         let code = StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        let mut resp = Layout { gzip: false, ..self }.respond(code, vec![Bytes::from(e.body())]);
+        let body = if self.protobuf { proto::status(e) } else { Bytes::from(e.body()) };
+        let mut resp = Layout { gzip: false, ..self }.respond(code, vec![body]);
         if let Some(s) = e.retry_after {
             resp.headers_mut().insert(RETRY_AFTER, HeaderValue::from(s));
         }

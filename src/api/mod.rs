@@ -17,6 +17,7 @@ pub mod document;
 pub mod filter;
 pub mod list;
 mod metrics;
+mod proto;
 pub mod watch;
 
 use std::sync::Arc;
@@ -185,14 +186,16 @@ fn header<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
 }
 
 /// What the apiserver would write for this request for `res` and how it
-/// would lay it out, if that is JSON kache can write from what it holds.
-fn json_answer(res: &CachedResource, headers: &HeaderMap, query: &str) -> Option<(Shape, Layout)> {
+/// would lay it out, if kache can write that from what it holds (JSON, or
+/// protobuf for the built-in kinds whose objects it can encode).
+fn answer(res: &CachedResource, headers: &HeaderMap, query: &str) -> Option<(Shape, Layout)> {
     let endpoint = if apimachinery::resource::builtin(&res.info.group, &res.info.version, &res.info.plural).is_some() {
         Endpoint::BUILTIN
     } else {
         Endpoint::CUSTOM
     };
-    let media = negotiate::negotiate(header(headers, ACCEPT.as_str()), &endpoint).filter(|m| m.format == Format::Json)?;
+    let media = negotiate::negotiate(header(headers, ACCEPT.as_str()), &endpoint)
+        .filter(|m| m.format == Format::Json || (m.format == Format::Protobuf && res.speaks_protobuf()))?;
     let shape = match media.convert.as_ref().map(|c| (c.meta_kind(), c.version.as_str())) {
         None => Shape::Form(Form::Objects),
         Some((Some(partial::KIND), _)) => Shape::Form(Form::Metadata),
@@ -201,7 +204,7 @@ fn json_answer(res: &CachedResource, headers: &HeaderMap, query: &str) -> Option
         Some((Some("Table"), "v1")) => Shape::Table(table::printer(&res.info.group, &res.info.plural)?, IncludeObject::from_query(query)?),
         Some(_) => return None,
     };
-    Some((shape, Layout::of(headers, query, media.pretty)))
+    Some((shape, Layout::of(headers, query, media.pretty, media.format == Format::Protobuf)))
 }
 
 /// What a path under a cached resource names.
@@ -265,7 +268,7 @@ async fn handle(api: &Api, req: Request<Incoming>) -> Response<ApiBody> {
     let cached = target(&api.cache, &path).filter(|t| t.res.status.is_ready());
     if req.method() == Method::GET
         && let Some(t) = cached
-        && let Some((shape, layout)) = json_answer(t.res, req.headers(), &query)
+        && let Some((shape, layout)) = answer(t.res, req.headers(), &query)
     {
         let answer = match t.name {
             None => serve_collection(api, &t, &query, shape, layout).await,
@@ -304,7 +307,7 @@ async fn serve_collection(api: &Api, t: &Target<'_>, query: &str, shape: Shape, 
             return None;
         }
         let stopping = api.stopping.subscribe();
-        return match watch::watch(t.res, &api.dispatchers[t.index], t.namespace, &opts, shape, &api.config, stopping).await {
+        return match watch::watch(t.res, &api.dispatchers[t.index], t.namespace, &opts, (shape, layout), &api.config, stopping).await {
             Ok(watch::Answer::Stream(resp)) => {
                 api.counters.watches_served.fetch_add(1, Ordering::Relaxed);
                 Some(resp)
@@ -322,13 +325,13 @@ async fn serve_collection(api: &Api, t: &Target<'_>, query: &str, shape: Shape, 
         return None;
     }
     match list::list(t.res, t.namespace, &opts, &api.config.waits).await {
-        Ok(Answer::Page(page)) => match document::page_parts(t.res, &page, shape) {
+        Ok(Answer::Page(page)) => match document::page_parts(t.res, &page, shape, layout.protobuf) {
             Some(parts) => {
                 api.counters.lists_served.fetch_add(1, Ordering::Relaxed);
                 Some(layout.respond(StatusCode::OK, parts))
             }
             None => {
-                tracing::debug!(resource = %t.res.info.qualified(), "table passed through: an object its printer cannot read");
+                tracing::debug!(resource = %t.res.info.qualified(), "list passed through: an object its printer or protobuf cannot express");
                 None
             }
         },
@@ -373,7 +376,7 @@ async fn serve_get(
     let Some(o) = view.head().get(&key) else {
         return Some(layout.error(&ApiError::not_found(&res.info, name)));
     };
-    Some(layout.respond(StatusCode::OK, document::get_parts(res, o, shape)?))
+    Some(layout.respond(StatusCode::OK, document::get_parts(res, o, shape, layout.protobuf)?))
 }
 
 fn text(status: StatusCode, s: &'static str) -> Response<ApiBody> {

@@ -8,7 +8,7 @@
 //! has no namespace.
 
 use std::ops::Range;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use apimachinery::meta;
 use bytes::Bytes;
@@ -39,6 +39,8 @@ pub struct CachedObject {
     metadata: Span,
     labels: Box<[(Span, Span)]>,
     fields: Box<[Span]>,
+    /// Its protobuf message, encoded on first use (`None`: it has none).
+    protobuf: OnceLock<Option<Bytes>>,
 }
 
 /// Collects spans while parsing.
@@ -81,7 +83,7 @@ impl CachedObject {
         let namespace_len = m.namespace.len() as u32;
         let rv = m.resource_version;
         let extra = b.extra.into_boxed_str();
-        Ok(CachedObject { bytes, extra, key, namespace_len, rv, rv_text, uid, metadata, labels, fields })
+        Ok(CachedObject { bytes, extra, key, namespace_len, rv, rv_text, uid, metadata, labels, fields, protobuf: OnceLock::new() })
     }
 
     fn text(&self, s: Span) -> &str {
@@ -167,9 +169,30 @@ impl CachedObject {
         }
     }
 
+    /// Its protobuf message (schema name `message`), encoded once from its
+    /// JSON on first use and kept with it; `None` when the schema cannot
+    /// express it.
+    pub fn protobuf(&self, message: &str) -> Option<&Bytes> {
+        self.protobuf
+            .get_or_init(|| {
+                let mut message = apimachinery::protobuf::encode(message, &self.bytes).ok()?;
+                // Kept as long as the revision: no spare capacity.
+                message.shrink_to_fit();
+                Some(Bytes::from(message))
+            })
+            .as_ref()
+    }
+
+    /// Its protobuf message with `metadata.resourceVersion` set to `rv`
+    /// (see [`CachedObject::at_revision`]), encoded afresh.
+    pub fn protobuf_at(&self, message: &str, rv: u64) -> Option<Bytes> {
+        apimachinery::protobuf::encode(message, &self.at_revision(rv).concat()).ok().map(Bytes::from)
+    }
+
     /// Heap and inline bytes this object costs beyond its `bytes`.
     pub fn overhead_bytes(&self) -> usize {
         std::mem::size_of::<Self>()
+            + self.protobuf.get().and_then(Option::as_ref).map_or(0, Bytes::len)
             + self.extra.len()
             + self.key.len()
             + 2 * std::mem::size_of::<usize>() // the key's Arc counts

@@ -45,42 +45,74 @@ pub fn message_name(api_version: &str, kind: &str) -> Option<String> {
 
 /// The `k8s\0` document of `raw`, a message of kind `kind`.
 pub fn document(api_version: &str, kind: &str, raw: &[u8]) -> Vec<u8> {
-    let mut type_meta = Vec::with_capacity(api_version.len() + kind.len() + 4);
-    wire::len_field(&mut type_meta, 1, api_version.as_bytes());
-    wire::len_field(&mut type_meta, 2, kind.as_bytes());
-    let mut out = Vec::with_capacity(raw.len() + type_meta.len() + 16);
-    out.extend_from_slice(MAGIC);
-    wire::len_field(&mut out, 1, &type_meta);
-    wire::len_field(&mut out, 2, raw);
-    wire::len_field(&mut out, 3, b"");
-    wire::len_field(&mut out, 4, b"");
+    document_parts(api_version, kind, vec![Bytes::copy_from_slice(raw)]).concat()
+}
+
+/// The `k8s\0` document of the message `raw` (parts that concatenate to
+/// it), as parts that concatenate to the document, sharing `raw`'s bytes.
+pub fn document_parts(api_version: &str, kind: &str, raw: Vec<Bytes>) -> Vec<Bytes> {
+    let raw_len: usize = raw.iter().map(Bytes::len).sum();
+    let mut head = Vec::with_capacity(api_version.len() + kind.len() + 24);
+    head.extend_from_slice(MAGIC);
+    wire::len_field(&mut head, 1, &type_meta(api_version, kind));
+    wire::key(&mut head, 2, wire::LEN);
+    wire::varint(&mut head, raw_len as u64);
+    let mut parts = Vec::with_capacity(raw.len() + 2);
+    parts.push(Bytes::from(head));
+    parts.extend(raw);
+    parts.push(Bytes::from_static(EMPTY_CONTENT_FIELDS));
+    parts
+}
+
+/// `Unknown.contentEncoding` and `contentType`, written empty.
+const EMPTY_CONTENT_FIELDS: &[u8] = &[0x1a, 0x00, 0x22, 0x00];
+
+fn type_meta(api_version: &str, kind: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(api_version.len() + kind.len() + 4);
+    wire::len_field(&mut out, 1, api_version.as_bytes());
+    wire::len_field(&mut out, 2, kind.as_bytes());
     out
 }
 
+/// The protobuf document of a `metav1.Status` given as JSON.
+pub fn status(json: &[u8]) -> Result<Vec<u8>, EncodeError> {
+    Ok(document("v1", "Status", &encode("apimachinery.pkg.apis.meta.v1.Status", json)?))
+}
+
+/// A `PartialObjectMetadata` message from an object's message (whose
+/// `metadata` is field 1), as parts sharing the object's bytes; `None` if
+/// the message does not start with its metadata.
+pub fn partial_object(object: &Bytes) -> Option<Vec<Bytes>> {
+    let meta = wire::leading_field(object, 1)?;
+    let mut head = Vec::with_capacity(6);
+    wire::key(&mut head, 1, wire::LEN);
+    wire::varint(&mut head, meta.len() as u64);
+    Some(vec![Bytes::from(head), object.slice_ref(meta)])
+}
+
 /// A list document in parts: its head, then each item's key and length
-/// followed by the item's own bytes (shared, not copied), then its tail.
-pub fn list_parts(api_version: &str, kind: &str, list_meta: &[u8], items: &[Bytes]) -> Vec<Bytes> {
+/// followed by the item's own parts (shared, not copied), then its tail.
+/// Each item is the parts that concatenate to one item message.
+pub fn list_parts(api_version: &str, kind: &str, list_meta: &[u8], items: Vec<Vec<Bytes>>) -> Vec<Bytes> {
     let field_len = |len: usize| 1 + varint_len(len) + len;
-    let raw_len = field_len(list_meta.len()) + items.iter().map(|i| field_len(i.len())).sum::<usize>();
-    let mut type_meta = Vec::new();
-    wire::len_field(&mut type_meta, 1, api_version.as_bytes());
-    wire::len_field(&mut type_meta, 2, kind.as_bytes());
+    let item_len = |item: &Vec<Bytes>| item.iter().map(Bytes::len).sum::<usize>();
+    let raw_len = field_len(list_meta.len()) + items.iter().map(|i| field_len(item_len(i))).sum::<usize>();
     let mut head = Vec::with_capacity(64 + list_meta.len());
     head.extend_from_slice(MAGIC);
-    wire::len_field(&mut head, 1, &type_meta);
+    wire::len_field(&mut head, 1, &type_meta(api_version, kind));
     wire::key(&mut head, 2, wire::LEN);
     wire::varint(&mut head, raw_len as u64);
     wire::len_field(&mut head, 1, list_meta);
-    let mut parts = Vec::with_capacity(2 * items.len() + 2);
+    let mut parts = Vec::with_capacity(3 * items.len() + 2);
     parts.push(Bytes::from(head));
     for item in items {
         let mut key = Vec::with_capacity(6);
         wire::key(&mut key, 2, wire::LEN);
-        wire::varint(&mut key, item.len() as u64);
+        wire::varint(&mut key, item_len(&item) as u64);
         parts.push(Bytes::from(key));
-        parts.push(item.clone());
+        parts.extend(item);
     }
-    parts.push(Bytes::from_static(&[0x1a, 0x00, 0x22, 0x00]));
+    parts.push(Bytes::from_static(EMPTY_CONTENT_FIELDS));
     parts
 }
 
@@ -107,16 +139,21 @@ pub fn list_meta(resource_version: u64, continue_token: Option<&str>, remaining_
 }
 
 /// A watch frame: the length prefix and `WatchEvent {type, object {raw}}`
-/// around `document`, an object's full `k8s\0` document.
-pub fn watch_frame(event_type: &str, document: &[u8]) -> Vec<u8> {
-    let mut object = Vec::with_capacity(document.len() + 6);
-    wire::len_field(&mut object, 1, document);
-    let mut event = Vec::with_capacity(object.len() + event_type.len() + 8);
-    wire::len_field(&mut event, 1, event_type.as_bytes());
-    wire::len_field(&mut event, 2, &object);
-    let mut out = Vec::with_capacity(event.len() + 4);
-    out.extend_from_slice(&(event.len() as u32).to_be_bytes());
-    out.extend_from_slice(&event);
+/// around `document` (parts of an object's full `k8s\0` document).
+pub fn watch_frame(event_type: &str, document: &[Bytes]) -> Vec<u8> {
+    let doc_len: usize = document.iter().map(Bytes::len).sum();
+    let object_len = 1 + varint_len(doc_len) + doc_len;
+    let event_len = 1 + varint_len(event_type.len()) + event_type.len() + 1 + varint_len(object_len) + object_len;
+    let mut out = Vec::with_capacity(event_len + 4);
+    out.extend_from_slice(&(event_len as u32).to_be_bytes());
+    wire::len_field(&mut out, 1, event_type.as_bytes());
+    wire::key(&mut out, 2, wire::LEN);
+    wire::varint(&mut out, object_len as u64);
+    wire::key(&mut out, 1, wire::LEN);
+    wire::varint(&mut out, doc_len as u64);
+    for part in document {
+        out.extend_from_slice(part);
+    }
     out
 }
 

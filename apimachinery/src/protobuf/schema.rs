@@ -99,8 +99,11 @@ pub fn schema() -> &'static Schema {
     SCHEMA.get_or_init(|| parse(include_str!("schema.txt"), include_str!("go.txt")))
 }
 
+/// A message of the table as written: its name and (number, name, type) of each field.
+type RawMessage = (&'static str, Vec<(u32, &'static str, &'static str)>);
+
 fn parse(table: &'static str, go: &'static str) -> Schema {
-    let mut raw: Vec<(&'static str, Vec<(u32, &'static str, &'static str)>)> = Vec::new();
+    let mut raw: Vec<RawMessage> = Vec::new();
     for line in table.lines().filter(|l| !l.starts_with('#') && !l.is_empty()) {
         if let Some(name) = line.strip_prefix("M ") {
             raw.push((name, Vec::new()));

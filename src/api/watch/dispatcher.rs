@@ -38,12 +38,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use apimachinery::watch::json_frame;
 use bytes::Bytes;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
-use crate::api::document::Form;
+use crate::api::document::Wire;
 use crate::api::filter::{Filter, Transition};
 use crate::cache::CachedResource;
 use crate::store::{Event, View};
@@ -117,7 +116,7 @@ impl Drop for Subscription {
 
 #[derive(Debug)]
 enum Control {
-    Register { filter: Filter, form: Form, epoch: u64, queue: usize, reply: oneshot::Sender<Result<Subscription, Stale>> },
+    Register { filter: Filter, wire: Wire, epoch: u64, queue: usize, reply: oneshot::Sender<Result<Subscription, Stale>> },
     Unregister(u64),
 }
 
@@ -132,9 +131,9 @@ impl Dispatcher {
 
     /// Registers a watcher with `filter` whose start was read from a view of
     /// store epoch `epoch`, with a queue of `queue` frames.
-    pub async fn subscribe(&self, filter: Filter, form: Form, epoch: u64, queue: usize) -> Result<Subscription, Stale> {
+    pub async fn subscribe(&self, filter: Filter, wire: Wire, epoch: u64, queue: usize) -> Result<Subscription, Stale> {
         let (reply, answer) = oneshot::channel();
-        self.control.send(Control::Register { filter, form, epoch, queue, reply }).map_err(|_| Stale)?;
+        self.control.send(Control::Register { filter, wire, epoch, queue, reply }).map_err(|_| Stale)?;
         answer.await.map_err(|_| Stale)?
     }
 
@@ -204,7 +203,7 @@ impl Buckets {
 #[derive(Debug)]
 struct Watcher {
     filter: Filter,
-    form: Form,
+    wire: Wire,
     tx: mpsc::Sender<Frame>,
 }
 
@@ -250,9 +249,9 @@ async fn run(
             // Registrations see every event published before they were sent.
             biased;
             msg = rx.recv() => match msg {
-                Some(Control::Register { filter, form, epoch, queue, reply }) => {
+                Some(Control::Register { filter, wire, epoch, queue, reply }) => {
                     state.catch_up();
-                    let _ = reply.send(state.register(filter, form, epoch, queue));
+                    let _ = reply.send(state.register(filter, wire, epoch, queue));
                 }
                 Some(Control::Unregister(id)) => state.remove(id),
                 None => return,
@@ -290,7 +289,7 @@ impl State {
         }
     }
 
-    fn register(&mut self, filter: Filter, form: Form, epoch: u64, queue: usize) -> Result<Subscription, Stale> {
+    fn register(&mut self, filter: Filter, wire: Wire, epoch: u64, queue: usize) -> Result<Subscription, Stale> {
         if epoch != self.epoch {
             return Err(Stale);
         }
@@ -298,7 +297,7 @@ impl State {
         self.next_id += 1;
         let bucket = self.bucket(&filter);
         let (tx, frames) = mpsc::channel(queue.max(1));
-        self.buckets.insert(bucket.clone(), id, Watcher { filter, form, tx });
+        self.buckets.insert(bucket.clone(), id, Watcher { filter, wire, tx });
         self.buckets_of.insert(id, bucket);
         self.shared.stats.open.fetch_add(1, Ordering::Relaxed);
         Ok(Subscription { id, frames, registered_at: self.dispatched, control: self.control.clone(), shared: self.shared.clone() })
@@ -352,7 +351,12 @@ impl State {
         {
             for (id, w) in self.watchers_for(e) {
                 let Some(t) = w.filter.transition(e) else { continue };
-                match w.tx.try_send(Frame { rv: e.rv(), bytes: frames.get(t, w.form) }) {
+                let Some(bytes) = frames.get(t, w.wire) else {
+                    // No protobuf for this object: end the stream; the client's next watch passes through.
+                    closed.push(*id);
+                    continue;
+                };
+                match w.tx.try_send(Frame { rv: e.rv(), bytes }) {
                     Ok(()) => delivered += 1,
                     Err(mpsc::error::TrySendError::Full(_)) => {
                         self.shared.stats.closed_slow.fetch_add(1, Ordering::Relaxed);
@@ -370,28 +374,22 @@ impl State {
     }
 }
 
-/// The frames of one event, each (transition, form) encoded at most once.
+/// The frames of one event, each (transition, wire) encoded at most once.
 struct Frames<'a> {
     res: &'a CachedResource,
     event: &'a Event,
-    built: [[Option<Bytes>; 4]; 2],
+    built: [[Option<Option<Bytes>>; 4]; Wire::COUNT],
 }
 
 impl Frames<'_> {
-    fn get(&mut self, t: Transition, form: Form) -> Bytes {
+    fn get(&mut self, t: Transition, wire: Wire) -> Option<Bytes> {
         let slot = match t {
             Transition::Added => 0,
             Transition::Modified => 1,
             Transition::Deleted => 2,
             Transition::Left => 3,
         };
-        let forms = usize::from(form != Form::Objects);
         let (res, e) = (self.res, self.event);
-        self.built[forms][slot]
-            .get_or_insert_with(|| {
-                let (typ, parts) = super::frame_parts(res, e, t, form);
-                json_frame(typ, &parts.iter().map(|p| &p[..]).collect::<Vec<_>>())
-            })
-            .clone()
+        self.built[wire.index()][slot].get_or_insert_with(|| super::transition_frame(res, e, t, wire)).clone()
     }
 }

@@ -28,7 +28,7 @@
 //!
 //! A metadata-only watch (`as=PartialObjectMetadata`) gets the same stream
 //! with every object, bookmarks included, as `PartialObjectMetadata`; the
-//! dispatcher encodes each event at most once per form.
+//! dispatcher encodes each event at most once per form and encoding.
 
 mod dispatcher;
 mod table;
@@ -41,7 +41,7 @@ use std::time::Duration;
 use apimachinery::list::check_fields;
 use apimachinery::params::{ListOptions, parse_resource_version};
 use apimachinery::status::ApiError;
-use apimachinery::watch::{EventType, json_bookmark, json_error, write_json_frame};
+use apimachinery::watch::EventType;
 use bytes::{Bytes, BytesMut};
 use http::header::CONTENT_TYPE;
 use http::{Response, StatusCode};
@@ -57,7 +57,7 @@ use table::TableFrames;
 
 use super::ApiConfig;
 use super::body::{self, ApiBody, BoxError};
-use super::document::{Form, Shape, object_parts};
+use super::document::{Form, Layout, Shape, Wire, bookmark_frame, error_frame, event_frame};
 use super::filter::{Filter, Transition};
 use crate::cache::CachedResource;
 use crate::store::{Event, Snapshot};
@@ -100,7 +100,7 @@ pub async fn watch(
     dispatcher: &Dispatcher,
     namespace: Option<&str>,
     opts: &ListOptions,
-    shape: Shape,
+    (shape, layout): (Shape, Layout),
     api: &ApiConfig,
     stopping: tokio::sync::watch::Receiver<bool>,
 ) -> Result<Answer, ApiError> {
@@ -110,6 +110,7 @@ pub async fn watch(
         Shape::Form(form) => (form, None),
         Shape::Table(printer, include) => (Form::Objects, Some(TableFrames::new(printer, include))),
     };
+    let wire = Wire { form, protobuf: layout.protobuf };
     let requested = parse_resource_version(&opts.resource_version)?;
     let initial = opts.sends_initial_events();
     let consistent = opts.resource_version.is_empty();
@@ -133,17 +134,17 @@ pub async fn watch(
         } else if requested == 0 || consistent {
             (view.confirmed_rv(), Phase::Replay)
         } else if requested < view.oldest_rv() {
-            let frame = json_error(&ApiError::watch_too_old(requested, view.oldest_rv()));
-            return Ok(Answer::Stream(response(body::full(frame))));
+            let frame = error_frame(&ApiError::watch_too_old(requested, view.oldest_rv()), wire.protobuf);
+            return Ok(Answer::Stream(response(body::full(frame), layout)));
         } else {
             (requested, Phase::Replay)
         };
-        let Ok(sub) = dispatcher.subscribe(filter.clone(), form, view.epoch(), config.queue).await else { continue };
+        let Ok(sub) = dispatcher.subscribe(filter.clone(), wire, view.epoch(), config.queue).await else { continue };
         let deadline = Instant::now() + lifetime(opts.timeout_seconds);
         let stream = Stream {
             res: res.clone(),
             filter,
-            form,
+            wire,
             epoch: view.epoch(),
             start,
             last: start,
@@ -154,15 +155,15 @@ pub async fn watch(
             sub,
             table,
         };
-        return Ok(Answer::Stream(response(stream.into_body())));
+        return Ok(Answer::Stream(response(stream.into_body(), layout)));
     }
     Ok(Answer::Upstream("the cache is re-listing"))
 }
 
-fn response(body: ApiBody) -> Response<ApiBody> {
+fn response(body: ApiBody, layout: Layout) -> Response<ApiBody> {
     let mut resp = Response::new(body);
     *resp.status_mut() = StatusCode::OK;
-    resp.headers_mut().insert(CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
+    resp.headers_mut().insert(CONTENT_TYPE, http::HeaderValue::from_static(layout.content_type(true)));
     resp
 }
 
@@ -219,8 +220,8 @@ impl Bookmarks {
 struct Stream {
     res: Arc<CachedResource>,
     filter: Filter,
-    /// The objects, or their metadata only.
-    form: Form,
+    /// The objects or their metadata only, in JSON or protobuf.
+    wire: Wire,
     epoch: u64,
     /// Events at or before this revision are never sent.
     start: u64,
@@ -258,11 +259,15 @@ impl Stream {
                     let mut scope = self.filter.candidates(snapshot, prefix, start);
                     let mut last_key = None;
                     let mut exhausted = true;
+                    let mut unencodable = false;
                     for o in scope.by_ref() {
                         last_key = Some(o.key().clone());
                         if self.filter.selects(o) {
-                            let parts = object_parts(&self.res, o, self.form, None);
-                            write_json_frame(&mut out, EventType::Added, &parts.iter().map(|p| &p[..]).collect::<Vec<_>>());
+                            let Some(frame) = event_frame(&self.res, EventType::Added, o, self.wire, None) else {
+                                unencodable = true;
+                                break;
+                            };
+                            out.extend_from_slice(&frame);
                             if out.len() >= CHUNK {
                                 exhausted = false;
                                 break;
@@ -270,6 +275,11 @@ impl Stream {
                         }
                     }
                     drop(scope);
+                    if unencodable {
+                        // No protobuf for an object: end the stream; the client's next watch passes through.
+                        self.phase = Phase::Done;
+                        return Some(out.freeze());
+                    }
                     if exhausted {
                         self.phase = Phase::InitialEnd;
                     } else {
@@ -282,7 +292,7 @@ impl Stream {
                 Phase::InitialEnd => {
                     self.phase = Phase::Replay;
                     if self.bookmarks.is_some() {
-                        return Some(self.bookmark(self.start, true));
+                        return self.bookmark(self.start, true);
                     }
                 }
                 Phase::Replay => {
@@ -301,7 +311,7 @@ impl Stream {
                         Err(_) => {
                             // The log moved past the start while the watch was set up.
                             self.phase = Phase::Done;
-                            return Some(json_error(&ApiError::watch_too_old(self.start, view.oldest_rv())));
+                            return Some(error_frame(&ApiError::watch_too_old(self.start, view.oldest_rv()), self.wire.protobuf));
                         }
                     }
                 }
@@ -311,8 +321,11 @@ impl Stream {
                     while let Some(e) = events.get(*next).filter(|e| e.rv() <= until) {
                         *next += 1;
                         if let Some(t) = self.filter.transition(e) {
-                            let (typ, parts) = frame_parts(&self.res, e, t, self.form);
-                            write_json_frame(&mut out, typ, &parts.iter().map(|p| &p[..]).collect::<Vec<_>>());
+                            let Some(frame) = transition_frame(&self.res, e, t, self.wire) else {
+                                self.phase = Phase::Done;
+                                return Some(out.freeze());
+                            };
+                            out.extend_from_slice(&frame);
                             self.last = e.rv();
                         }
                         if out.len() >= CHUNK {
@@ -332,12 +345,9 @@ impl Stream {
         }
     }
 
-    /// A BOOKMARK frame at `rv` in this stream's form.
-    fn bookmark(&self, rv: u64, initial_events_end: bool) -> Bytes {
-        match self.form {
-            Form::Objects => json_bookmark(&self.res.info, rv, initial_events_end),
-            Form::Metadata | Form::MetadataList => apimachinery::partial::json_bookmark(rv, initial_events_end),
-        }
+    /// A BOOKMARK frame at `rv` in this stream's wire form.
+    fn bookmark(&self, rv: u64, initial_events_end: bool) -> Option<Bytes> {
+        bookmark_frame(&self.res, rv, initial_events_end, self.wire)
     }
 
     /// The next live frames or bookmark.
@@ -359,7 +369,7 @@ impl Stream {
                         }
                         if dispatched > self.last {
                             self.last = dispatched;
-                            return Some(self.bookmark(dispatched, false));
+                            return self.bookmark(dispatched, false);
                         }
                     }
                 }
@@ -419,12 +429,13 @@ impl Stream {
     }
 }
 
-/// What a watcher with transition `t` gets for `e`, in `form`: the type and the object's parts.
-fn frame_parts(res: &CachedResource, e: &Event, t: Transition, form: Form) -> (EventType, Vec<Bytes>) {
+/// The frame a watcher with transition `t` gets for `e` on `wire`; `None`
+/// when the object has no protobuf encoding.
+fn transition_frame(res: &CachedResource, e: &Event, t: Transition, wire: Wire) -> Option<Bytes> {
     match (t, &e.prev) {
-        (Transition::Added, _) => (EventType::Added, object_parts(res, &e.object, form, None)),
-        (Transition::Modified, _) => (EventType::Modified, object_parts(res, &e.object, form, None)),
-        (Transition::Left, Some(prev)) => (EventType::Deleted, object_parts(res, prev, form, Some(e.rv()))),
-        (Transition::Deleted | Transition::Left, _) => (EventType::Deleted, object_parts(res, &e.object, form, None)),
+        (Transition::Added, _) => event_frame(res, EventType::Added, &e.object, wire, None),
+        (Transition::Modified, _) => event_frame(res, EventType::Modified, &e.object, wire, None),
+        (Transition::Left, Some(prev)) => event_frame(res, EventType::Deleted, prev, wire, Some(e.rv())),
+        (Transition::Deleted | Transition::Left, _) => event_frame(res, EventType::Deleted, &e.object, wire, None),
     }
 }

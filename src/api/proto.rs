@@ -1,0 +1,84 @@
+//! Protobuf answers (`application/vnd.kubernetes.protobuf`) as the
+//! apiserver writes them: lone objects, list pages and watch frames of the
+//! objects or of their metadata only, and `Status` errors.
+//!
+//! Invariants: every object's message comes from
+//! [`CachedResource::protobuf_of`], encoded once per revision and shared by
+//! every page and frame (a page's parts point into it); an object without
+//! an encoding makes the whole answer `None`, so the caller passes the
+//! request through or ends the stream — never a partial answer.
+
+use apimachinery::list::ListMeta;
+use apimachinery::protobuf::{self, document_parts, list_parts, partial_object};
+use apimachinery::status::ApiError;
+use apimachinery::watch::EventType;
+use bytes::Bytes;
+
+use super::document::Form;
+use super::list::Page;
+use crate::cache::CachedResource;
+use crate::store::CachedObject;
+
+const META_API_VERSION: &str = "meta.k8s.io/v1";
+
+/// `o` as a lone document in `form`, with `metadata.resourceVersion` set to `at` when given.
+pub fn object(res: &CachedResource, o: &CachedObject, form: Form, at: Option<u64>) -> Option<Vec<Bytes>> {
+    let message = res.protobuf_of(o, at)?;
+    Some(match form {
+        Form::Objects => document_parts(&res.info.api_version(), &res.info.kind, vec![message]),
+        Form::Metadata | Form::MetadataList => document_parts(META_API_VERSION, apimachinery::partial::KIND, partial_object(&message)?),
+    })
+}
+
+/// A list page in `form`.
+pub fn page(res: &CachedResource, page: &Page, form: Form) -> Option<Vec<Bytes>> {
+    let items = page
+        .items
+        .iter()
+        .map(|o| {
+            let message = res.protobuf_of(o, None)?;
+            match form {
+                Form::Objects => Some(vec![message]),
+                Form::Metadata | Form::MetadataList => partial_object(&message),
+            }
+        })
+        .collect::<Option<Vec<_>>>()?;
+    let meta = list_meta(&page.meta);
+    Some(match form {
+        Form::Objects => list_parts(&res.info.api_version(), &format!("{}List", res.info.kind), &meta, items),
+        Form::Metadata | Form::MetadataList => list_parts(META_API_VERSION, apimachinery::partial::LIST_KIND, &meta, items),
+    })
+}
+
+fn list_meta(meta: &ListMeta) -> Vec<u8> {
+    protobuf::list_meta(meta.resource_version, meta.continue_token.as_deref(), meta.remaining_item_count)
+}
+
+/// A watch frame carrying `document`.
+pub fn frame(typ: EventType, document: &[Bytes]) -> Bytes {
+    Bytes::from(protobuf::watch_frame(typ.as_str(), document))
+}
+
+/// A BOOKMARK frame at `rv`: a zero-valued object (or `PartialObjectMetadata`) with only the revision and, when it ends the initial events, the annotation.
+pub fn bookmark(res: &CachedResource, rv: u64, initial_events_end: bool, form: Form) -> Option<Bytes> {
+    let meta = apimachinery::watch::bookmark_object(&res.info, rv, initial_events_end);
+    let message = protobuf::encode(res.protobuf_message()?, &meta).ok()?;
+    let document = match form {
+        Form::Objects => document_parts(&res.info.api_version(), &res.info.kind, vec![Bytes::from(message)]),
+        Form::Metadata | Form::MetadataList => {
+            document_parts(META_API_VERSION, apimachinery::partial::KIND, partial_object(&Bytes::from(message))?)
+        }
+    };
+    Some(frame(EventType::Bookmark, &document))
+}
+
+/// The `Status` document of `e`.
+pub fn status(e: &ApiError) -> Bytes {
+    // A Status always has an encoding; the JSON body is the fallback should the schema ever lack a field.
+    protobuf::status(&e.body()).map(Bytes::from).unwrap_or_else(|_| Bytes::from(e.body()))
+}
+
+/// The ERROR frame carrying `e`.
+pub fn error_frame(e: &ApiError) -> Bytes {
+    frame(EventType::Error, &[status(e)])
+}
