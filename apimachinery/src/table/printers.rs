@@ -29,6 +29,7 @@ static CRONJOBS: Printer = Printer { columns: columns::CRONJOBS, cells: |b, now|
 static INGRESSES: Printer = Printer { columns: columns::INGRESSES, cells: |b, now| parsed(b, now, network::ingress) };
 static PERSISTENTVOLUMECLAIMS: Printer =
     Printer { columns: columns::PERSISTENTVOLUMECLAIMS, cells: |b, now| parsed(b, now, network::persistentvolumeclaim) };
+static ENDPOINTSLICES: Printer = Printer { columns: columns::ENDPOINTSLICES, cells: |b, now| parsed(b, now, network::endpointslice) };
 static SERVICES: Printer = Printer { columns: columns::SERVICES, cells: |b, now| parsed(b, now, workloads::service) };
 
 /// A row from the object parsed whole (small objects).
@@ -55,6 +56,7 @@ pub(super) fn of(group: &str, plural: &str) -> Option<&'static Printer> {
         ("batch", "jobs") => &JOBS,
         ("batch", "cronjobs") => &CRONJOBS,
         ("networking.k8s.io", "ingresses") => &INGRESSES,
+        ("discovery.k8s.io", "endpointslices") => &ENDPOINTSLICES,
         ("", "persistentvolumeclaims") => &PERSISTENTVOLUMECLAIMS,
         _ => return None,
     })

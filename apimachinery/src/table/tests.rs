@@ -53,7 +53,7 @@ fn the_captured_tables_are_rebuilt_byte_for_byte() {
             .into_iter()
             .chain([("nodes", ""), ("services", ""), ("deployments", "apps"), ("replicasets", "apps")])
             .chain([("endpoints", ""), ("events", ""), ("cronjobs", "batch"), ("ingresses", "networking.k8s.io")])
-            .chain([("persistentvolumeclaims", "")])
+            .chain([("persistentvolumeclaims", ""), ("endpointslices", "discovery.k8s.io")])
     {
         let want = capture(&format!("{resource}/table.json"));
         let got = rebuilt(resource, group, "table.json", IncludeObject::Metadata);

@@ -1,4 +1,4 @@
-//! Printers of ingresses and persistent volume claims.
+//! Printers of ingresses, endpoint slices and persistent volume claims.
 
 use serde_json::Value;
 
@@ -39,6 +39,35 @@ pub(super) fn ingress(o: &Value, now: i64) -> Row {
     };
     let ports = if items(o, &["spec", "tls"]).is_empty() { "80" } else { "80, 443" };
     row(vec![name(o), text(class), text(hosts), text(address.join(",")), text(ports), age(o, now)])
+}
+
+/// `printEndpointSlice`.
+pub(super) fn endpointslice(o: &Value, now: i64) -> Row {
+    let ports = items(o, &["ports"]).iter().map(|p| match (p.get("port").and_then(Value::as_i64), p.get("name").and_then(Value::as_str)) {
+        (Some(port), _) => port.to_string(),
+        (None, Some(name)) => name.to_string(),
+        (None, None) => "*".to_string(),
+    });
+    let addresses =
+        items(o, &["endpoints"]).iter().flat_map(|e| items(e, &["addresses"])).map(|a| a.as_str().unwrap_or_default().to_string());
+    row(vec![name(o), text(str_at(o, &["addressType"])), text(list_with_more(ports)), text(list_with_more(addresses)), age(o, now)])
+}
+
+/// `listWithMoreString` over the first three of `all`.
+fn list_with_more(all: impl Iterator<Item = String>) -> String {
+    const MAX: usize = 3;
+    let (mut list, mut count) = (Vec::new(), 0);
+    for s in all {
+        if list.len() < MAX {
+            list.push(s);
+        }
+        count += 1;
+    }
+    match (list.join(","), count > MAX) {
+        (l, true) => format!("{l} + {} more...", count - MAX),
+        (l, false) if l.is_empty() => "<unset>".to_string(),
+        (l, false) => l,
+    }
 }
 
 /// `printPersistentVolumeClaim`.
