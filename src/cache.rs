@@ -2,14 +2,15 @@
 //! reflector's status. Built once at start-up; the reflectors run as tasks
 //! that end when the [`Cache`] is dropped.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use bytes::Bytes;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use apimachinery::resource::Resource;
+use apimachinery::table::{self, Printer};
 
 use crate::store::{CachedObject, StoreConfig, StoreReader, StoreWriter};
 use crate::upstream::client::Client;
@@ -34,6 +35,12 @@ pub struct CachedResource {
     protobuf: Option<String>,
     /// Set once an object had no protobuf encoding: protobuf requests then pass through.
     protobuf_failed: AtomicBool,
+    /// A custom resource (served from a CRD, stored unstructured).
+    custom: bool,
+    /// For a custom resource: the cached CRDs, whose columns its Tables follow.
+    crds: OnceLock<Arc<CachedResource>>,
+    /// The Table printer of the CRD revision last read, by that revision.
+    crd_printer: Mutex<Option<(u64, Option<Arc<Printer>>)>>,
 }
 
 impl CachedResource {
@@ -43,13 +50,92 @@ impl CachedResource {
         let type_prefix = Bytes::from(info.type_prefix());
         let builtin = apimachinery::resource::builtin(&info.group, &info.version, &info.plural).is_some();
         let protobuf = builtin.then(|| apimachinery::protobuf::message_name(&info.api_version(), &info.kind)).flatten();
-        CachedResource { info, store, status, fresh, type_prefix, protobuf, protobuf_failed: AtomicBool::new(false) }
+        CachedResource {
+            info,
+            store,
+            status,
+            fresh,
+            type_prefix,
+            protobuf,
+            protobuf_failed: AtomicBool::new(false),
+            custom: !builtin,
+            crds: OnceLock::new(),
+            crd_printer: Mutex::new(None),
+        }
+    }
+
+    /// Its Table printer: a built-in resource's, or a custom resource's
+    /// from its CRD as the cache holds it now; `None` leaves its Tables to
+    /// the apiserver.
+    pub fn printer(&self) -> Option<Arc<Printer>> {
+        if !self.custom {
+            return table::printer(&self.info.group, &self.info.plural);
+        }
+        let crds = self.crds.get().filter(|c| c.status.is_ready())?;
+        let view = crds.store.view();
+        let crd = view.head().get(&format!("{}.{}", self.info.plural, self.info.group))?;
+        let mut memo = self.crd_printer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        match &*memo {
+            Some((rv, printer)) if *rv == crd.resource_version() => printer.clone(),
+            _ => {
+                let printer = table::crd_printer(crd.bytes(), &self.info.version).map(Arc::new);
+                *memo = Some((crd.resource_version(), printer.clone()));
+                printer
+            }
+        }
+    }
+
+    /// `o`'s `metadata` (at `rv` when given) as metadata-only answers and
+    /// Table rows carry it: a custom resource's in `ObjectMeta` order, as
+    /// the apiserver writes it once typed.
+    pub fn metadata_parts(&self, o: &CachedObject, rv: Option<u64>) -> Vec<Bytes> {
+        match rv {
+            None => vec![self.metadata_bytes(o)],
+            Some(_) if !self.custom => o.metadata_at(rv),
+            Some(_) => {
+                let parts = o.metadata_at(rv);
+                apimachinery::meta::typed_metadata(&parts.concat()).map_or(parts, |typed| vec![Bytes::from(typed)])
+            }
+        }
+    }
+
+    /// [`CachedResource::metadata_parts`] of the current revision, in one piece.
+    pub fn metadata_bytes(&self, o: &CachedObject) -> Bytes {
+        if !self.custom {
+            return o.bytes().slice(o.metadata_range());
+        }
+        apimachinery::meta::typed_metadata(&o.bytes()[o.metadata_range()]).map_or_else(|_| o.bytes().slice(o.metadata_range()), Bytes::from)
+    }
+
+    /// Whether it is a custom resource.
+    pub fn is_custom(&self) -> bool {
+        self.custom
     }
 
     /// Whether kache answers protobuf for this resource: a built-in kind
     /// whose every object so far had an encoding.
     pub fn speaks_protobuf(&self) -> bool {
         self.protobuf.is_some() && !self.protobuf_failed.load(Ordering::Relaxed)
+    }
+
+    /// Whether kache answers metadata-only protobuf (`PartialObjectMetadata`)
+    /// for this resource: any built-in kind it speaks protobuf for, and
+    /// custom resources (their metadata is an `ObjectMeta` like any other).
+    pub fn speaks_metadata_protobuf(&self) -> bool {
+        self.custom || self.speaks_protobuf()
+    }
+
+    /// `o`'s `PartialObjectMetadata` message (at `rv` when given), its
+    /// `ObjectMeta` sharing the object's message for built-in kinds.
+    pub fn metadata_protobuf(&self, o: &CachedObject, rv: Option<u64>) -> Option<Vec<Bytes>> {
+        if !self.custom {
+            return apimachinery::protobuf::partial_object(&self.protobuf_of(o, rv)?);
+        }
+        let meta = apimachinery::protobuf::encode(OBJECT_META, &o.metadata_at(rv).concat()).ok()?;
+        let mut head = Vec::with_capacity(6);
+        apimachinery::protobuf::wire::key(&mut head, 1, apimachinery::protobuf::wire::LEN);
+        apimachinery::protobuf::wire::varint(&mut head, meta.len() as u64);
+        Some(vec![Bytes::from(head), Bytes::from(meta)])
     }
 
     /// The schema name of its protobuf message, when it speaks protobuf.
@@ -115,6 +201,12 @@ impl CachedResource {
 /// indexes pods by node.
 const INDEXED_FIELDS: &[&str] = &["spec.nodeName"];
 
+/// The protobuf message of object metadata.
+pub const OBJECT_META: &str = "apimachinery.pkg.apis.meta.v1.ObjectMeta";
+
+/// The group and resource of CRDs, cached with any custom resource for its Tables' columns.
+pub const CRDS: (&str, &str) = ("apiextensions.k8s.io", "customresourcedefinitions");
+
 /// Every cached resource and the tasks that follow upstream.
 #[derive(Debug)]
 pub struct Cache {
@@ -135,6 +227,11 @@ impl Cache {
             resources.push(Arc::new(CachedResource::new(info, reader, r.status(), fresh.clone())));
             tasks.push(tokio::spawn(r.run()));
             tasks.push(tokio::spawn(fresh.run()));
+        }
+        if let Some(crds) = resources.iter().find(|r| r.info.group == CRDS.0 && r.info.plural == CRDS.1).cloned() {
+            for r in resources.iter().filter(|r| r.custom) {
+                let _ = r.crds.set(crds.clone());
+            }
         }
         Cache { resources, tasks }
     }

@@ -128,13 +128,29 @@ impl Drop for Running {
     }
 }
 
+/// Adds CRDs to the cached resources when a custom resource is cached
+/// without them: its Tables follow its CRD's columns as the cache holds it.
+/// Without access to CRDs its Tables are left to the apiserver.
+async fn with_crds(client: &Client, resources: &mut Vec<apimachinery::resource::Resource>) {
+    let (group, plural) = crate::cache::CRDS;
+    let custom = |r: &apimachinery::resource::Resource| apimachinery::resource::builtin(&r.group, &r.version, &r.plural).is_none();
+    if !resources.iter().any(custom) || resources.iter().any(|r| r.group == group && r.plural == plural) {
+        return;
+    }
+    match discovery::resolve(client, &[format!("{plural}.{group}")]).await {
+        Ok(crds) => resources.extend(crds),
+        Err(e) => tracing::warn!(error = %e, "custom resources are cached without their CRDs: their Tables pass through"),
+    }
+}
+
 /// Connects, discovers, starts the reflectors and the server.
 pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
     let tls = args.tls()?;
     let config = args.api()?;
     let creds = args.upstream.resolve().await?;
     let client = Client::new(&creds)?;
-    let resources = discovery::resolve(&client, &args.resources).await?;
+    let mut resources = discovery::resolve(&client, &args.resources).await?;
+    with_crds(&client, &mut resources).await;
     let listener = TcpListener::bind(&args.listen).await.map_err(|e| anyhow::anyhow!("--listen {}: {e}", args.listen))?;
     let scheme = if tls.is_some() { "https" } else { "http" };
     let url = format!("{scheme}://{}", listener.local_addr()?);

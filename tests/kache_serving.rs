@@ -398,3 +398,95 @@ fn protobuf_lists_gets_and_watches_are_answered_from_memory_as_the_apiserver_wri
     assert_eq!(metric(&kache, "kache_watches_served_total"), watches + 1, "the watch from memory");
     assert_eq!(metric(&kache, "kache_passed_through_total"), passed, "nothing passed through");
 }
+
+#[test]
+fn custom_resource_tables_follow_their_crds_columns_from_memory() {
+    const KUBECTL: &str = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
+    const META: &str = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
+    // Frequent bookmarks prove the quiet widgets fresh soon after the CRD changes.
+    let sim = Process::sim(&["--pods", "3", "--crd", "widgets.example.com/v1=Widget", "--bookmark-interval", "0.2"]);
+    let json = [("content-type", "application/json")];
+    let widgets = "/apis/example.com/v1/namespaces/default/widgets";
+    for (name, spec, status) in [
+        ("alpha", r#"{"size":"large","replicas":3}"#, r#"{"phase":"Ready","readyReplicas":3,"utilization":0.625}"#),
+        ("beta", r#"{"size":"small","replicas":2,"paused":true}"#, r#"{"phase":"Degraded","readyReplicas":1,"utilization":1.5}"#),
+        ("gamma", r#"{"size":"medium","replicas":1}"#, "{}"),
+    ] {
+        let body = format!(
+            r#"{{"apiVersion":"example.com/v1","kind":"Widget","metadata":{{"name":"{name}","labels":{{"app":"{name}"}}}},"spec":{spec},"status":{status}}}"#
+        );
+        assert_eq!(sim.request("POST", widgets, &json, Some(body.as_bytes())).status, 201);
+    }
+    // Caching widgets caches their CRD too.
+    let kache = Process::kache(&sim.url, &["--resources", "widgets.example.com"]);
+    ready(&kache);
+    let (lists, passed) = (metric(&kache, "kache_lists_served_total"), metric(&kache, "kache_passed_through_total"));
+    let same_table = |path: &str| {
+        let (k, s) = (kache.request("GET", path, &[("accept", KUBECTL)], None), sim.request("GET", path, &[("accept", KUBECTL)], None));
+        assert_eq!((k.status, s.status), (200, 200), "{path}: {}", k.text());
+        assert_eq!(k.json()["kind"], "Table", "{path}");
+        assert_eq!(ageless(&k), ageless(&s), "{path}");
+        k.json()
+    };
+    // No printer columns: Name and Age.
+    let plain = same_table(widgets);
+    assert_eq!(
+        plain["columnDefinitions"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect::<Vec<_>>(),
+        ["Name", "Age"]
+    );
+    // The CRDs themselves: the default table, Name and Created At.
+    let crds = same_table("/apis/apiextensions.k8s.io/v1/customresourcedefinitions");
+    assert_eq!(crds["rows"][0]["cells"][0], "widgets.example.com");
+    assert_eq!(crds["columnDefinitions"][1]["name"], "Created At");
+    // Metadata-only lists of the custom resource, JSON and (as client-go's metadata client asks) protobuf: from memory too.
+    const CLIENT_GO: &str = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
+    for accept in [META, CLIENT_GO] {
+        let (k, s) = (kache.request("GET", widgets, &[("accept", accept)], None), sim.request("GET", widgets, &[("accept", accept)], None));
+        assert_eq!(k.header("content-type"), s.header("content-type"));
+        assert!(k.body == s.body, "kache: {}\nsim: {}", k.text(), s.text());
+    }
+    // The object itself has no protobuf: the apiserver's 406 (passed through).
+    assert_eq!(kache.request("GET", widgets, &[("accept", "application/vnd.kubernetes.protobuf")], None).status, 406);
+    assert_eq!(metric(&kache, "kache_lists_served_total"), lists + 4, "the tables and the metadata lists from memory");
+    let passed = passed + 1;
+    assert_eq!(metric(&kache, "kache_passed_through_total"), passed, "nothing passed through");
+    // (After the CRD changes, the quiet widgets' consistent reads may pass through until kache proves them fresh.)
+    // The CRD gains columns: kache's tables follow as soon as its CRD does.
+    let columns = r#"{"spec":{"versions":[{"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}},"additionalPrinterColumns":[
+        {"name":"Size","type":"string","description":"T-shirt size","jsonPath":".spec.size"},
+        {"name":"Replicas","type":"integer","jsonPath":".spec.replicas"},
+        {"name":"Ready","type":"integer","jsonPath":".status.readyReplicas"},
+        {"name":"Phase","type":"string","jsonPath":".status.phase"},
+        {"name":"Utilization","type":"number","priority":1,"jsonPath":".status.utilization"},
+        {"name":"Paused","type":"boolean","priority":1,"jsonPath":".spec.paused"},
+        {"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}]}]}}"#;
+    let patched = sim.request(
+        "PATCH",
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com",
+        &[("content-type", "application/merge-patch+json")],
+        Some(columns.as_bytes()),
+    );
+    assert_eq!(patched.status, 200, "{}", patched.text());
+    let table = eventually(Duration::from_secs(10), "kache's table with the CRD's columns", || {
+        let t = kache.request("GET", widgets, &[("accept", KUBECTL)], None).json();
+        (t["columnDefinitions"].as_array().map(Vec::len) == Some(8)).then_some(t)
+    });
+    assert_eq!(table["rows"][0]["cells"], serde_json::json!(["alpha", "large", 3, 3, "Ready", 0.625, null, table["rows"][0]["cells"][7]]));
+    assert_eq!(
+        table["rows"][2]["cells"].as_array().unwrap()[..6],
+        serde_json::json!(["gamma", "medium", 1, null, null, null]).as_array().unwrap()[..]
+    );
+    let lists = metric(&kache, "kache_lists_served_total");
+    eventually(Duration::from_secs(10), "a table with the new columns from memory", || {
+        same_table(widgets);
+        (metric(&kache, "kache_lists_served_total") > lists).then_some(())
+    });
+    same_table(&format!("{widgets}/beta"));
+    // kubectl prints the same through kache as directly.
+    let args = ["get", "widgets", "-n", "default", "-o", "wide", "--no-headers"];
+    let cut_age =
+        |out: String| out.lines().map(|l| l.rsplit_once(' ').map_or(l, |(rest, _)| rest).trim_end().to_string()).collect::<Vec<_>>();
+    let through = cut_age(kache.kubectl_ok(&args));
+    assert_eq!(through.len(), 3);
+    assert_eq!(through, cut_age(sim.kubectl_ok(&args)));
+}

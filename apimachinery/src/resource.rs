@@ -93,6 +93,7 @@ pub const BUILTINS: &[BuiltinKind] = &[
     BuiltinKind { group_version: "batch/v1", plural: "cronjobs", kind: "CronJob", namespaced: true, short_names: &["cj"], in_all: true, fields: &[], zero_suffix: r#","spec":{"schedule":"","jobTemplate":{"spec":{"template":{"metadata":{},"spec":{"containers":null}}}}},"status":{}"#, status_subresource: true },
     BuiltinKind { group_version: "coordination.k8s.io/v1", plural: "leases", kind: "Lease", namespaced: true, short_names: &[], in_all: false, fields: &[], zero_suffix: r#","spec":{}"#, status_subresource: false },
     BuiltinKind { group_version: "discovery.k8s.io/v1", plural: "endpointslices", kind: "EndpointSlice", namespaced: true, short_names: &[], in_all: false, fields: &[], zero_suffix: r#","addressType":"","endpoints":null"#, status_subresource: false },
+    BuiltinKind { group_version: "apiextensions.k8s.io/v1", plural: "customresourcedefinitions", kind: "CustomResourceDefinition", namespaced: false, short_names: &["crd", "crds"], in_all: false, fields: &[], zero_suffix: r#","spec":{"group":"","names":{"plural":"","kind":""},"scope":"","versions":null},"status":{"conditions":null,"acceptedNames":{"plural":"","kind":""},"storedVersions":null}"#, status_subresource: true },
     BuiltinKind { group_version: "networking.k8s.io/v1", plural: "ingresses", kind: "Ingress", namespaced: true, short_names: &["ing"], in_all: false, fields: &[], zero_suffix: r#","spec":{},"status":{"loadBalancer":{}}"#, status_subresource: true },
 ];
 

@@ -86,7 +86,7 @@ pub fn bookmark_object(res: &Resource, rv: u64, initial_events_end: bool) -> Vec
 }
 
 /// A bookmark's `metadata`: the revision, and the initial-events-end annotation when it ends them.
-pub(crate) fn bookmark_metadata(rv: u64, initial_events_end: bool) -> String {
+pub fn bookmark_metadata(rv: u64, initial_events_end: bool) -> String {
     let annotations = if initial_events_end { r#","annotations":{"k8s.io/initial-events-end":"true"}"# } else { "" };
     format!("{{\"resourceVersion\":\"{rv}\"{annotations}}}")
 }

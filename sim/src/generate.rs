@@ -202,6 +202,40 @@ pub fn system_namespaces(db: &mut Db) {
     }
 }
 
+/// A CRD for every custom resource the simulator serves (one per
+/// `PLURAL.GROUP`, listing its versions), as `kubectl apply` of a minimal
+/// CRD and the apiextensions controllers would leave it.
+pub fn custom_resource_definitions(db: &mut Db) {
+    let registry = db.registry().clone();
+    let crds = registry.builtin("apiextensions.k8s.io", "customresourcedefinitions");
+    let mut by_name: Vec<(String, &crate::resources::ResourceType, Vec<String>)> = Vec::new();
+    for (id, rt) in registry.iter().filter(|(id, _)| !registry.is_builtin(*id)) {
+        let _ = id;
+        let name = format!("{}.{}", rt.plural, rt.group);
+        match by_name.iter_mut().find(|(n, _, _)| *n == name) {
+            Some((_, _, versions)) => versions.push(rt.version.clone()),
+            None => by_name.push((name, rt, vec![rt.version.clone()])),
+        }
+    }
+    for (name, rt, versions) in by_name {
+        let names = json!({"plural": rt.plural, "singular": rt.singular, "kind": rt.kind, "listKind": format!("{}List", rt.kind)});
+        let versions: Vec<Value> = versions
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                json!({"name": v, "served": true, "storage": i == 0,
+                       "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}})
+            })
+            .collect();
+        let crd = json!({
+            "metadata": {"name": name},
+            "spec": {"group": rt.group, "names": names, "scope": if rt.namespaced { "Namespaced" } else { "Cluster" }, "versions": versions, "conversion": {"strategy": "None"}},
+            "status": {"acceptedNames": names, "storedVersions": [versions[0]["name"]]}
+        });
+        db.create(crds, "", crd, &now()).expect("one CRD per custom resource");
+    }
+}
+
 /// Writes [`State::churn_rate`] changes per second (read at every tick, so
 /// it can change at run time) until the task is dropped: 20% creates (half
 /// of them unscheduled pods, without a node), 20% deletes, 10% configmap

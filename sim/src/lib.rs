@@ -129,6 +129,7 @@ impl Sim {
         let scheme = if tls.is_some() { "https" } else { "http" };
         let mut tasks = vec![tokio::spawn(serve(state.clone(), listener, addr, tls.map(tokio_rustls::TlsAcceptor::from)))];
         generate::system_namespaces(&mut state.db.write());
+        generate::custom_resource_definitions(&mut state.db.write());
         state.publish_revision();
         generate::populate(&state, &workload);
         state.set_ready();

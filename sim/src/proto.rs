@@ -4,7 +4,7 @@
 
 use apimachinery::list::ListMeta;
 use apimachinery::partial;
-use apimachinery::protobuf::{self, document_parts, list_parts, partial_object};
+use apimachinery::protobuf::{self, document_parts, list_parts};
 use apimachinery::status::ApiError;
 use apimachinery::watch::EventType;
 use bytes::Bytes;
@@ -13,7 +13,8 @@ use crate::resources::ResourceType;
 
 const META_API_VERSION: &str = "meta.k8s.io/v1";
 
-/// The protobuf message of a resource's kind, for the built-in kinds that have one.
+/// The protobuf message of a resource's kind, for the built-in kinds that
+/// have one (custom resources have protobuf for their metadata only).
 pub fn message(rt: &ResourceType) -> Option<String> {
     apimachinery::resource::builtin(&rt.group, &rt.version, &rt.plural)?;
     protobuf::message_name(&rt.api_version(), &rt.kind)
@@ -23,13 +24,17 @@ fn encode(message: &str, json: &[u8]) -> Result<Bytes, ApiError> {
     protobuf::encode(message, json).map(Bytes::from).map_err(|e| ApiError::internal(format!("no protobuf encoding: {e}")))
 }
 
-/// An item: the object's message, or its `PartialObjectMetadata`.
+/// An item: the object's message, or its `PartialObjectMetadata` (which
+/// custom resources, whose `message` is empty, have too).
 fn item(message: &str, json: &[u8], partial: bool) -> Result<Vec<Bytes>, ApiError> {
-    let object = encode(message, json)?;
     if !partial {
-        return Ok(vec![object]);
+        return Ok(vec![encode(message, json)?]);
     }
-    partial_object(&object).ok_or_else(|| ApiError::internal("an object without metadata"))
+    let meta = apimachinery::meta::parse(json, &[]).map_err(|e| ApiError::internal(e.0))?;
+    let meta = encode("apimachinery.pkg.apis.meta.v1.ObjectMeta", meta.metadata.as_bytes())?;
+    let mut out = Vec::with_capacity(meta.len() + 6);
+    protobuf::wire::len_field(&mut out, 1, &meta);
+    Ok(vec![Bytes::from(out)])
 }
 
 /// One object's document from its JSON.

@@ -264,6 +264,19 @@ fn object_response(enc: Encoding, status: StatusCode, rt: &ResourceType, o: &cra
     }
 }
 
+/// The Table printer of a resource: a built-in's, or a custom resource's from its CRD as stored now.
+fn printer_of(state: &State, res: ResourceId) -> Option<Arc<table::Printer>> {
+    let reg = state.registry();
+    let rt = reg.get(res);
+    if reg.is_builtin(res) {
+        return table::printer(&rt.group, &rt.plural);
+    }
+    let crds = reg.builtin("apiextensions.k8s.io", "customresourcedefinitions");
+    let db = state.db.read();
+    let crd = db.get(crds, &format!("{}.{}", rt.plural, rt.group), db.rev())?;
+    table::crd_printer(&crd.item, &rt.version).map(Arc::new)
+}
+
 async fn resource(state: &Arc<State>, req: Request<Incoming>, t: Target, mut enc: Encoding) -> Result<Response<Body>, ApiError> {
     let reg = state.registry().clone();
     let rt = reg.get(t.res);
@@ -271,13 +284,14 @@ async fn resource(state: &Arc<State>, req: Request<Incoming>, t: Target, mut enc
     let query = req.uri().query().unwrap_or("").to_string();
     let method = req.method().clone();
     // Tables for lists and GETs of the resources with a printer (watches stay plain JSON).
-    let printer = table::printer(&rt.group, &rt.plural).filter(|_| !apimachinery::params::is_stream(req.uri().path(), &query));
+    let printer = printer_of(state, t.res).filter(|_| !apimachinery::params::is_stream(req.uri().path(), &query));
     let message = crate::proto::message(rt);
-    let formats: &[Format] = if message.is_some() { &[Format::Json, Format::Protobuf] } else { &[Format::Json] };
-    let endpoint = Endpoint { tables: printer.is_some(), formats, plain: formats, ..ENDPOINT };
+    // Custom resources have protobuf for metadata-only answers, not for their objects.
+    let plain: &[Format] = if message.is_some() { &[Format::Json, Format::Protobuf] } else { &[Format::Json] };
+    let endpoint = Endpoint { tables: printer.is_some(), formats: &[Format::Json, Format::Protobuf], plain, ..ENDPOINT };
     let media = negotiate::negotiate(header(req.headers(), ACCEPT.as_str()), &endpoint).ok_or_else(ApiError::not_acceptable)?;
     enc.protobuf = media.format == Format::Protobuf;
-    let message = message.filter(|_| enc.protobuf);
+    let message = enc.protobuf.then(|| message.unwrap_or_default());
     let kind = media.convert.as_ref().and_then(|c| c.meta_kind()).map(str::to_owned);
     let table = printer
         .filter(|_| kind.as_deref() == Some("Table"))
@@ -320,7 +334,7 @@ async fn resource(state: &Arc<State>, req: Request<Incoming>, t: Target, mut enc
                 (Some((printer, include)), _) => {
                     let now = unix_now();
                     let rows = page.items.iter().map(|o| (printer.row(&o.item, now).unwrap_or_default(), row_object(rt, o, include)));
-                    table::json_table(&page.meta.json(), printer, rows)
+                    table::json_table(&page.meta.json(), &printer, rows)
                 }
                 (None, Some(_)) => partial::list(&page.meta, page.items.iter().map(|o| o.metadata())),
                 (None, None) => list::encode(rt, &page),
@@ -342,7 +356,7 @@ async fn resource(state: &Arc<State>, req: Request<Incoming>, t: Target, mut enc
             if let Some((printer, include)) = table {
                 let meta = format!("{{\"resourceVersion\":\"{}\"}}", o.rv);
                 let row = (printer.row(&o.item, unix_now()).unwrap_or_default(), row_object(rt, &o, include));
-                return Ok(enc.respond(StatusCode::OK, table::json_table(&meta, printer, [row])));
+                return Ok(enc.respond(StatusCode::OK, table::json_table(&meta, &printer, [row])));
             }
             match partial.as_deref() {
                 Some(partial::KIND) => match &message {

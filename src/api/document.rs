@@ -11,6 +11,8 @@ use apimachinery::json;
 use apimachinery::list::json_list;
 use apimachinery::negotiate;
 use apimachinery::status::ApiError;
+use std::sync::Arc;
+
 use apimachinery::table::{self, IncludeObject, Printer, unix_now};
 use apimachinery::watch::{EventType, json_bookmark, json_error, json_frame};
 use bytes::Bytes;
@@ -33,10 +35,10 @@ pub enum Form {
 }
 
 /// What a list or GET answer holds: objects in a form, or a Table of them.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub enum Shape {
     Form(Form),
-    Table(&'static Printer, IncludeObject),
+    Table(Arc<Printer>, IncludeObject),
 }
 
 /// What a watch stream's frames hold, and in which encoding.
@@ -81,19 +83,22 @@ pub fn error_frame(e: &ApiError, protobuf: bool) -> Bytes {
 
 /// A list page in `shape` (in protobuf when asked); `None` when an object
 /// does not fit its Table's printer or has no protobuf encoding.
-pub fn page_parts(res: &CachedResource, page: &Page, shape: Shape, protobuf: bool) -> Option<Vec<Bytes>> {
+pub fn page_parts(res: &CachedResource, page: &Page, shape: &Shape, protobuf: bool) -> Option<Vec<Bytes>> {
     if let (true, Shape::Form(form)) = (protobuf, shape) {
-        return proto::page(res, page, form);
+        return proto::page(res, page, *form);
     }
     Some(match shape {
         Shape::Form(Form::MetadataList | Form::Metadata) => {
-            apimachinery::partial::list(&page.meta, page.items.iter().map(|o| o.bytes().slice(o.metadata_range())))
+            apimachinery::partial::list(&page.meta, page.items.iter().map(|o| res.metadata_bytes(o)))
         }
         Shape::Form(Form::Objects) => json_list(&res.info, &page.meta, page.items.iter().map(|o| o.bytes())),
         Shape::Table(printer, include) => {
             let now = unix_now();
-            let rows =
-                page.items.iter().map(|o| Some((printer.row(o.bytes(), now)?, row_object(res, o, include)))).collect::<Option<Vec<_>>>()?;
+            let rows = page
+                .items
+                .iter()
+                .map(|o| Some((printer.row(o.bytes(), now)?, row_object(res, o, *include))))
+                .collect::<Option<Vec<_>>>()?;
             table::json_table(&page.meta.json(), printer, rows)
         }
     })
@@ -101,15 +106,15 @@ pub fn page_parts(res: &CachedResource, page: &Page, shape: Shape, protobuf: boo
 
 /// One object (a GET) in `shape` (in protobuf when asked); `None` when it
 /// does not fit its Table's printer or has no protobuf encoding.
-pub fn get_parts(res: &CachedResource, o: &CachedObject, shape: Shape, protobuf: bool) -> Option<Vec<Bytes>> {
+pub fn get_parts(res: &CachedResource, o: &CachedObject, shape: &Shape, protobuf: bool) -> Option<Vec<Bytes>> {
     if let (true, Shape::Form(form)) = (protobuf, shape) {
-        return proto::object(res, o, form, None);
+        return proto::object(res, o, *form, None);
     }
     Some(match shape {
-        Shape::Form(form) => object_parts(res, o, form, None),
+        Shape::Form(form) => object_parts(res, o, *form, None),
         Shape::Table(printer, include) => {
             let meta = format!("{{\"resourceVersion\":\"{}\"}}", o.resource_version());
-            table::json_table(&meta, printer, [(printer.row(o.bytes(), unix_now())?, row_object(res, o, include))])
+            table::json_table(&meta, printer, [(printer.row(o.bytes(), unix_now())?, row_object(res, o, *include))])
         }
     })
 }
@@ -130,7 +135,7 @@ pub fn object_parts(res: &CachedResource, o: &CachedObject, form: Form, at: Opti
     match (form, at) {
         (Form::Objects, None) => res.lone(o),
         (Form::Objects, Some(rv)) => res.lone_at(o, rv),
-        (Form::Metadata | Form::MetadataList, at) => apimachinery::partial::object(o.metadata_at(at)),
+        (Form::Metadata | Form::MetadataList, at) => apimachinery::partial::object(res.metadata_parts(o, at)),
     }
 }
 

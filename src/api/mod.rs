@@ -28,7 +28,7 @@ use apimachinery::negotiate::{self, Endpoint, Format};
 use apimachinery::params::ListOptions;
 use apimachinery::partial;
 use apimachinery::status::ApiError;
-use apimachinery::table::{self, IncludeObject};
+use apimachinery::table::IncludeObject;
 use http::header::{ACCEPT, CONTENT_TYPE};
 use http::{HeaderMap, Method, Request, Response, StatusCode};
 use hyper::body::Incoming;
@@ -194,17 +194,25 @@ fn answer(res: &CachedResource, headers: &HeaderMap, query: &str) -> Option<(Sha
     } else {
         Endpoint::CUSTOM
     };
-    let media = negotiate::negotiate(header(headers, ACCEPT.as_str()), &endpoint)
-        .filter(|m| m.format == Format::Json || (m.format == Format::Protobuf && res.speaks_protobuf()))?;
+    let media = negotiate::negotiate(header(headers, ACCEPT.as_str()), &endpoint)?;
+    let protobuf = media.format == Format::Protobuf;
+    if media.format == Format::Yaml {
+        return None;
+    }
     let shape = match media.convert.as_ref().map(|c| (c.meta_kind(), c.version.as_str())) {
         None => Shape::Form(Form::Objects),
         Some((Some(partial::KIND), _)) => Shape::Form(Form::Metadata),
         Some((Some(partial::LIST_KIND), _)) => Shape::Form(Form::MetadataList),
         // Tables where kache has the resource's printer (v1beta1 tables are left to the apiserver).
-        Some((Some("Table"), "v1")) => Shape::Table(table::printer(&res.info.group, &res.info.plural)?, IncludeObject::from_query(query)?),
+        Some((Some("Table"), "v1")) => Shape::Table(res.printer()?, IncludeObject::from_query(query)?),
         Some(_) => return None,
     };
-    Some((shape, Layout::of(headers, query, media.pretty, media.format == Format::Protobuf)))
+    let speaks = match shape {
+        _ if !protobuf => true,
+        Shape::Form(Form::Metadata | Form::MetadataList) => res.speaks_metadata_protobuf(),
+        _ => res.speaks_protobuf(),
+    };
+    speaks.then(|| (shape, Layout::of(headers, query, media.pretty, protobuf)))
 }
 
 /// What a path under a cached resource names.
@@ -307,7 +315,9 @@ async fn serve_collection(api: &Api, t: &Target<'_>, query: &str, shape: Shape, 
             return None;
         }
         let stopping = api.stopping.subscribe();
-        return match watch::watch(t.res, &api.dispatchers[t.index], t.namespace, &opts, (shape, layout), &api.config, stopping).await {
+        return match watch::watch(t.res, &api.dispatchers[t.index], t.namespace, &opts, (shape.clone(), layout), &api.config, stopping)
+            .await
+        {
             Ok(watch::Answer::Stream(resp)) => {
                 api.counters.watches_served.fetch_add(1, Ordering::Relaxed);
                 Some(resp)
@@ -325,7 +335,7 @@ async fn serve_collection(api: &Api, t: &Target<'_>, query: &str, shape: Shape, 
         return None;
     }
     match list::list(t.res, t.namespace, &opts, &api.config.waits).await {
-        Ok(Answer::Page(page)) => match document::page_parts(t.res, &page, shape, layout.protobuf) {
+        Ok(Answer::Page(page)) => match document::page_parts(t.res, &page, &shape, layout.protobuf) {
             Some(parts) => {
                 api.counters.lists_served.fetch_add(1, Ordering::Relaxed);
                 Some(layout.respond(StatusCode::OK, parts))
@@ -376,7 +386,7 @@ async fn serve_get(
     let Some(o) = view.head().get(&key) else {
         return Some(layout.error(&ApiError::not_found(&res.info, name)));
     };
-    Some(layout.respond(StatusCode::OK, document::get_parts(res, o, shape, layout.protobuf)?))
+    Some(layout.respond(StatusCode::OK, document::get_parts(res, o, &shape, layout.protobuf)?))
 }
 
 fn text(status: StatusCode, s: &'static str) -> Response<ApiBody> {

@@ -9,7 +9,7 @@
 //! request through or ends the stream — never a partial answer.
 
 use apimachinery::list::ListMeta;
-use apimachinery::protobuf::{self, document_parts, list_parts, partial_object};
+use apimachinery::protobuf::{self, document_parts, list_parts};
 use apimachinery::status::ApiError;
 use apimachinery::watch::EventType;
 use bytes::Bytes;
@@ -23,10 +23,9 @@ const META_API_VERSION: &str = "meta.k8s.io/v1";
 
 /// `o` as a lone document in `form`, with `metadata.resourceVersion` set to `at` when given.
 pub fn object(res: &CachedResource, o: &CachedObject, form: Form, at: Option<u64>) -> Option<Vec<Bytes>> {
-    let message = res.protobuf_of(o, at)?;
     Some(match form {
-        Form::Objects => document_parts(&res.info.api_version(), &res.info.kind, vec![message]),
-        Form::Metadata | Form::MetadataList => document_parts(META_API_VERSION, apimachinery::partial::KIND, partial_object(&message)?),
+        Form::Objects => document_parts(&res.info.api_version(), &res.info.kind, vec![res.protobuf_of(o, at)?]),
+        Form::Metadata | Form::MetadataList => document_parts(META_API_VERSION, apimachinery::partial::KIND, res.metadata_protobuf(o, at)?),
     })
 }
 
@@ -35,12 +34,9 @@ pub fn page(res: &CachedResource, page: &Page, form: Form) -> Option<Vec<Bytes>>
     let items = page
         .items
         .iter()
-        .map(|o| {
-            let message = res.protobuf_of(o, None)?;
-            match form {
-                Form::Objects => Some(vec![message]),
-                Form::Metadata | Form::MetadataList => partial_object(&message),
-            }
+        .map(|o| match form {
+            Form::Objects => Some(vec![res.protobuf_of(o, None)?]),
+            Form::Metadata | Form::MetadataList => res.metadata_protobuf(o, None),
         })
         .collect::<Option<Vec<_>>>()?;
     let meta = list_meta(&page.meta);
@@ -61,12 +57,17 @@ pub fn frame(typ: EventType, document: &[Bytes]) -> Bytes {
 
 /// A BOOKMARK frame at `rv`: a zero-valued object (or `PartialObjectMetadata`) with only the revision and, when it ends the initial events, the annotation.
 pub fn bookmark(res: &CachedResource, rv: u64, initial_events_end: bool, form: Form) -> Option<Bytes> {
-    let meta = apimachinery::watch::bookmark_object(&res.info, rv, initial_events_end);
-    let message = protobuf::encode(res.protobuf_message()?, &meta).ok()?;
     let document = match form {
-        Form::Objects => document_parts(&res.info.api_version(), &res.info.kind, vec![Bytes::from(message)]),
+        Form::Objects => {
+            let object = apimachinery::watch::bookmark_object(&res.info, rv, initial_events_end);
+            let message = protobuf::encode(res.protobuf_message()?, &object).ok()?;
+            document_parts(&res.info.api_version(), &res.info.kind, vec![Bytes::from(message)])
+        }
         Form::Metadata | Form::MetadataList => {
-            document_parts(META_API_VERSION, apimachinery::partial::KIND, partial_object(&Bytes::from(message))?)
+            let metadata = apimachinery::watch::bookmark_metadata(rv, initial_events_end);
+            let mut message = Vec::new();
+            protobuf::wire::len_field(&mut message, 1, &protobuf::encode(crate::cache::OBJECT_META, metadata.as_bytes()).ok()?);
+            document_parts(META_API_VERSION, apimachinery::partial::KIND, vec![Bytes::from(message)])
         }
     };
     Some(frame(EventType::Bookmark, &document))

@@ -3,8 +3,11 @@
 //!
 //! Guarantees: a resource has a [`Printer`] only where its columns and cells
 //! are the apiserver's, checked against the captures of a real 1.36
-//! (`tests/reference/apiserver-1.36/encodings/*/table*.json`); every other
-//! resource has none, and its tables are left to the apiserver. Cells are
+//! (`tests/reference/apiserver-1.36/encodings/*/table*.json`): the built-in
+//! printers ([`printer`]), a custom resource's from its CRD's
+//! `additionalPrinterColumns` ([`crd_printer`]), and the default table of
+//! CRDs; every other resource has none, and its tables are left to the
+//! apiserver. Cells are
 //! computed as the apiserver computes them at the moment of the request
 //! (ages are relative to the `now` given); the server always prints the
 //! wide columns (kubectl hides those of priority 1). Rows carry the object
@@ -13,9 +16,15 @@
 //! encoder escapes them (`<` is `\u003c`).
 
 pub mod columns;
+mod custom;
 mod printers;
 
+use std::borrow::Cow;
+use std::sync::Arc;
+
 use bytes::Bytes;
+
+pub use custom::crd_printer;
 
 pub use crate::time::{human_duration, parse_time, unix_now};
 
@@ -47,6 +56,8 @@ impl IncludeObject {
 pub enum Cell {
     Str(String),
     Int(i64),
+    /// JSON written as is: a number, `true`/`false` or `null`.
+    Raw(String),
 }
 
 /// One row's cells, and the conditions some printers add (a finished pod's `Completed`).
@@ -59,8 +70,19 @@ pub struct Row {
 /// A resource's printer: its column definitions and how an object becomes a row.
 pub struct Printer {
     /// The `columnDefinitions` JSON array, as the apiserver writes it.
-    pub columns: &'static str,
-    cells: fn(&[u8], i64) -> Option<Row>,
+    pub columns: Cow<'static, str>,
+    cells: Cells,
+}
+
+/// A built-in printer's row of an object (JSON) at a time (Unix seconds).
+type RowFn = fn(&[u8], i64) -> Option<Row>;
+
+/// How an object becomes a row.
+enum Cells {
+    /// A built-in printer.
+    Builtin(RowFn),
+    /// A custom resource's columns.
+    Custom(Vec<custom::Column>),
 }
 
 impl std::fmt::Debug for Printer {
@@ -74,12 +96,23 @@ impl Printer {
     /// when the object does not read as the printer expects (a field of an
     /// unexpected type): its table is then the apiserver's to write.
     pub fn row(&self, bytes: &[u8], now: i64) -> Option<Row> {
-        (self.cells)(bytes, now)
+        match &self.cells {
+            Cells::Builtin(f) => f(bytes, now),
+            Cells::Custom(cols) => custom::row(cols, bytes, now),
+        }
+    }
+
+    fn builtin(columns: &'static str, cells: RowFn) -> Printer {
+        Printer { columns: Cow::Borrowed(columns), cells: Cells::Builtin(cells) }
+    }
+
+    fn custom(columns: String, cols: Vec<custom::Column>) -> Printer {
+        Printer { columns: Cow::Owned(columns), cells: Cells::Custom(cols) }
     }
 }
 
 /// The printer of built-in resource `plural` of `group`, where kache has the apiserver's.
-pub fn printer(group: &str, plural: &str) -> Option<&'static Printer> {
+pub fn printer(group: &str, plural: &str) -> Option<Arc<Printer>> {
     printers::of(group, plural)
 }
 
@@ -87,23 +120,35 @@ pub fn printer(group: &str, plural: &str) -> Option<&'static Printer> {
 /// object's revision for a GET); each row's object is given as parts that
 /// concatenate to it, or `None` for `null`.
 pub fn json_table(metadata: &str, printer: &Printer, rows: impl IntoIterator<Item = (Row, Option<Vec<Bytes>>)>) -> Vec<Bytes> {
-    table_parts(metadata, printer.columns, rows)
+    table_parts(metadata, &printer.columns, rows)
 }
 
 /// A watch event's object (`object`, a lone object's JSON) as the Table of
-/// one row a table watch sends; `columns`: the stream's first event carries
+/// one row a table watch sends (`custom`: a custom resource's, its metadata
+/// typed); `columns`: the stream's first event carries
 /// the column definitions, every later one `null`. `None` when the object
 /// does not read as the printer expects.
-pub fn json_watch_table(printer: &Printer, include: IncludeObject, object: &Bytes, columns: bool, now: i64) -> Option<Vec<Bytes>> {
+pub fn json_watch_table(
+    printer: &Printer,
+    include: IncludeObject,
+    object: &Bytes,
+    custom: bool,
+    columns: bool,
+    now: i64,
+) -> Option<Vec<Bytes>> {
     let meta = crate::meta::parse(object, &[]).ok()?;
     let row = printer.row(object, now)?;
+    let metadata = match custom {
+        true => Bytes::from(crate::meta::typed_metadata(meta.metadata.as_bytes()).ok()?),
+        false => object.slice_ref(meta.metadata.as_bytes()),
+    };
     let row_object = match include {
         IncludeObject::None => None,
-        IncludeObject::Metadata => Some(crate::partial::object([object.slice_ref(meta.metadata.as_bytes())])),
+        IncludeObject::Metadata => Some(crate::partial::object([metadata])),
         IncludeObject::Object => Some(vec![object.clone()]),
     };
     let metadata = format!("{{\"resourceVersion\":\"{}\"}}", meta.resource_version_text);
-    Some(table_parts(&metadata, if columns { printer.columns } else { "null" }, [(row, row_object)]))
+    Some(table_parts(&metadata, if columns { &printer.columns } else { "null" }, [(row, row_object)]))
 }
 
 fn table_parts(metadata: &str, columns: &str, rows: impl IntoIterator<Item = (Row, Option<Vec<Bytes>>)>) -> Vec<Bytes> {
@@ -120,6 +165,7 @@ fn table_parts(metadata: &str, columns: &str, rows: impl IntoIterator<Item = (Ro
             match cell {
                 Cell::Str(s) => write_go_string(&mut head, s),
                 Cell::Int(n) => head.push_str(&n.to_string()),
+                Cell::Raw(json) => head.push_str(json),
             }
         }
         head.push(']');

@@ -8,58 +8,42 @@ mod network;
 mod pod;
 mod workloads;
 
+use std::sync::Arc;
+
 use super::{Cell, Printer, Row, columns};
 use crate::time::since;
-
-static PODS: Printer = Printer { columns: columns::PODS, cells: pod::row };
-static CONFIGMAPS: Printer = Printer { columns: columns::CONFIGMAPS, cells: |b, now| parsed(b, now, configmap) };
-static SECRETS: Printer = Printer { columns: columns::SECRETS, cells: |b, now| parsed(b, now, secret) };
-static NAMESPACES: Printer = Printer { columns: columns::NAMESPACES, cells: |b, now| parsed(b, now, namespace) };
-static SERVICEACCOUNTS: Printer = Printer { columns: columns::SERVICEACCOUNTS, cells: |b, now| parsed(b, now, serviceaccount) };
-static LEASES: Printer = Printer { columns: columns::LEASES, cells: |b, now| parsed(b, now, lease) };
-static NODES: Printer = Printer { columns: columns::NODES, cells: |b, now| parsed(b, now, workloads::node) };
-static DEPLOYMENTS: Printer = Printer { columns: columns::DEPLOYMENTS, cells: |b, now| parsed(b, now, workloads::deployment) };
-static REPLICASETS: Printer = Printer { columns: columns::REPLICASETS, cells: |b, now| parsed(b, now, workloads::replicaset) };
-static DAEMONSETS: Printer = Printer { columns: columns::DAEMONSETS, cells: |b, now| parsed(b, now, workloads::daemonset) };
-static STATEFULSETS: Printer = Printer { columns: columns::STATEFULSETS, cells: |b, now| parsed(b, now, workloads::statefulset) };
-static JOBS: Printer = Printer { columns: columns::JOBS, cells: |b, now| parsed(b, now, workloads::job) };
-static EVENTS: Printer = Printer { columns: columns::EVENTS, cells: |b, now| parsed(b, now, events::event) };
-static ENDPOINTS: Printer = Printer { columns: columns::ENDPOINTS, cells: |b, now| parsed(b, now, workloads::endpoints) };
-static CRONJOBS: Printer = Printer { columns: columns::CRONJOBS, cells: |b, now| parsed(b, now, workloads::cronjob) };
-static INGRESSES: Printer = Printer { columns: columns::INGRESSES, cells: |b, now| parsed(b, now, network::ingress) };
-static PERSISTENTVOLUMECLAIMS: Printer =
-    Printer { columns: columns::PERSISTENTVOLUMECLAIMS, cells: |b, now| parsed(b, now, network::persistentvolumeclaim) };
-static ENDPOINTSLICES: Printer = Printer { columns: columns::ENDPOINTSLICES, cells: |b, now| parsed(b, now, network::endpointslice) };
-static SERVICES: Printer = Printer { columns: columns::SERVICES, cells: |b, now| parsed(b, now, workloads::service) };
 
 /// A row from the object parsed whole (small objects).
 fn parsed(bytes: &[u8], now: i64, cells: fn(&Value, i64) -> Row) -> Option<Row> {
     Some(cells(&serde_json::from_slice(bytes).ok()?, now))
 }
 
-pub(super) fn of(group: &str, plural: &str) -> Option<&'static Printer> {
-    Some(match (group, plural) {
-        ("", "pods") => &PODS,
-        ("", "configmaps") => &CONFIGMAPS,
-        ("", "secrets") => &SECRETS,
-        ("", "namespaces") => &NAMESPACES,
-        ("", "serviceaccounts") => &SERVICEACCOUNTS,
-        ("coordination.k8s.io", "leases") => &LEASES,
-        ("", "nodes") => &NODES,
-        ("", "services") => &SERVICES,
-        ("", "endpoints") => &ENDPOINTS,
-        ("", "events") => &EVENTS,
-        ("apps", "deployments") => &DEPLOYMENTS,
-        ("apps", "replicasets") => &REPLICASETS,
-        ("apps", "daemonsets") => &DAEMONSETS,
-        ("apps", "statefulsets") => &STATEFULSETS,
-        ("batch", "jobs") => &JOBS,
-        ("batch", "cronjobs") => &CRONJOBS,
-        ("networking.k8s.io", "ingresses") => &INGRESSES,
-        ("discovery.k8s.io", "endpointslices") => &ENDPOINTSLICES,
-        ("", "persistentvolumeclaims") => &PERSISTENTVOLUMECLAIMS,
+pub(super) fn of(group: &str, plural: &str) -> Option<Arc<Printer>> {
+    let (columns, cells): (&'static str, super::RowFn) = match (group, plural) {
+        ("", "pods") => (columns::PODS, pod::row),
+        ("", "configmaps") => (columns::CONFIGMAPS, |b, now| parsed(b, now, configmap)),
+        ("", "secrets") => (columns::SECRETS, |b, now| parsed(b, now, secret)),
+        ("", "namespaces") => (columns::NAMESPACES, |b, now| parsed(b, now, namespace)),
+        ("", "serviceaccounts") => (columns::SERVICEACCOUNTS, |b, now| parsed(b, now, serviceaccount)),
+        ("coordination.k8s.io", "leases") => (columns::LEASES, |b, now| parsed(b, now, lease)),
+        ("", "nodes") => (columns::NODES, |b, now| parsed(b, now, workloads::node)),
+        ("", "services") => (columns::SERVICES, |b, now| parsed(b, now, workloads::service)),
+        ("", "endpoints") => (columns::ENDPOINTS, |b, now| parsed(b, now, workloads::endpoints)),
+        ("", "events") => (columns::EVENTS, |b, now| parsed(b, now, events::event)),
+        ("apps", "deployments") => (columns::DEPLOYMENTS, |b, now| parsed(b, now, workloads::deployment)),
+        ("apps", "replicasets") => (columns::REPLICASETS, |b, now| parsed(b, now, workloads::replicaset)),
+        ("apps", "daemonsets") => (columns::DAEMONSETS, |b, now| parsed(b, now, workloads::daemonset)),
+        ("apps", "statefulsets") => (columns::STATEFULSETS, |b, now| parsed(b, now, workloads::statefulset)),
+        ("batch", "jobs") => (columns::JOBS, |b, now| parsed(b, now, workloads::job)),
+        ("batch", "cronjobs") => (columns::CRONJOBS, |b, now| parsed(b, now, workloads::cronjob)),
+        ("networking.k8s.io", "ingresses") => (columns::INGRESSES, |b, now| parsed(b, now, network::ingress)),
+        ("discovery.k8s.io", "endpointslices") => (columns::ENDPOINTSLICES, |b, now| parsed(b, now, network::endpointslice)),
+        ("", "persistentvolumeclaims") => (columns::PERSISTENTVOLUMECLAIMS, |b, now| parsed(b, now, network::persistentvolumeclaim)),
+        // Served with the default table convertor.
+        ("apiextensions.k8s.io", "customresourcedefinitions") => (columns::CREATED_AT, super::custom::created_at_row),
         _ => return None,
-    })
+    };
+    Some(Arc::new(Printer::builtin(columns, cells)))
 }
 
 fn str_at<'a>(v: &'a Value, path: &[&str]) -> &'a str {

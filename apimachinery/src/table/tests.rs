@@ -21,8 +21,14 @@ fn date_of(meta: &str) -> i64 {
 
 /// The captured list's table rebuilt from its items, for `include`.
 fn rebuilt(resource: &str, group: &str, table: &str, include: IncludeObject) -> Vec<u8> {
-    let list = ListPage::parse(&Bytes::from(capture(&format!("{resource}/list.json")))).unwrap();
     let printer = printer(group, resource).unwrap_or_else(|| panic!("a printer for {resource}"));
+    rebuilt_with(&printer, resource, table, include, false)
+}
+
+/// The captured list's table rebuilt with `printer`; `custom`: the rows'
+/// metadata as a custom resource's (typed `ObjectMeta` order).
+fn rebuilt_with(printer: &Printer, resource: &str, table: &str, include: IncludeObject, custom: bool) -> Vec<u8> {
+    let list = ListPage::parse(&Bytes::from(capture(&format!("{resource}/list.json")))).unwrap();
     let now = date_of(&format!("{resource}/{table}.meta"));
     let kind = serde_json::from_slice::<serde_json::Value>(&capture(&format!("{resource}/get.json"))).unwrap();
     let type_prefix = format!("{{\"kind\":{},\"apiVersion\":{},", kind["kind"], kind["apiVersion"]);
@@ -30,7 +36,9 @@ fn rebuilt(resource: &str, group: &str, table: &str, include: IncludeObject) -> 
         let object = match include {
             IncludeObject::None => None,
             IncludeObject::Metadata => {
-                Some(partial::object([Bytes::copy_from_slice(crate::meta::parse(item, &[]).unwrap().metadata.as_bytes())]))
+                let metadata = crate::meta::parse(item, &[]).unwrap().metadata.as_bytes();
+                let metadata = if custom { crate::meta::typed_metadata(metadata).unwrap() } else { metadata.to_vec() };
+                Some(partial::object([Bytes::from(metadata)]))
             }
             IncludeObject::Object => Some(vec![Bytes::from(type_prefix.clone()), item.slice(1..)]),
         };
@@ -54,6 +62,7 @@ fn the_captured_tables_are_rebuilt_byte_for_byte() {
             .chain([("nodes", ""), ("services", ""), ("deployments", "apps"), ("replicasets", "apps")])
             .chain([("endpoints", ""), ("events", ""), ("cronjobs", "batch"), ("ingresses", "networking.k8s.io")])
             .chain([("persistentvolumeclaims", ""), ("endpointslices", "discovery.k8s.io")])
+            .chain([("customresourcedefinitions", "apiextensions.k8s.io")])
     {
         let want = capture(&format!("{resource}/table.json"));
         let got = rebuilt(resource, group, "table.json", IncludeObject::Metadata);
@@ -66,6 +75,27 @@ fn the_captured_tables_are_rebuilt_byte_for_byte() {
         let got = rebuilt("pods", "", table, include);
         assert!(got == want, "{table}:\nkache: {}\napiserver: {}", String::from_utf8_lossy(&got), String::from_utf8_lossy(&want));
     }
+}
+
+#[test]
+fn a_custom_resources_table_follows_its_crds_printer_columns() {
+    let crd = capture("customresourcedefinitions/get.json");
+    let widgets = crd_printer(&crd, "v1").expect("a printer for the CRD's columns");
+    let want = capture("widgets/table.json");
+    let got = rebuilt_with(&widgets, "widgets", "table.json", IncludeObject::Metadata, true);
+    assert!(got == want, "widgets:\nkache:     {}\napiserver: {}", String::from_utf8_lossy(&got), String::from_utf8_lossy(&want));
+    assert!(crd_printer(&crd, "v2").is_none(), "a version the CRD does not define");
+    // A CRD declaring no columns gets Name and Age.
+    let mut bare: serde_json::Value = serde_json::from_slice(&crd).unwrap();
+    bare["spec"]["versions"][0].as_object_mut().unwrap().remove("additionalPrinterColumns");
+    let plain = crd_printer(&serde_json::to_vec(&bare).unwrap(), "v1").unwrap();
+    let cols: serde_json::Value = serde_json::from_str(&plain.columns).unwrap();
+    assert_eq!(cols.as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect::<Vec<_>>(), ["Name", "Age"]);
+    assert_eq!(cols[1]["type"], "date");
+    // A column with a filter is the apiserver's to print.
+    bare["spec"]["versions"][0]["additionalPrinterColumns"] =
+        serde_json::json!([{"name": "Ready", "type": "string", "jsonPath": ".status.conditions[?(@.type==\"Ready\")].status"}]);
+    assert!(crd_printer(&serde_json::to_vec(&bare).unwrap(), "v1").is_none());
 }
 
 /// Resources whose objects changed between the list and the table captures:
@@ -122,7 +152,7 @@ fn the_captured_table_watch_is_rebuilt_byte_for_byte() {
         if crate::meta::parse(&frame.object, &[]).unwrap().name != "web-7c9f8d6b5-x2vkq" {
             continue;
         }
-        let table = json_watch_table(printer, IncludeObject::Metadata, &frame.object, got.is_empty(), now).unwrap();
+        let table = json_watch_table(&printer, IncludeObject::Metadata, &frame.object, false, got.is_empty(), now).unwrap();
         got.extend_from_slice(&crate::watch::json_frame(frame.typ, &table.iter().map(|p| &p[..]).collect::<Vec<_>>()));
     }
     let want = capture("negotiation/pods-watch-table.json");

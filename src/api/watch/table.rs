@@ -6,6 +6,8 @@
 //! apiserver); an object the printer cannot read ends the stream rather
 //! than show a wrong row.
 
+use std::sync::Arc;
+
 use apimachinery::table::{self, IncludeObject, Printer};
 use apimachinery::watch::{EventType, WatchDecoder, json_frame};
 use bytes::{Bytes, BytesMut};
@@ -15,15 +17,17 @@ const MAX_FRAME: usize = 64 << 20;
 
 /// One stream's rewriting.
 pub struct TableFrames {
-    printer: &'static Printer,
+    printer: Arc<Printer>,
     include: IncludeObject,
+    /// A custom resource's: rows carry its metadata in `ObjectMeta` order.
+    custom: bool,
     decoder: WatchDecoder,
     columns_sent: bool,
 }
 
 impl TableFrames {
-    pub fn new(printer: &'static Printer, include: IncludeObject) -> TableFrames {
-        TableFrames { printer, include, decoder: WatchDecoder::new(MAX_FRAME), columns_sent: false }
+    pub fn new(printer: Arc<Printer>, include: IncludeObject, custom: bool) -> TableFrames {
+        TableFrames { printer, include, custom, decoder: WatchDecoder::new(MAX_FRAME), columns_sent: false }
     }
 
     /// The whole frames of `chunk` as Table events; `None` ends the stream.
@@ -36,7 +40,7 @@ impl TableFrames {
                 out.extend_from_slice(&json_frame(frame.typ, &[&frame.object]));
                 continue;
             }
-            let parts = table::json_watch_table(self.printer, self.include, &frame.object, !self.columns_sent, now)?;
+            let parts = table::json_watch_table(&self.printer, self.include, &frame.object, self.custom, !self.columns_sent, now)?;
             self.columns_sent = true;
             out.extend_from_slice(&json_frame(frame.typ, &parts.iter().map(|p| &p[..]).collect::<Vec<_>>()));
         }
