@@ -6,6 +6,7 @@
 //! [`serve`] wires it together. See `DESIGN.md` for how the parts fit.
 
 pub mod api;
+pub mod auth;
 pub mod cache;
 pub mod proxy;
 pub mod serve;

@@ -50,7 +50,9 @@ fn upgrade_protocol(req: &Request<Incoming>) -> Option<HeaderValue> {
 }
 
 /// Forwards `req` upstream and streams the answer back.
-pub async fn forward(client: &Client, mut req: Request<Incoming>) -> Response<ApiBody> {
+/// `user`: the authenticated client, whom upstream then sees by impersonation
+/// (`None` only when kache authenticates no one and listens on loopback).
+pub async fn forward(client: &Client, mut req: Request<Incoming>, user: Option<&apimachinery::auth::UserInfo>) -> Response<ApiBody> {
     let upgrade = upgrade_protocol(&req).map(|protocol| (protocol, hyper::upgrade::on(&mut req)));
     let (mut parts, incoming) = req.into_parts();
     let stream = apimachinery::params::is_stream(parts.uri.path(), parts.uri.query().unwrap_or(""));
@@ -61,6 +63,9 @@ pub async fn forward(client: &Client, mut req: Request<Incoming>) -> Response<Ap
     };
     strip_hop_by_hop(&mut parts.headers);
     parts.headers.remove(HOST);
+    if let Some(user) = user {
+        crate::auth::impersonation_headers(&mut parts.headers, user);
+    }
     if let Some((protocol, _)) = &upgrade {
         parts.headers.insert(CONNECTION, HeaderValue::from_static("Upgrade"));
         parts.headers.insert(UPGRADE, protocol.clone());

@@ -24,9 +24,31 @@ use crate::upstream::reflector::ReflectorConfig;
 /// Options of `kache serve`.
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
-    /// Address to listen on (loopback by default: kache does not authorize clients yet).
+    /// Address to listen on. Without client authentication (--client-ca-file or --token-review) only a
+    /// loopback address is accepted: every client would act with kache's credentials.
     #[arg(long, default_value = "127.0.0.1:8001")]
     pub listen: String,
+    /// Authenticate clients by certificate: one signed by this CA (PEM) is user CN in groups O. Needs TLS.
+    #[arg(long, requires = "tls_cert_file")]
+    pub client_ca_file: Option<PathBuf>,
+    /// Authenticate clients by bearer token, with a TokenReview upstream.
+    #[arg(long)]
+    pub token_review: bool,
+    /// Let unauthenticated clients in as system:anonymous (authorized like anyone else).
+    #[arg(long)]
+    pub anonymous_auth: bool,
+    /// Seconds a valid token's review is reused.
+    #[arg(long, default_value_t = 120)]
+    pub authn_cache_ttl: u64,
+    /// Seconds an invalid token's review is reused.
+    #[arg(long, default_value_t = 10)]
+    pub authn_failure_cache_ttl: u64,
+    /// Seconds an allow of a SubjectAccessReview is reused.
+    #[arg(long, default_value_t = 300)]
+    pub authz_allow_ttl: u64,
+    /// Seconds a deny of a SubjectAccessReview is reused.
+    #[arg(long, default_value_t = 30)]
+    pub authz_deny_ttl: u64,
     /// Resources to cache: RESOURCE, RESOURCE.GROUP, GROUP/VERSION/RESOURCE, or `*` for all (comma-separated).
     #[arg(long, value_delimiter = ',', default_value = "pods,configmaps,nodes,namespaces,services,apps/v1/deployments")]
     pub resources: Vec<String>,
@@ -77,8 +99,11 @@ impl ServeArgs {
     fn tls(&self) -> anyhow::Result<Option<TlsAcceptor>> {
         let (Some(cert), Some(key)) = (&self.tls_cert_file, &self.tls_private_key_file) else { return Ok(None) };
         let read = |flag: &str, p: &PathBuf| std::fs::read(p).map_err(|e| anyhow::anyhow!("--{flag} {}: {e}", p.display()));
-        let settings =
-            TlsSettings { cert_pem: read("tls-cert-file", cert)?, key_pem: read("tls-private-key-file", key)?, client_ca_pem: None };
+        let settings = TlsSettings {
+            cert_pem: read("tls-cert-file", cert)?,
+            key_pem: read("tls-private-key-file", key)?,
+            client_ca_pem: self.client_ca_file.as_ref().map(|p| read("client-ca-file", p)).transpose()?,
+        };
         let config = apimachinery::tls::server_config(&settings).map_err(|e| anyhow::anyhow!("serving TLS: {e}"))?;
         Ok(Some(TlsAcceptor::from(config)))
     }
@@ -90,6 +115,38 @@ impl ServeArgs {
         let waits = Waits { revision: Duration::from_millis(self.wait_ms), consistent: Duration::from_millis(self.consistent_wait_ms) };
         let watch = WatchConfig { queue: self.watch_queue.max(1), bookmark_interval: Duration::from_secs_f64(self.bookmark_interval) };
         Ok(ApiConfig { waits, watch })
+    }
+
+    /// How clients authenticate; `None` when they do not, which only a loopback `--listen` allows.
+    fn auth(&self) -> anyhow::Result<Option<crate::auth::AuthConfig>> {
+        let (certificates, tokens) = (self.client_ca_file.is_some(), self.token_review);
+        if !certificates && !tokens {
+            if self.anonymous_auth {
+                anyhow::bail!("--anonymous-auth needs client authentication (--client-ca-file or --token-review)");
+            }
+            let loopback = self
+                .listen
+                .parse::<std::net::SocketAddr>()
+                .map(|a| a.ip().is_loopback())
+                .unwrap_or_else(|_| self.listen.strip_prefix("localhost:").is_some_and(|port| port.parse::<u16>().is_ok()));
+            if !loopback {
+                anyhow::bail!(
+                    "--listen {}: kache authenticates no client (neither --client-ca-file nor --token-review), so every client would act with kache's credentials; listen on loopback (127.0.0.1 or [::1]) or turn client authentication on",
+                    self.listen
+                );
+            }
+            return Ok(None);
+        }
+        let secs = Duration::from_secs;
+        Ok(Some(crate::auth::AuthConfig {
+            tokens,
+            certificates,
+            anonymous: self.anonymous_auth,
+            authn_ttl: secs(self.authn_cache_ttl),
+            authn_failure_ttl: secs(self.authn_failure_cache_ttl),
+            allow_ttl: secs(self.authz_allow_ttl),
+            deny_ttl: secs(self.authz_deny_ttl),
+        }))
     }
 
     fn reflector(&self) -> ReflectorConfig {
@@ -147,6 +204,7 @@ async fn with_crds(client: &Client, resources: &mut Vec<apimachinery::resource::
 pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
     let tls = args.tls()?;
     let config = args.api()?;
+    let auth = args.auth()?;
     let creds = args.upstream.resolve().await?;
     let client = Client::new(&creds)?;
     let mut resources = discovery::resolve(&client, &args.resources).await?;
@@ -155,7 +213,7 @@ pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
     let scheme = if tls.is_some() { "https" } else { "http" };
     let url = format!("{scheme}://{}", listener.local_addr()?);
     let cache = Cache::start(&client, resources, &args.store(), &args.reflector());
-    let api = Arc::new(Api::new(cache, client, config));
+    let api = Arc::new(Api::new(cache, client, config, auth));
     let (stop, stopped) = oneshot::channel::<()>();
     let drain = Duration::from_secs(args.shutdown_drain);
     let task = tokio::spawn(api::serve(listener, tls, api.clone(), async move { _ = stopped.await }, drain));

@@ -24,10 +24,12 @@
 //! - [`time`]: RFC 3339 timestamps read back to Unix time; ages as printers show them.
 //! - [`json`]: JSON documents as the apiserver ends and indents them.
 //! - [`negotiate`]: `Accept` negotiation, pretty-printing and gzip choices.
+//! - [`auth`]: who a client is and what it asks (`RequestInfo`), reviews, 401 and 403.
 //! - [`status`]: `metav1.Status` errors, field for field.
 //! - [`gostr`]: strings quoted the way the apiserver's Go code quotes them.
 //! - [`tls`]: the apiserver's TLS serving configuration.
 
+pub mod auth;
 pub mod continue_token;
 pub mod gostr;
 pub mod json;

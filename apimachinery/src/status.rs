@@ -212,6 +212,11 @@ impl ApiError {
         )
     }
 
+    /// 403 Forbidden with the apiserver's message and details (see `auth::Attributes::forbidden`).
+    pub fn forbidden_with(message: String, details: Value) -> Self {
+        Self::new(403, "Forbidden", message).with_raw_details(details)
+    }
+
     /// 500: the server failed to answer (e.g. an object it cannot encode).
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(500, "InternalError", message)

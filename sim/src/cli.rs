@@ -58,6 +58,10 @@ pub struct SimArgs {
     /// Require clients to authenticate; `Authorization: Bearer TOKEN` does.
     #[arg(long)]
     pub token: Option<String>,
+    /// Identities and permissions (JSON: users with tokens and groups, allow rules), enforced on every
+    /// request and answering TokenReviews and SubjectAccessReviews.
+    #[arg(long)]
+    pub policy: Option<PathBuf>,
 }
 
 impl SimArgs {
@@ -99,6 +103,7 @@ impl SimArgs {
             compact_interval: (!compact.is_zero()).then_some(compact),
             tls,
             auth,
+            policy: self.policy.as_deref().map(crate::Policy::load).transpose()?,
             workload: self.workload(),
             churn: self.churn,
             ..SimConfig::default()

@@ -38,6 +38,7 @@ pub mod generate;
 mod list;
 mod object;
 mod patch;
+mod policy;
 mod portforward;
 mod proto;
 mod remotecommand;
@@ -58,6 +59,7 @@ use tokio::task::JoinHandle;
 pub use apimachinery::tls::TlsSettings;
 pub use auth::AuthSettings;
 pub use generate::Workload;
+pub use policy::Policy;
 pub use resources::CustomResource;
 
 use resources::Registry;
@@ -78,6 +80,8 @@ pub struct SimConfig {
     pub tls: Option<TlsSettings>,
     /// Who may call the API.
     pub auth: AuthSettings,
+    /// Identities and permissions (`--policy`): enforced on every request, and behind the review endpoints.
+    pub policy: Option<Policy>,
     /// Objects generated at start-up, before the API is served.
     pub workload: Workload,
     /// Changes per second written to the workload's objects once it is in
@@ -95,6 +99,7 @@ impl Default for SimConfig {
             compact_interval: Some(Duration::from_secs(300)),
             tls: None,
             auth: AuthSettings::default(),
+            policy: None,
             workload: Workload::default(),
             churn: 0.0,
         }
@@ -214,26 +219,32 @@ async fn serve(state: Arc<State>, listener: TcpListener, addr: SocketAddr, tls: 
         let tls = tls.clone();
         tokio::spawn(async move {
             match tls {
-                None => serve_connection(state, stream, false, server_address).await,
+                None => serve_connection(state, stream, None, server_address).await,
                 Some(acceptor) => {
                     // A failed or stalled handshake only ends this connection.
                     let Ok(Ok(stream)) = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await else { return };
-                    let verified = stream.get_ref().1.peer_certificates().is_some_and(|c| !c.is_empty());
-                    serve_connection(state, stream, verified, server_address).await
+                    let certs = stream.get_ref().1.peer_certificates();
+                    let client = certs.and_then(|c| c.first()).map(|c| ClientCert(apimachinery::auth::UserInfo::from_certificate(c)));
+                    serve_connection(state, stream, client, server_address).await
                 }
             }
         });
     }
 }
 
-async fn serve_connection<I>(state: Arc<State>, io: I, verified_client_cert: bool, server_address: String)
+/// A verified client certificate, and the user it names (`None`: no common name).
+#[derive(Debug, Clone)]
+pub(crate) struct ClientCert(pub Option<apimachinery::auth::UserInfo>);
+
+async fn serve_connection<I>(state: Arc<State>, io: I, client_cert: Option<ClientCert>, server_address: String)
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let svc = hyper::service::service_fn(move |req| {
         let state = state.clone();
         let server_address = server_address.clone();
-        async move { Ok::<_, std::convert::Infallible>(server::handle(state, req, server_address, verified_client_cert).await) }
+        let client_cert = client_cert.clone();
+        async move { Ok::<_, std::convert::Infallible>(server::handle(state, req, server_address, client_cert).await) }
     });
     // A client that goes away mid-request is not an error of the server.
     // Upgrades (exec, attach, portforward) are handed to the handler through `hyper::upgrade::on`.

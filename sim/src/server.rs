@@ -22,6 +22,7 @@ use crate::patch::{self, PatchType};
 use crate::resources::{ResourceId, ResourceType};
 use crate::state::State;
 use crate::watch;
+use apimachinery::auth::{Attributes, UserInfo};
 use apimachinery::json;
 use apimachinery::list::{ListMeta, check_fields};
 use apimachinery::negotiate::{self, Endpoint, Format};
@@ -146,7 +147,12 @@ fn resource_target(state: &State, group: &str, version: &str, rest: &[&str]) -> 
 }
 
 /// Serves one request.
-pub async fn handle(state: Arc<State>, req: Request<Incoming>, server_address: String, verified_client_cert: bool) -> Response<Body> {
+pub async fn handle(
+    state: Arc<State>,
+    req: Request<Incoming>,
+    server_address: String,
+    client_cert: Option<crate::ClientCert>,
+) -> Response<Body> {
     state.wait_unstalled().await;
     let enc = Encoding::of(req.headers(), req.uri().query().unwrap_or(""));
     if let Some(done) = state.generating()
@@ -157,13 +163,87 @@ pub async fn handle(state: Arc<State>, req: Request<Incoming>, server_address: S
         return enc.error(&e);
     }
     let public = matches!(req.uri().path(), "/healthz" | "/livez" | "/readyz" | "/version");
-    if !public && !state.config.auth.allows(header(req.headers(), http::header::AUTHORIZATION.as_str()), verified_client_cert) {
+    if !public && !state.config.auth.allows(header(req.headers(), http::header::AUTHORIZATION.as_str()), client_cert.is_some()) {
         return enc.error(&ApiError::unauthorized());
+    }
+    // The `/_sim/` control paths belong to the test harness, not to the API the policy guards.
+    if let Some(policy) = state.policy()
+        && !public
+        && !req.uri().path().starts_with("/_sim/")
+        && let Err(e) = enforce(&policy, &req, client_cert)
+    {
+        return enc.error(&e);
     }
     match route(&state, req, enc, &server_address).await {
         Ok(r) => r,
         Err(e) => enc.error(&e),
     }
+}
+
+/// Authenticates the request (a verified client certificate, else a bearer
+/// token of the policy, else anonymous if the policy allows it), applies its
+/// impersonation, and authorizes it, as the apiserver's filters do.
+fn enforce(policy: &crate::Policy, req: &Request<Incoming>, client_cert: Option<crate::ClientCert>) -> Result<(), ApiError> {
+    let token = header(req.headers(), http::header::AUTHORIZATION.as_str()).and_then(|a| a.strip_prefix("Bearer ")).map(str::trim);
+    let user = match (client_cert, token) {
+        (Some(crate::ClientCert(user)), _) => user,
+        (None, Some(token)) => policy.authenticate(token),
+        (None, None) => policy.anonymous.then(UserInfo::anonymous),
+    };
+    let user = user.ok_or_else(ApiError::unauthorized)?;
+    let user = policy.impersonated(&user, req.headers())?.unwrap_or(user);
+    let attrs = Attributes::of(req.method().as_str(), req.uri().path(), req.uri().query().unwrap_or(""));
+    if policy.allows(&user, &attrs) { Ok(()) } else { Err(attrs.forbidden(&user.name, "")) }
+}
+
+/// `POST …/tokenreviews` and `…/subjectaccessreviews`, answered from the policy.
+async fn review(state: &State, req: Request<Incoming>, enc: Encoding, kind: &str) -> Result<Response<Body>, ApiError> {
+    let policy = state.policy().ok_or_else(ApiError::no_such_path)?;
+    let resource = if kind == "TokenReview" { "tokenreviews.authentication.k8s.io" } else { "subjectaccessreviews.authorization.k8s.io" };
+    state.count(resource.to_string(), "create");
+    let (_, body) = read_body(req).await?;
+    let mut review: Value = serde_json::from_slice(&body).map_err(|e| ApiError::bad_request(format!("a bad {kind}: {e}")))?;
+    let spec = review.get("spec").cloned().unwrap_or_default();
+    let status = if kind == "TokenReview" {
+        match spec.get("token").and_then(Value::as_str).and_then(|t| policy.authenticate(t)) {
+            Some(user) => json!({"authenticated": true, "user": user}),
+            None => json!({"authenticated": false, "error": "invalid bearer token"}),
+        }
+    } else {
+        let text = |k: &str| spec.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
+        let user = UserInfo {
+            name: text("user"),
+            uid: text("uid"),
+            groups: serde_json::from_value(spec.get("groups").cloned().unwrap_or(json!([]))).unwrap_or_default(),
+            extra: serde_json::from_value(spec.get("extra").cloned().unwrap_or(json!({}))).unwrap_or_default(),
+        };
+        let attrs = match (spec.get("resourceAttributes"), spec.get("nonResourceAttributes")) {
+            (Some(r), _) => {
+                let s = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
+                Attributes {
+                    verb: s("verb"),
+                    resource_request: true,
+                    group: s("group"),
+                    version: s("version"),
+                    resource: s("resource"),
+                    subresource: s("subresource"),
+                    namespace: s("namespace"),
+                    name: s("name"),
+                    path: String::new(),
+                }
+            }
+            (None, Some(n)) => Attributes {
+                verb: n.get("verb").and_then(Value::as_str).unwrap_or_default().into(),
+                path: n.get("path").and_then(Value::as_str).unwrap_or_default().into(),
+                ..Attributes::default()
+            },
+            (None, None) => return Err(ApiError::bad_request("a SubjectAccessReview needs resourceAttributes or nonResourceAttributes")),
+        };
+        json!({"allowed": policy.allows(&user, &attrs)})
+    };
+    review["status"] = status;
+    review["metadata"] = json!({"creationTimestamp": null});
+    Ok(enc.value(StatusCode::CREATED, &review))
 }
 
 async fn route(state: &Arc<State>, req: Request<Incoming>, enc: Encoding, server_address: &str) -> Result<Response<Body>, ApiError> {
@@ -188,7 +268,17 @@ async fn route(state: &Arc<State>, req: Request<Incoming>, enc: Encoding, server
         (&Method::GET, ["openapi", "v3", "api", v]) => discovery(reg.openapi_group_version("", v).ok_or_else(ApiError::no_such_path)?),
         (&Method::GET, ["openapi", "v3", "apis", g, v]) => discovery(reg.openapi_group_version(g, v).ok_or_else(ApiError::no_such_path)?),
         (&Method::GET, ["healthz" | "readyz" | "livez"]) => Ok(Response::new(body::full("ok"))),
+        (&Method::POST, ["_sim", "policy"]) => {
+            let (_, body) = read_body(req).await?;
+            let policy: crate::Policy = serde_json::from_slice(&body).map_err(|e| ApiError::bad_request(format!("a bad policy: {e}")))?;
+            state.set_policy(policy);
+            Ok(enc.value(StatusCode::OK, &json!({"policy": "replaced"})))
+        }
         (_, ["_sim", op]) => admin(state, op, req.uri().query().unwrap_or(""), enc),
+        (&Method::POST, ["apis", "authentication.k8s.io", "v1", "tokenreviews"]) => review(state, req, enc, "TokenReview").await,
+        (&Method::POST, ["apis", "authorization.k8s.io", "v1", "subjectaccessreviews"]) => {
+            review(state, req, enc, "SubjectAccessReview").await
+        }
         (_, ["api", "v1", rest @ ..]) if !rest.is_empty() => {
             let t = resource_target(state, "", "v1", rest)?;
             resource(state, req, t, enc).await

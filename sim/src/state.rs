@@ -31,6 +31,8 @@ pub struct State {
     generated: AtomicUsize,
     /// Changes per second the churn driver writes (an `f64`'s bits).
     churn: AtomicU64,
+    /// The policy in force (from `--policy`, replaced by `POST /_sim/policy`).
+    policy: Mutex<Option<Arc<crate::Policy>>>,
 }
 
 impl State {
@@ -39,7 +41,6 @@ impl State {
         let db = Db::new(registry.clone(), 1, config.watch_buffer);
         Self {
             db: RwLock::new(db),
-            config,
             registry,
             rev_tx: watch::channel(1).0,
             drop_tx: watch::channel(0).0,
@@ -48,7 +49,19 @@ impl State {
             counters: Mutex::new(BTreeMap::new()),
             generated: AtomicUsize::new(0),
             churn: AtomicU64::new(0f64.to_bits()),
+            policy: Mutex::new(config.policy.clone().map(Arc::new)),
+            config,
         }
+    }
+
+    /// The policy in force, if any.
+    pub fn policy(&self) -> Option<Arc<crate::Policy>> {
+        self.policy.lock().clone()
+    }
+
+    /// Puts `policy` in force from now on.
+    pub fn set_policy(&self, policy: crate::Policy) {
+        *self.policy.lock() = Some(Arc::new(policy));
     }
 
     /// Changes per second the churn driver writes.

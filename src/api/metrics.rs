@@ -71,6 +71,17 @@ pub fn render(api: &Api) -> String {
         "Requests passed through to the apiserver.",
         vec![(String::new(), c.passed_through.load(Ordering::Relaxed))],
     );
+    if let Some(gate) = &api.gate {
+        let s = &gate.stats;
+        for (name, help, v) in [
+            ("kache_token_reviews_total", "TokenReviews sent upstream (cache misses).", &s.token_reviews),
+            ("kache_access_reviews_total", "SubjectAccessReviews sent upstream (cache misses).", &s.access_reviews),
+            ("kache_unauthenticated_total", "Requests refused with 401.", &s.unauthenticated),
+            ("kache_forbidden_total", "Requests refused with 403.", &s.forbidden),
+        ] {
+            metric(name, "counter", help, vec![(String::new(), v.load(Ordering::Relaxed))]);
+        }
+    }
     let per = |f: &dyn Fn(&crate::cache::CachedResource) -> u64| -> Vec<(String, u64)> {
         api.cache.resources().iter().map(|r| (format!("{{resource=\"{}\"}}", r.info.qualified()), f(r))).collect()
     };

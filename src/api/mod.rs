@@ -24,6 +24,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use apimachinery::auth::{Attributes, UserInfo};
 use apimachinery::negotiate::{self, Endpoint, Format};
 use apimachinery::params::ListOptions;
 use apimachinery::partial;
@@ -103,13 +104,16 @@ pub struct Api {
     pub counters: Counters,
     /// Set when kache shuts down: watch streams end.
     stopping: tokio::sync::watch::Sender<bool>,
+    /// Client authentication and authorization (`None`: none, loopback only).
+    pub gate: Option<Arc<crate::auth::Gate>>,
 }
 
 impl Api {
     /// The server's state over `cache`, with a watch dispatcher per cached resource.
-    pub fn new(cache: Cache, client: Client, config: ApiConfig) -> Api {
+    pub fn new(cache: Cache, client: Client, config: ApiConfig, auth: Option<crate::auth::AuthConfig>) -> Api {
         let dispatchers = cache.resources().iter().map(|r| Dispatcher::start(r.clone())).collect();
-        Api { cache, dispatchers, client, config, counters: Counters::default(), stopping: tokio::sync::watch::Sender::new(false) }
+        let gate = auth.map(|a| Arc::new(crate::auth::Gate::new(client.clone(), a)));
+        Api { cache, dispatchers, client, config, counters: Counters::default(), stopping: tokio::sync::watch::Sender::new(false), gate }
     }
 }
 
@@ -152,9 +156,19 @@ pub async fn serve(
         let tls = tls.clone();
         tokio::spawn(async move {
             let result = match tls {
-                None => serve_connection(stream, api, watcher).await,
+                None => serve_connection(stream, api, watcher, None).await,
                 Some(acceptor) => match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
-                    Ok(Ok(stream)) => serve_connection(stream, api, watcher).await,
+                    Ok(Ok(stream)) => {
+                        // A certificate here was verified against the client CA by the handshake.
+                        let certificate =
+                            stream.get_ref().1.peer_certificates().and_then(|c| c.first()).map(|c| UserInfo::from_certificate(c));
+                        match certificate {
+                            // A verified certificate without a common name names no one: 401, as the apiserver's x509 authenticator.
+                            Some(None) => serve_connection(stream, api, watcher, Some(Arc::new(None))).await,
+                            Some(Some(user)) => serve_connection(stream, api, watcher, Some(Arc::new(Some(user)))).await,
+                            None => serve_connection(stream, api, watcher, None).await,
+                        }
+                    }
                     Ok(Err(e)) => Err(e.into()),
                     Err(_) => Err("TLS handshake timed out".into()),
                 },
@@ -169,13 +183,20 @@ pub async fn serve(
     }
 }
 
-async fn serve_connection<I>(io: I, api: Arc<Api>, watcher: Watcher) -> Result<(), body::BoxError>
+/// `certificate`: the connection's verified client certificate and the user it names.
+async fn serve_connection<I>(
+    io: I,
+    api: Arc<Api>,
+    watcher: Watcher,
+    certificate: Option<Arc<Option<UserInfo>>>,
+) -> Result<(), body::BoxError>
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let service = hyper::service::service_fn(move |req| {
         let api = api.clone();
-        async move { Ok::<_, std::convert::Infallible>(handle(&api, req).await) }
+        let certificate = certificate.clone();
+        async move { Ok::<_, std::convert::Infallible>(handle(&api, req, certificate.as_deref()).await) }
     });
     let conn = auto::Builder::new(TokioExecutor::new()).serve_connection_with_upgrades(TokioIo::new(io), service).into_owned();
     watcher.watch(conn).await
@@ -259,27 +280,63 @@ fn target<'a>(cache: &'a Cache, path: &'a str) -> Option<Target<'a>> {
     Some(Target { index, res, namespace, name })
 }
 
-async fn handle(api: &Api, req: Request<Incoming>) -> Response<ApiBody> {
+async fn handle(api: &Api, req: Request<Incoming>, certificate: Option<&Option<UserInfo>>) -> Response<ApiBody> {
     let path = req.uri().path().to_string();
     let query = req.uri().query().unwrap_or("").to_string();
     match (req.method(), path.as_str()) {
         (&Method::GET, "/healthz" | "/livez") => return text(StatusCode::OK, "ok"),
         (&Method::GET, "/readyz") if api.cache.ready() => return text(StatusCode::OK, "ok"),
         (&Method::GET, "/readyz") => return text(StatusCode::SERVICE_UNAVAILABLE, "not ready: the initial lists are not all in"),
-        (&Method::GET, "/metrics") => {
-            let mut resp = Response::new(body::full(metrics::render(api)));
-            resp.headers_mut().insert(CONTENT_TYPE, http::HeaderValue::from_static("text/plain; version=0.0.4"));
-            return resp;
-        }
         _ => {}
+    }
+    // Who the client is, before anything else (`None`: kache authenticates no one, on loopback).
+    let user = match &api.gate {
+        None => None,
+        Some(gate) => {
+            let certificate = match certificate {
+                Some(None) => return Layout::default().error(&ApiError::unauthorized()),
+                Some(Some(user)) => Some(user),
+                None => None,
+            };
+            match gate.authenticate(req.headers(), certificate).await {
+                Ok(user) => Some(user),
+                Err(e) => return Layout::default().error(&e),
+            }
+        }
+    };
+    let authorize = async |attrs: &Attributes| -> Result<(), ApiError> {
+        match (&api.gate, &user) {
+            (Some(gate), Some(user)) => gate.authorize(user, attrs).await,
+            _ => Ok(()),
+        }
+    };
+    if req.method() == Method::GET && path == "/metrics" {
+        if let Err(e) = authorize(&Attributes::of("GET", &path, &query)).await {
+            return Layout::default().error(&e);
+        }
+        let mut resp = Response::new(body::full(metrics::render(api)));
+        resp.headers_mut().insert(CONTENT_TYPE, http::HeaderValue::from_static("text/plain; version=0.0.4"));
+        return resp;
     }
     let cached = target(&api.cache, &path).filter(|t| t.res.status.is_ready());
     if req.method() == Method::GET
         && let Some(t) = cached
         && let Some((shape, layout)) = answer(t.res, req.headers(), &query)
     {
+        // Nothing is served from memory without the apiserver's authorizer's allow.
+        if let Err(e) = authorize(&Attributes::of("GET", &path, &query)).await {
+            return layout.error(&e);
+        }
         let answer = match t.name {
-            None => serve_collection(api, &t, &query, shape, layout).await,
+            None => {
+                let access = match (&api.gate, &user) {
+                    (Some(gate), Some(user)) => {
+                        Some(crate::auth::Access::new(gate.clone(), user.clone(), Attributes::of("GET", &path, &query)))
+                    }
+                    _ => None,
+                };
+                serve_collection(api, &t, &query, (shape, layout), access).await
+            }
             // A GET asking for the list form gets the apiserver's 406.
             Some(_) if matches!(shape, Shape::Form(Form::MetadataList)) => None,
             Some(name) => serve_get(t.res, t.namespace, name, &query, &api.config.waits, shape, layout).await.inspect(|_| {
@@ -291,11 +348,18 @@ async fn handle(api: &Api, req: Request<Incoming>) -> Response<ApiBody> {
         }
     }
     api.counters.passed_through.fetch_add(1, Ordering::Relaxed);
-    crate::proxy::forward(&api.client, req).await
+    crate::proxy::forward(&api.client, req, user.as_ref()).await
 }
 
 /// A list or watch from memory, an error `Status`, or `None` to pass the request through.
-async fn serve_collection(api: &Api, t: &Target<'_>, query: &str, shape: Shape, layout: Layout) -> Option<Response<ApiBody>> {
+/// `access`: the client's permission, re-checked while a watch lives.
+async fn serve_collection(
+    api: &Api,
+    t: &Target<'_>,
+    query: &str,
+    (shape, layout): (Shape, Layout),
+    access: Option<crate::auth::Access>,
+) -> Option<Response<ApiBody>> {
     let mut opts = match ListOptions::decode(query) {
         Ok(o) => o,
         Err(e) => return Some(layout.error(&e)),
@@ -314,10 +378,8 @@ async fn serve_collection(api: &Api, t: &Target<'_>, query: &str, shape: Shape, 
             api.counters.watches_passed_through.fetch_add(1, Ordering::Relaxed);
             return None;
         }
-        let stopping = api.stopping.subscribe();
-        return match watch::watch(t.res, &api.dispatchers[t.index], t.namespace, &opts, (shape.clone(), layout), &api.config, stopping)
-            .await
-        {
+        let ends = watch::Ends { stopping: api.stopping.subscribe(), access };
+        return match watch::watch(t.res, &api.dispatchers[t.index], t.namespace, &opts, (shape.clone(), layout), &api.config, ends).await {
             Ok(watch::Answer::Stream(resp)) => {
                 api.counters.watches_served.fetch_add(1, Ordering::Relaxed);
                 Some(resp)

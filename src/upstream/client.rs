@@ -109,6 +109,21 @@ impl Client {
         self.send(req).await
     }
 
+    /// A POST of a JSON `body` whose whole answer is read (a review); a
+    /// non-2xx answer is an [`UpstreamError::Status`].
+    pub async fn post_json(&self, path: &str, body: Vec<u8>) -> Result<Bytes, UpstreamError> {
+        let req = Request::post(self.uri(path)?)
+            .header(http::header::ACCEPT, HeaderValue::from_static("application/json"))
+            .header(http::header::CONTENT_TYPE, HeaderValue::from_static("application/json"))
+            .body(http_body_util::Full::new(Bytes::from(body)).map_err(|never| match never {}).boxed())
+            .map_err(|e| UpstreamError::Config(e.to_string()))?;
+        let resp = self.send(req).await?;
+        let status = resp.status();
+        let body =
+            Limited::new(resp.into_body(), MAX_BODY).collect().await.map_err(|e| UpstreamError::Transport(e.to_string()))?.to_bytes();
+        if status.is_success() { Ok(body) } else { Err(UpstreamError::status(status, &body)) }
+    }
+
     /// A GET whose whole body is read; a non-2xx answer is an [`UpstreamError::Status`].
     pub async fn get_bytes(&self, path_and_query: &str) -> Result<Bytes, UpstreamError> {
         let resp = self.get(path_and_query).await?;

@@ -102,7 +102,7 @@ pub async fn watch(
     opts: &ListOptions,
     (shape, layout): (Shape, Layout),
     api: &ApiConfig,
-    stopping: tokio::sync::watch::Receiver<bool>,
+    ends: Ends,
 ) -> Result<Answer, ApiError> {
     check_fields(&res.info, opts)?;
     // A table watch is the objects' stream, rewritten as it leaves.
@@ -151,7 +151,9 @@ pub async fn watch(
             phase,
             bookmarks: opts.allow_watch_bookmarks.then(|| Bookmarks::new(config.bookmark_interval, deadline)),
             deadline: Box::pin(tokio::time::sleep_until(deadline)),
-            stopping,
+            recheck: ends.access.as_ref().map(|a| Instant::now() + a.interval()),
+            access: ends.access.clone(),
+            stopping: ends.stopping.clone(),
             sub,
             table,
         };
@@ -216,6 +218,14 @@ impl Bookmarks {
     }
 }
 
+/// What ends a stream besides its lifetime: kache stopping, and the
+/// client losing its permission (re-checked as its cached allow expires).
+#[derive(Debug)]
+pub struct Ends {
+    pub stopping: tokio::sync::watch::Receiver<bool>,
+    pub access: Option<crate::auth::Access>,
+}
+
 /// One watcher's stream.
 struct Stream {
     res: Arc<CachedResource>,
@@ -231,6 +241,9 @@ struct Stream {
     bookmarks: Option<Bookmarks>,
     deadline: Pin<Box<Sleep>>,
     stopping: tokio::sync::watch::Receiver<bool>,
+    /// The client's permission and when it is next re-checked.
+    access: Option<crate::auth::Access>,
+    recheck: Option<Instant>,
     sub: Subscription,
     /// Set for a table watch.
     table: Option<TableFrames>,
@@ -249,9 +262,26 @@ impl Stream {
         StreamBody::new(frames).boxed()
     }
 
+    /// Whether the client has lost its permission (re-checked once its interval has passed).
+    async fn access_lost(&mut self) -> bool {
+        let (Some(access), Some(at)) = (&self.access, self.recheck) else { return false };
+        if Instant::now() < at {
+            return false;
+        }
+        if !access.still_allowed().await {
+            return true;
+        }
+        self.recheck = Some(Instant::now() + access.interval());
+        false
+    }
+
     /// The next bytes for the client; `None` ends the stream.
     async fn next_chunk(&mut self) -> Option<Bytes> {
         loop {
+            if self.access_lost().await {
+                // As the apiserver ends a watch whose user lost access: the client re-watches and is refused.
+                return None;
+            }
             match &mut self.phase {
                 Phase::Initial { snapshot, prefix, after } => {
                     let mut out = BytesMut::new();
@@ -353,6 +383,9 @@ impl Stream {
     /// The next live frames or bookmark.
     async fn live(&mut self) -> Option<Bytes> {
         loop {
+            if self.access_lost().await {
+                return None;
+            }
             if self.bookmarks.as_ref().is_some_and(|b| b.due) {
                 // Load the position first: frames up to it are queued by now.
                 let dispatched = self.sub.dispatched();
@@ -380,11 +413,19 @@ impl Stream {
                     None => std::future::pending().await,
                 }
             };
+            let recheck = self.recheck;
+            let recheck = async move {
+                match recheck {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            };
             let stopping = &mut self.stopping;
             let stop = async move {
                 let _ = stopping.wait_for(|stop| *stop).await;
             };
             tokio::select! {
+                () = recheck => continue,
                 f = self.sub.frames.recv() => match f {
                     Some(f) => if let Some(chunk) = self.gather(f) {
                         return Some(chunk);

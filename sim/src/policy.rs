@@ -1,0 +1,223 @@
+//! The simulator's identities and permissions from a static policy file
+//! (`--policy FILE`, JSON): users with their tokens, uid, groups and extra,
+//! and RBAC-like allow rules. The simulator answers `TokenReview`s and
+//! `SubjectAccessReview`s from it and enforces it on its own requests,
+//! impersonation included — one oracle for kache's decisions.
+//!
+//! ```json
+//! {"anonymous": false,
+//!  "users": [{"name": "alice", "uid": "u-1", "groups": ["dev"], "tokens": ["alice-token"]}],
+//!  "rules": [{"subjects": ["group:dev"], "verbs": ["get", "list", "watch"], "groups": [""],
+//!             "resources": ["pods"], "namespaces": ["default"]}]}
+//! ```
+//!
+//! Guarantees: a rule allows when its subjects name the user (`user:NAME`)
+//! or one of its groups (`group:NAME`), and its verbs, API groups and
+//! resources (`pods/log` for a subresource) hold the request's or `*`;
+//! `namespaces` (absent: any, cluster scope included) and `names` (absent:
+//! any; present: the request must name one) narrow it; `paths` (with a
+//! trailing `*`) match non-resource requests. `system:masters` may do
+//! anything; every authenticated user may read discovery, version and
+//! health paths, as the apiserver's default roles allow. Nothing else is
+//! allowed.
+
+use std::collections::BTreeMap;
+
+use apimachinery::auth::{AUTHENTICATED, Attributes, UserInfo};
+use http::HeaderMap;
+use serde::Deserialize;
+
+/// The policy file.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct Policy {
+    /// Whether unauthenticated requests proceed as `system:anonymous` (else 401).
+    #[serde(default)]
+    pub anonymous: bool,
+    #[serde(default)]
+    users: Vec<PolicyUser>,
+    #[serde(default)]
+    rules: Vec<Rule>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+struct PolicyUser {
+    name: String,
+    #[serde(default)]
+    uid: String,
+    #[serde(default)]
+    groups: Vec<String>,
+    #[serde(default)]
+    extra: BTreeMap<String, Vec<String>>,
+    #[serde(default)]
+    tokens: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+struct Rule {
+    subjects: Vec<String>,
+    verbs: Vec<String>,
+    #[serde(default)]
+    groups: Vec<String>,
+    #[serde(default)]
+    resources: Vec<String>,
+    namespaces: Option<Vec<String>>,
+    names: Option<Vec<String>>,
+    #[serde(default)]
+    paths: Vec<String>,
+}
+
+fn holds(list: &[String], v: &str) -> bool {
+    list.iter().any(|x| x == "*" || x == v)
+}
+
+/// Paths every authenticated user may read (`system:discovery`, `system:public-info-viewer`).
+const PUBLIC_PATHS: &[&str] = &["/api", "/apis", "/version", "/openapi", "/healthz", "/livez", "/readyz"];
+
+impl Rule {
+    fn names(&self, user: &UserInfo) -> bool {
+        self.subjects.iter().any(|s| match s.split_once(':') {
+            Some(("user", name)) => name == user.name,
+            Some(("group", group)) => user.groups.iter().any(|g| g == group),
+            _ => false,
+        })
+    }
+
+    fn allows(&self, a: &Attributes) -> bool {
+        if !holds(&self.verbs, &a.verb) {
+            return false;
+        }
+        if !a.resource_request {
+            return self.paths.iter().any(|p| p == &a.path || p.strip_suffix('*').is_some_and(|prefix| a.path.starts_with(prefix)));
+        }
+        let resource = if a.subresource.is_empty() { a.resource.clone() } else { format!("{}/{}", a.resource, a.subresource) };
+        holds(&self.groups, &a.group)
+            && holds(&self.resources, &resource)
+            && self.namespaces.as_ref().is_none_or(|ns| holds(ns, &a.namespace))
+            && self.names.as_ref().is_none_or(|names| !a.name.is_empty() && holds(names, &a.name))
+    }
+}
+
+impl Policy {
+    /// Reads a policy file.
+    pub fn load(path: &std::path::Path) -> Result<Policy, String> {
+        let text = std::fs::read(path).map_err(|e| format!("--policy {}: {e}", path.display()))?;
+        serde_json::from_slice(&text).map_err(|e| format!("--policy {}: {e}", path.display()))
+    }
+
+    /// The user a bearer token belongs to.
+    pub fn authenticate(&self, token: &str) -> Option<UserInfo> {
+        let u = self.users.iter().find(|u| u.tokens.iter().any(|t| t == token))?;
+        let mut groups = u.groups.clone();
+        if !groups.iter().any(|g| g == AUTHENTICATED) {
+            groups.push(AUTHENTICATED.into());
+        }
+        Some(UserInfo { name: u.name.clone(), uid: u.uid.clone(), groups, extra: u.extra.clone() })
+    }
+
+    /// Whether `user` may do `a`.
+    pub fn allows(&self, user: &UserInfo, a: &Attributes) -> bool {
+        if user.groups.iter().any(|g| g == "system:masters") {
+            return true;
+        }
+        let authenticated = user.groups.iter().any(|g| g == AUTHENTICATED);
+        if authenticated
+            && !a.resource_request
+            && a.verb == "get"
+            && PUBLIC_PATHS.iter().any(|p| a.path == *p || a.path.starts_with(&format!("{p}/")))
+        {
+            return true;
+        }
+        self.rules.iter().any(|r| r.names(user) && r.allows(a))
+    }
+
+    /// The user `requester` acts as after the request's `Impersonate-*`
+    /// headers, each of which it must be allowed to impersonate; `None`
+    /// without such headers, `Err` with the 403 when one is not allowed.
+    pub fn impersonated(&self, requester: &UserInfo, headers: &HeaderMap) -> Result<Option<UserInfo>, apimachinery::status::ApiError> {
+        let values =
+            |name: &str| -> Vec<String> { headers.get_all(name).iter().filter_map(|v| v.to_str().ok()).map(str::to_string).collect() };
+        let Some(name) = values("impersonate-user").into_iter().next() else { return Ok(None) };
+        let check = |group: &str, resource: &str, namespace: &str, name: &str| -> Result<(), apimachinery::status::ApiError> {
+            let a = Attributes {
+                verb: "impersonate".into(),
+                resource_request: true,
+                group: group.into(),
+                resource: resource.into(),
+                namespace: namespace.into(),
+                name: name.into(),
+                ..Attributes::default()
+            };
+            if self.allows(requester, &a) { Ok(()) } else { Err(a.forbidden(&requester.name, "")) }
+        };
+        match name.strip_prefix("system:serviceaccount:").and_then(|r| r.split_once(':')) {
+            Some((ns, sa)) => check("", "serviceaccounts", ns, sa)?,
+            None => check("", "users", "", &name)?,
+        }
+        let mut groups = values("impersonate-group");
+        for g in &groups {
+            check("", "groups", "", g)?;
+        }
+        let uid = values("impersonate-uid").into_iter().next().unwrap_or_default();
+        if !uid.is_empty() {
+            check("authentication.k8s.io", "uids", "", &uid)?;
+        }
+        let mut extra: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (k, v) in headers.iter() {
+            if let Some(key) = k.as_str().strip_prefix("impersonate-extra-") {
+                let key = form_urlencoded::parse(key.as_bytes()).map(|(k, _)| k.into_owned()).next().unwrap_or_else(|| key.to_string());
+                let value = v.to_str().unwrap_or_default().to_string();
+                check("authentication.k8s.io", &format!("userextras/{key}"), "", &value)?;
+                extra.entry(key).or_default().push(value);
+            }
+        }
+        if name != "system:anonymous" && !groups.iter().any(|g| g == AUTHENTICATED) {
+            groups.push(AUTHENTICATED.into());
+        }
+        Ok(Some(UserInfo { name, uid, groups, extra }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy() -> Policy {
+        serde_json::from_str(
+            r#"{"users": [{"name": "alice", "groups": ["dev"], "tokens": ["a"]}, {"name": "kache", "tokens": ["k"]}],
+                "rules": [{"subjects": ["group:dev"], "verbs": ["get", "list", "watch"], "groups": [""], "resources": ["pods"], "namespaces": ["default"]},
+                          {"subjects": ["user:alice"], "verbs": ["get", "list"], "groups": [""], "resources": ["secrets"], "names": ["public"]},
+                          {"subjects": ["user:kache"], "verbs": ["impersonate"], "groups": [""], "resources": ["users", "groups"]}]}"#,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn rules_allow_what_they_name_and_nothing_else() {
+        let p = policy();
+        let alice = p.authenticate("a").unwrap();
+        assert_eq!(alice.groups, ["dev", AUTHENTICATED]);
+        assert!(p.authenticate("nope").is_none());
+        let can = |path: &str, q: &str| p.allows(&alice, &Attributes::of("GET", path, q));
+        assert!(can("/api/v1/namespaces/default/pods", "") && can("/api/v1/namespaces/default/pods", "watch=1"));
+        assert!(!can("/api/v1/pods", ""), "cluster-wide is not in the namespace list");
+        assert!(!can("/api/v1/namespaces/other/pods", ""));
+        assert!(can("/api/v1/namespaces/x/secrets/public", "") && !can("/api/v1/namespaces/x/secrets/db", ""));
+        assert!(!can("/api/v1/namespaces/x/secrets", ""), "a names rule does not allow the whole list");
+        assert!(can("/api/v1/namespaces/x/secrets", "fieldSelector=metadata.name%3Dpublic"), "a list naming the object is allowed");
+        assert!(can("/apis", "") && can("/version", ""));
+    }
+
+    #[test]
+    fn impersonation_needs_its_own_permission() {
+        let p = policy();
+        let kache = p.authenticate("k").unwrap();
+        let mut h = HeaderMap::new();
+        h.insert("impersonate-user", "alice".parse().unwrap());
+        h.append("impersonate-group", "dev".parse().unwrap());
+        let as_alice = p.impersonated(&kache, &h).unwrap().unwrap();
+        assert_eq!((as_alice.name.as_str(), as_alice.groups.clone()), ("alice", vec!["dev".to_string(), AUTHENTICATED.to_string()]));
+        let alice = p.authenticate("a").unwrap();
+        assert_eq!(p.impersonated(&alice, &h).unwrap_err().code, 403);
+        assert_eq!(p.impersonated(&kache, &HeaderMap::new()).unwrap(), None);
+    }
+}
