@@ -10,5 +10,6 @@ pub mod auth;
 pub mod cache;
 pub mod proxy;
 pub mod serve;
+pub mod serving_cert;
 pub mod store;
 pub mod upstream;

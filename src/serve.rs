@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use apimachinery::tls::TlsSettings;
 use clap::Args;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
@@ -99,12 +98,11 @@ impl ServeArgs {
     fn tls(&self) -> anyhow::Result<Option<TlsAcceptor>> {
         let (Some(cert), Some(key)) = (&self.tls_cert_file, &self.tls_private_key_file) else { return Ok(None) };
         let read = |flag: &str, p: &PathBuf| std::fs::read(p).map_err(|e| anyhow::anyhow!("--{flag} {}: {e}", p.display()));
-        let settings = TlsSettings {
-            cert_pem: read("tls-cert-file", cert)?,
-            key_pem: read("tls-private-key-file", key)?,
-            client_ca_pem: self.client_ca_file.as_ref().map(|p| read("client-ca-file", p)).transpose()?,
-        };
-        let config = apimachinery::tls::server_config(&settings).map_err(|e| anyhow::anyhow!("serving TLS: {e}"))?;
+        let certificate = crate::serving_cert::ReloadingCert::new(cert.clone(), key.clone())
+            .map_err(|e| anyhow::anyhow!("--tls-cert-file/--tls-private-key-file: {e}"))?;
+        let client_ca = self.client_ca_file.as_ref().map(|p| read("client-ca-file", p)).transpose()?;
+        let config = apimachinery::tls::server_config_with(Arc::new(certificate), client_ca.as_deref())
+            .map_err(|e| anyhow::anyhow!("serving TLS: {e}"))?;
         Ok(Some(TlsAcceptor::from(config)))
     }
 

@@ -278,3 +278,24 @@ fn a_policy_change_takes_effect_within_the_cache_times_and_ends_a_watch_that_los
     assert_eq!(sim.request("POST", "/_sim/policy", &[("content-type", "application/json")], Some(POLICY.as_bytes())).status, 200);
     common::eventually(Duration::from_secs(5), "bob allowed again through kache", || (list(&kache) == 200).then_some(()));
 }
+
+#[test]
+fn the_serving_certificate_is_reloaded_when_it_changes_on_disk() {
+    let pki = Pki::new();
+    let dir = tempfile::tempdir().unwrap();
+    let sim = policed_sim(&dir, &[]);
+    let (cert, key) = (dir.path().join("tls.crt"), dir.path().join("tls.key"));
+    std::fs::copy(pki.path("server.crt"), &cert).unwrap();
+    std::fs::copy(pki.path("server.key"), &key).unwrap();
+    let kache = kache_for(&sim, &["--tls-cert-file", cert.to_str().unwrap(), "--tls-private-key-file", key.to_str().unwrap()]);
+    let get = |ca: &str| kache.kubectl(&["--certificate-authority", ca, "--token", "bob-token", "get", "--raw", "/readyz"]);
+    common::eventually(Duration::from_secs(30), "kache ready", || get(&pki.path("ca.crt")).status.success().then_some(()));
+    assert!(!get(&pki.path("next-ca.crt")).status.success(), "not yet the next certificate");
+    // Rotated on disk (key first, as a mounted secret's files change together).
+    std::fs::copy(pki.path("next-server.key"), &key).unwrap();
+    std::fs::copy(pki.path("next-server.crt"), &cert).unwrap();
+    common::eventually(Duration::from_secs(10), "the next certificate served", || {
+        get(&pki.path("next-ca.crt")).status.success().then_some(())
+    });
+    assert!(!get(&pki.path("ca.crt")).status.success(), "the old certificate is gone");
+}

@@ -10,8 +10,12 @@
 //! - `consistent`: reads without `resourceVersion` under three write loads,
 //!   through kache vs directly, with the share kache answered from memory.
 //!
+//! - `auth`: paged lists with client authentication and authorization off,
+//!   on with cold review caches, and on with warm ones.
+//!
 //! Bounded in count and time; loopback only; children killed at the end.
 
+mod auth;
 mod consistent;
 mod lists;
 mod procs;
@@ -35,6 +39,8 @@ enum Cmd {
     Watch(watch::WatchArgs),
     /// Consistent reads (no resourceVersion) through kache vs the simulator directly.
     Consistent(consistent::ConsistentArgs),
+    /// What client authentication and authorization cost kache's answers from memory.
+    Auth(auth::AuthArgs),
 }
 
 #[tokio::main]
@@ -43,5 +49,6 @@ async fn main() -> anyhow::Result<()> {
         Cmd::Lists(args) => lists::run_all(args).await,
         Cmd::Watch(args) => watch::run_all(args).await,
         Cmd::Consistent(args) => consistent::run_all(args).await,
+        Cmd::Auth(args) => auth::run_all(args).await,
     }
 }

@@ -72,9 +72,14 @@ pub fn client() -> HttpClient {
 
 /// `GET url`, whole body.
 pub async fn get(client: &HttpClient, url: &str, gzip: bool) -> anyhow::Result<(u16, Bytes)> {
+    get_with(client, url, if gzip { &[("accept-encoding", "gzip")] } else { &[] }).await
+}
+
+/// `GET url` with `headers`, whole body.
+pub async fn get_with(client: &HttpClient, url: &str, headers: &[(&str, &str)]) -> anyhow::Result<(u16, Bytes)> {
     let mut req = hyper::Request::get(url);
-    if gzip {
-        req = req.header("accept-encoding", "gzip");
+    for (k, v) in headers {
+        req = req.header(*k, *v);
     }
     let resp = client.request(req.body(Empty::new())?).await?;
     let status = resp.status().as_u16();

@@ -5,7 +5,8 @@
 use rcgen::{BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair};
 
 /// The PEM files: `ca.crt`, `server.crt`/`server.key`, `client-ca.crt`,
-/// `client.crt`/`client.key`, `rogue.crt`/`rogue.key`.
+/// `client.crt`/`client.key`, `rogue.crt`/`rogue.key`, and a rotated serving
+/// certificate `next-server.crt`/`next-server.key` of `next-ca.crt`.
 pub struct Pki {
     dir: tempfile::TempDir,
 }
@@ -48,6 +49,12 @@ impl Pki {
         let (cert, key) = leaf(&rogue_ca, vec![], true);
         write("rogue.crt", &cert);
         write("rogue.key", &key);
+        // A rotated serving certificate from another CA.
+        let (next_ca, next_ca_pem) = ca("kache test next serving CA");
+        let (cert, key) = leaf(&next_ca, vec!["localhost".into(), "127.0.0.1".into()], false);
+        write("next-ca.crt", &next_ca_pem);
+        write("next-server.crt", &cert);
+        write("next-server.key", &key);
         Pki { dir }
     }
 

@@ -1,0 +1,169 @@
+//! `loadtest auth`: what client authentication and authorization cost.
+//! One simulator enforcing a policy of `--identities` users, and two kaches
+//! in front of it — one without client authentication, one with
+//! `--token-review` — answer the same paged lists from memory, each request
+//! with one of the users' tokens in turn: latency and throughput with auth
+//! off, on with cold review caches, and on with warm ones; and the reviews
+//! kache sent upstream per second while its caches filled.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use clap::Args;
+
+use crate::procs::{self, HttpClient, Proc, get, get_with};
+
+/// Options of `loadtest auth`.
+#[derive(Debug, Args)]
+pub struct AuthArgs {
+    /// The kache binary (build it with `cargo build --release`).
+    #[arg(long, default_value = "target/release/kache")]
+    kache_bin: String,
+    /// Pods in the simulated cluster.
+    #[arg(long, default_value_t = 10_000)]
+    pods: usize,
+    /// Distinct users sending requests.
+    #[arg(long, default_value_t = 100)]
+    identities: usize,
+    /// Requests per run.
+    #[arg(long, default_value_t = 2_000)]
+    requests: usize,
+    /// Requests in flight at once.
+    #[arg(long, default_value_t = 8)]
+    concurrency: usize,
+}
+
+fn policy(identities: usize) -> String {
+    let users: Vec<serde_json::Value> = (0..identities)
+        .map(|i| serde_json::json!({"name": format!("user-{i:03}"), "groups": ["readers"], "tokens": [format!("token-{i:03}")]}))
+        .collect();
+    let mut all = users;
+    all.push(serde_json::json!({"name": "kache", "tokens": ["kache-token"]}));
+    serde_json::json!({
+        "users": all,
+        "rules": [
+            {"subjects": ["group:readers"], "verbs": ["get", "list", "watch"], "groups": [""], "resources": ["pods"]},
+            {"subjects": ["user:kache"], "verbs": ["get", "list", "watch"], "groups": ["*"], "resources": ["*"]},
+            {"subjects": ["user:kache"], "verbs": ["create"], "groups": ["authentication.k8s.io"], "resources": ["tokenreviews"]},
+            {"subjects": ["user:kache"], "verbs": ["create"], "groups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"]},
+            {"subjects": ["user:kache"], "verbs": ["impersonate"], "groups": ["", "authentication.k8s.io"], "resources": ["users", "groups", "serviceaccounts", "uids", "userextras/*"]}
+        ]
+    })
+    .to_string()
+}
+
+struct Outcome {
+    rps: f64,
+    p50: Duration,
+    p99: Duration,
+}
+
+/// `n` GETs of `url`, each with the next user's token, `concurrency` at a time.
+async fn run(client: &HttpClient, url: &str, identities: usize, n: usize, concurrency: usize) -> anyhow::Result<Outcome> {
+    let started = Instant::now();
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..concurrency.max(1) {
+        let (client, url, next) = (client.clone(), url.to_string(), next.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut out = Vec::new();
+            loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if i >= n {
+                    break;
+                }
+                let token = format!("Bearer token-{:03}", i % identities);
+                let t = Instant::now();
+                let (status, _) = get_with(&client, &url, &[("authorization", &token)]).await?;
+                if status != 200 {
+                    bail!("{url}: status {status}");
+                }
+                out.push(t.elapsed());
+            }
+            Ok(out)
+        }));
+    }
+    let mut samples = Vec::new();
+    for t in tasks {
+        samples.extend(t.await??);
+    }
+    let wall = started.elapsed();
+    samples.sort();
+    let at = |q: f64| samples.get(((samples.len() as f64 * q) as usize).min(samples.len().saturating_sub(1))).copied().unwrap_or_default();
+    Ok(Outcome { rps: samples.len() as f64 / wall.as_secs_f64(), p50: at(0.5), p99: at(0.99) })
+}
+
+async fn metric(client: &HttpClient, kache: &str, name: &str) -> anyhow::Result<u64> {
+    let (_, body) = get_with(client, &format!("{kache}/metrics"), &[("authorization", "Bearer token-000")]).await?;
+    let text = String::from_utf8_lossy(&body).into_owned();
+    text.lines().find_map(|l| l.strip_prefix(name)?.trim().parse().ok()).with_context(|| format!("no {name} in /metrics"))
+}
+
+/// Runs the three cases.
+pub async fn run_all(args: AuthArgs) -> anyhow::Result<()> {
+    let dir = std::env::temp_dir().join(format!("kache-loadtest-auth-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let policy_file = dir.join("policy.json");
+    std::fs::write(&policy_file, policy(args.identities))?;
+    let pods = args.pods.to_string();
+    let nodes = (args.pods / 100).max(1).to_string();
+    let sim = Proc::spawn(
+        &args.kache_bin,
+        &[
+            "sim",
+            "--listen",
+            "127.0.0.1:0",
+            "--pods",
+            &pods,
+            "--nodes",
+            &nodes,
+            "--compact-interval",
+            "0",
+            "--policy",
+            policy_file.to_str().context("a path")?,
+        ],
+    )?;
+    let common = ["serve", "--listen", "127.0.0.1:0", "--server", &sim.url, "--token", "kache-token", "--resources", "pods"];
+    let off = Proc::spawn(&args.kache_bin, &common)?;
+    let on = Proc::spawn(&args.kache_bin, &[&common[..], &["--token-review"]].concat())?;
+    let client = procs::client();
+    for k in [&off, &on] {
+        procs::ready(&client, &format!("{}/readyz", k.url), Duration::from_secs(600)).await?;
+    }
+    let (_, head) = get_with(&client, &format!("{}/api/v1/namespaces/none/pods?resourceVersion=0", off.url), &[]).await?;
+    let rv = serde_json::from_slice::<serde_json::Value>(&head)?["metadata"]["resourceVersion"].as_str().context("a revision")?.to_string();
+    let path = format!("/api/v1/pods?resourceVersion={rv}&resourceVersionMatch=Exact&limit=500");
+    println!(
+        "{} pods, {} identities, {} paged lists (limit=500) per run, {} in flight\n",
+        args.pods, args.identities, args.requests, args.concurrency
+    );
+    println!("{:<28} {:>9} {:>10} {:>10}", "case", "req/s", "p50", "p99");
+    let base = run(&client, &format!("{}{path}", off.url), args.identities, args.requests, args.concurrency).await?;
+    println!("{:<28} {:>9.1} {:>10.2?} {:>10.2?}", "auth off", base.rps, base.p50, base.p99);
+    let (t0, a0) =
+        (metric(&client, &on.url, "kache_token_reviews_total").await?, metric(&client, &on.url, "kache_access_reviews_total").await?);
+    let started = Instant::now();
+    let cold = run(&client, &format!("{}{path}", on.url), args.identities, args.requests, args.concurrency).await?;
+    let cold_wall = started.elapsed();
+    let (t1, a1) =
+        (metric(&client, &on.url, "kache_token_reviews_total").await?, metric(&client, &on.url, "kache_access_reviews_total").await?);
+    println!("{:<28} {:>9.1} {:>10.2?} {:>10.2?}", "auth on, caches cold", cold.rps, cold.p50, cold.p99);
+    let warm = run(&client, &format!("{}{path}", on.url), args.identities, args.requests, args.concurrency).await?;
+    let (t2, a2) =
+        (metric(&client, &on.url, "kache_token_reviews_total").await?, metric(&client, &on.url, "kache_access_reviews_total").await?);
+    println!("{:<28} {:>9.1} {:>10.2?} {:>10.2?}", "auth on, caches warm", warm.rps, warm.p50, warm.p99);
+    println!(
+        "\nreviews upstream: cold run {} TokenReviews + {} SubjectAccessReviews in {:.2?} ({:.0}/s); warm run {} + {}",
+        t1 - t0,
+        a1 - a0,
+        cold_wall,
+        (t1 - t0 + a1 - a0) as f64 / cold_wall.as_secs_f64(),
+        t2 - t1,
+        a2 - a1
+    );
+    println!("ratios: warm/off throughput {:.2}x, p50 {:.2}x", warm.rps / base.rps, warm.p50.as_secs_f64() / base.p50.as_secs_f64());
+    let _ = get(&client, &format!("{}/healthz", on.url), false).await;
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
