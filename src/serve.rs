@@ -95,15 +95,20 @@ impl ServeArgs {
     }
 
     /// The TLS acceptor for `--tls-cert-file`/`--tls-private-key-file`, if given.
-    fn tls(&self) -> anyhow::Result<Option<TlsAcceptor>> {
+    fn tls(&self) -> anyhow::Result<Option<(TlsAcceptor, Option<Arc<apimachinery::tls::ClientCertificates>>)>> {
         let (Some(cert), Some(key)) = (&self.tls_cert_file, &self.tls_private_key_file) else { return Ok(None) };
         let read = |flag: &str, p: &PathBuf| std::fs::read(p).map_err(|e| anyhow::anyhow!("--{flag} {}: {e}", p.display()));
         let certificate = crate::serving_cert::ReloadingCert::new(cert.clone(), key.clone())
             .map_err(|e| anyhow::anyhow!("--tls-cert-file/--tls-private-key-file: {e}"))?;
         let client_ca = self.client_ca_file.as_ref().map(|p| read("client-ca-file", p)).transpose()?;
-        let config = apimachinery::tls::server_config_with(Arc::new(certificate), client_ca.as_deref())
+        let clients = client_ca
+            .as_deref()
+            .map(apimachinery::tls::ClientCertificates::from_pem)
+            .transpose()
+            .map_err(|e| anyhow::anyhow!("--client-ca-file: {e}"))?;
+        let config = apimachinery::tls::server_config_with(Arc::new(certificate), clients.clone())
             .map_err(|e| anyhow::anyhow!("serving TLS: {e}"))?;
-        Ok(Some(TlsAcceptor::from(config)))
+        Ok(Some((TlsAcceptor::from(config), clients)))
     }
 
     fn api(&self) -> anyhow::Result<ApiConfig> {

@@ -231,6 +231,39 @@ fn kubectl_with_a_certificate_or_a_token_through_kache_over_tls() {
     assert!(
         String::from_utf8_lossy(&out.stderr).contains(r#"User "alice" cannot list resource "pods" in API group "" at the cluster scope"#)
     );
+    // A certificate of another CA is no one (401, not a failed handshake) — unless a token authenticates the request.
+    let (rogue, rogue_key) = (pki.path("rogue.crt"), pki.path("rogue.key"));
+    let out = kache.kubectl(&[
+        "--certificate-authority",
+        &ca,
+        "--client-certificate",
+        &rogue,
+        "--client-key",
+        &rogue_key,
+        "--token",
+        "nope",
+        "get",
+        "pods",
+        "-A",
+    ]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("You must be logged in"), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = kache.kubectl(&[
+        "--certificate-authority",
+        &ca,
+        "--client-certificate",
+        &rogue,
+        "--client-key",
+        &rogue_key,
+        "--token",
+        "alice-token",
+        "get",
+        "pods",
+        "-n",
+        "ns-0001",
+        "-o",
+        "name",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     // A token upstream does not know: 401.
     let stranger = kache.kubectl(&["--certificate-authority", &ca, "--token", "nope", "get", "pods", "-A"]);
     assert!(String::from_utf8_lossy(&stranger.stderr).contains("You must be logged in"), "{}", String::from_utf8_lossy(&stranger.stderr));

@@ -64,7 +64,11 @@ async fn token_and_client_certificate_each_authenticate_and_nothing_else_does() 
         client_key: Some(pki.path("rogue.key").into()),
         ..base.clone()
     };
-    assert!(matches!(discover(&rogue, &["pods"]).await, Err(UpstreamError::Transport(_))), "a certificate from another CA is refused");
+    // As the apiserver: the handshake requests a certificate, the authenticator refuses one of another CA.
+    assert!(
+        matches!(discover(&rogue, &["pods"]).await, Err(UpstreamError::Status { code: 401, .. })),
+        "a certificate from another CA is refused"
+    );
     let wrong_ca = ConnectArgs { certificate_authority: Some(pki.path("client-ca.crt").into()), ..token.clone() };
     match discover(&wrong_ca, &["pods"]).await {
         Err(UpstreamError::Transport(e)) => assert!(e.contains("certificate"), "{e}"),

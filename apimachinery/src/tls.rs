@@ -1,15 +1,20 @@
 //! TLS serving as a kube-apiserver does it: a certificate chain and key,
 //! HTTP/2 and HTTP/1.1 offered by ALPN, and (when a client CA is configured)
-//! client certificates verified against that CA but optional, because a
-//! bearer token may authenticate the request instead.
+//! client certificates requested but optional, because a bearer token may
+//! authenticate the request instead, and verified against that CA by the
+//! authenticator after the handshake ([`ClientCertificates`]).
 
 use std::sync::Arc;
 
 use rustls::RootCertStore;
+use rustls::client::danger::HandshakeSignatureValid;
+use rustls::pki_types::UnixTime;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use rustls::server::{ResolvesServerCert, WebPkiClientVerifier};
 use rustls::sign::CertifiedKey;
+use rustls::{DigitallySignedStruct, DistinguishedName, SignatureScheme};
 
 /// PEM material for serving TLS.
 #[derive(Debug, Clone)]
@@ -23,39 +28,105 @@ pub struct TlsSettings {
 }
 
 /// The rustls server configuration: HTTP/2 and HTTP/1.1 by ALPN; client
-/// certificates verified against the client CA but optional (a token may
-/// authenticate instead).
-pub fn server_config(s: &TlsSettings) -> Result<Arc<rustls::ServerConfig>, String> {
+/// certificates requested when a client CA is configured, to be verified
+/// by the authenticator with the returned [`ClientCertificates`].
+pub fn server_config(s: &TlsSettings) -> Result<(Arc<rustls::ServerConfig>, Option<Arc<ClientCertificates>>), String> {
     let key = certified_key(&s.cert_pem, &s.key_pem)?;
-    server_config_with(Arc::new(Fixed(key)), s.client_ca_pem.as_deref())
+    let clients = s.client_ca_pem.as_deref().map(ClientCertificates::from_pem).transpose()?;
+    Ok((server_config_with(Arc::new(Fixed(key)), clients.clone())?, clients))
 }
 
 /// [`server_config`] with the serving certificate chosen by `certificate`
 /// at each handshake (e.g. one that reloads its files as they change).
 pub fn server_config_with(
     certificate: Arc<dyn ResolvesServerCert>,
-    client_ca_pem: Option<&[u8]>,
+    clients: Option<Arc<ClientCertificates>>,
 ) -> Result<Arc<rustls::ServerConfig>, String> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let builder =
-        rustls::ServerConfig::builder_with_provider(provider.clone()).with_safe_default_protocol_versions().map_err(|e| e.to_string())?;
-    let builder = match client_ca_pem {
-        Some(pem) => {
-            let mut roots = RootCertStore::empty();
-            for c in CertificateDer::pem_slice_iter(pem) {
-                roots.add(c.map_err(|e| format!("client CA: {e}"))?).map_err(|e| format!("client CA: {e}"))?;
-            }
-            let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
-                .allow_unauthenticated()
-                .build()
-                .map_err(|e| format!("client CA: {e}"))?;
-            builder.with_client_cert_verifier(verifier)
-        }
+    let builder = rustls::ServerConfig::builder_with_provider(provider).with_safe_default_protocol_versions().map_err(|e| e.to_string())?;
+    let builder = match clients {
+        Some(clients) => builder.with_client_cert_verifier(clients),
         None => builder.with_no_client_auth(),
     };
     let mut config = builder.with_cert_resolver(certificate);
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(Arc::new(config))
+}
+
+/// Client certificates as the apiserver takes them: requested at the
+/// handshake, which proves the client holds the certificate's key, and
+/// verified against the client CA afterwards by the authenticator
+/// ([`ClientCertificates::verify`]) — so a certificate of another CA is a
+/// 401 (or a token may still authenticate the request), never a failed
+/// handshake.
+#[derive(Debug)]
+pub struct ClientCertificates {
+    ca: Arc<dyn ClientCertVerifier>,
+}
+
+impl ClientCertificates {
+    /// The client CA bundle (PEM).
+    pub fn from_pem(pem: &[u8]) -> Result<Arc<ClientCertificates>, String> {
+        let mut roots = RootCertStore::empty();
+        for c in CertificateDer::pem_slice_iter(pem) {
+            roots.add(c.map_err(|e| format!("client CA: {e}"))?).map_err(|e| format!("client CA: {e}"))?;
+        }
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let ca = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider).build().map_err(|e| format!("client CA: {e}"))?;
+        Ok(Arc::new(ClientCertificates { ca }))
+    }
+
+    /// Whether a presented chain (end entity first) chains to the client CA, for client authentication.
+    pub fn verify(&self, chain: &[CertificateDer<'_>]) -> bool {
+        let Some((end_entity, intermediates)) = chain.split_first() else { return false };
+        self.ca.verify_client_cert(end_entity, intermediates, UnixTime::now()).is_ok()
+    }
+}
+
+impl ClientCertVerifier for ClientCertificates {
+    fn offer_client_auth(&self) -> bool {
+        true
+    }
+
+    fn client_auth_mandatory(&self) -> bool {
+        false
+    }
+
+    fn root_hint_subjects(&self) -> &[DistinguishedName] {
+        self.ca.root_hint_subjects()
+    }
+
+    fn verify_client_cert(
+        &self,
+        _: &CertificateDer<'_>,
+        _: &[CertificateDer<'_>],
+        _: UnixTime,
+    ) -> Result<ClientCertVerified, rustls::Error> {
+        // Verified by the authenticator, after the handshake.
+        Ok(ClientCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.ca.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.ca.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.ca.supported_verify_schemes()
+    }
 }
 
 /// A serving certificate chain and key (PEM), checked and ready to serve.

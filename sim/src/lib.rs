@@ -122,7 +122,10 @@ impl Sim {
     /// ready would: no client sees a partial cluster.
     pub fn start(config: SimConfig, listener: TcpListener) -> Result<Sim, String> {
         let registry = Arc::new(Registry::new(&config.custom)?);
-        let tls = config.tls.as_ref().map(apimachinery::tls::server_config).transpose()?;
+        let (tls, clients) = match config.tls.as_ref().map(apimachinery::tls::server_config).transpose()? {
+            Some((tls, clients)) => (Some(tls), clients),
+            None => (None, None),
+        };
         if config.auth.client_certificates && config.tls.as_ref().is_none_or(|t| t.client_ca_pem.is_none()) {
             return Err("client certificate authentication needs TLS with a client CA".into());
         }
@@ -132,7 +135,8 @@ impl Sim {
         let state = Arc::new(State::new(config, registry));
         let addr = listener.local_addr().map_err(|e| format!("listener address: {e}"))?;
         let scheme = if tls.is_some() { "https" } else { "http" };
-        let mut tasks = vec![tokio::spawn(serve(state.clone(), listener, addr, tls.map(tokio_rustls::TlsAcceptor::from)))];
+        let tls = tls.map(|t| (tokio_rustls::TlsAcceptor::from(t), clients));
+        let mut tasks = vec![tokio::spawn(serve(state.clone(), listener, addr, tls))];
         generate::system_namespaces(&mut state.db.write());
         generate::custom_resource_definitions(&mut state.db.write());
         state.publish_revision();
@@ -209,7 +213,10 @@ impl Drop for Sim {
 /// How long a client has to finish the TLS handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
-async fn serve(state: Arc<State>, listener: TcpListener, addr: SocketAddr, tls: Option<tokio_rustls::TlsAcceptor>) {
+/// The TLS acceptor and, when a client CA is configured, what verifies client certificates.
+type Tls = (tokio_rustls::TlsAcceptor, Option<Arc<apimachinery::tls::ClientCertificates>>);
+
+async fn serve(state: Arc<State>, listener: TcpListener, addr: SocketAddr, tls: Option<Tls>) {
     let server_address = addr.to_string();
     loop {
         let Ok((stream, _)) = listener.accept().await else { continue };
@@ -220,11 +227,14 @@ async fn serve(state: Arc<State>, listener: TcpListener, addr: SocketAddr, tls: 
         tokio::spawn(async move {
             match tls {
                 None => serve_connection(state, stream, None, server_address).await,
-                Some(acceptor) => {
+                Some((acceptor, clients)) => {
                     // A failed or stalled handshake only ends this connection.
                     let Ok(Ok(stream)) = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await else { return };
                     let certs = stream.get_ref().1.peer_certificates();
-                    let client = certs.and_then(|c| c.first()).map(|c| ClientCert(apimachinery::auth::UserInfo::from_certificate(c)));
+                    let client = certs.filter(|c| !c.is_empty()).map(|chain| {
+                        let verified = clients.as_ref().is_some_and(|v| v.verify(chain));
+                        ClientCert { verified, user: verified.then(|| apimachinery::auth::UserInfo::from_certificate(&chain[0])).flatten() }
+                    });
                     serve_connection(state, stream, client, server_address).await
                 }
             }
@@ -234,7 +244,12 @@ async fn serve(state: Arc<State>, listener: TcpListener, addr: SocketAddr, tls: 
 
 /// A verified client certificate, and the user it names (`None`: no common name).
 #[derive(Debug, Clone)]
-pub(crate) struct ClientCert(pub Option<apimachinery::auth::UserInfo>);
+pub(crate) struct ClientCert {
+    /// It chains to the client CA.
+    pub verified: bool,
+    /// The user it names, when verified and it has a common name.
+    pub user: Option<apimachinery::auth::UserInfo>,
+}
 
 async fn serve_connection<I>(state: Arc<State>, io: I, client_cert: Option<ClientCert>, server_address: String)
 where

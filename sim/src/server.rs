@@ -163,7 +163,8 @@ pub async fn handle(
         return enc.error(&e);
     }
     let public = matches!(req.uri().path(), "/healthz" | "/livez" | "/readyz" | "/version");
-    if !public && !state.config.auth.allows(header(req.headers(), http::header::AUTHORIZATION.as_str()), client_cert.is_some()) {
+    let verified_cert = client_cert.as_ref().is_some_and(|c| c.verified);
+    if !public && !state.config.auth.allows(header(req.headers(), http::header::AUTHORIZATION.as_str()), verified_cert) {
         return enc.error(&ApiError::unauthorized());
     }
     // The `/_sim/` control paths belong to the test harness, not to the API the policy guards.
@@ -184,10 +185,13 @@ pub async fn handle(
 /// token of the policy, else anonymous if the policy allows it), applies its
 /// impersonation, and authorizes it, as the apiserver's filters do.
 fn enforce(policy: &crate::Policy, req: &Request<Incoming>, client_cert: Option<crate::ClientCert>) -> Result<(), ApiError> {
+    let client_cert_presented = client_cert.is_some();
     let token = header(req.headers(), http::header::AUTHORIZATION.as_str()).and_then(|a| a.strip_prefix("Bearer ")).map(str::trim);
-    let user = match (client_cert, token) {
-        (Some(crate::ClientCert(user)), _) => user,
+    // As the apiserver's union of authenticators: a valid certificate, else a valid token; a certificate that does not verify is no one (401 unless a token authenticates).
+    let user = match (client_cert.and_then(|c| c.user), token) {
+        (Some(user), _) => Some(user),
         (None, Some(token)) => policy.authenticate(token),
+        (None, None) if client_cert_presented => None,
         (None, None) => policy.anonymous.then(UserInfo::anonymous),
     };
     let user = user.ok_or_else(ApiError::unauthorized)?;

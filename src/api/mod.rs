@@ -24,12 +24,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use apimachinery::auth::{Attributes, UserInfo};
+use apimachinery::auth::Attributes;
 use apimachinery::negotiate::{self, Endpoint, Format};
 use apimachinery::params::ListOptions;
 use apimachinery::partial;
 use apimachinery::status::ApiError;
 use apimachinery::table::IncludeObject;
+use apimachinery::tls::ClientCertificates;
 use http::header::{ACCEPT, CONTENT_TYPE};
 use http::{HeaderMap, Method, Request, Response, StatusCode};
 use hyper::body::Incoming;
@@ -39,6 +40,7 @@ use hyper_util::server::graceful::Watcher;
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
+use crate::auth::Certificate;
 use crate::cache::{Cache, CachedResource};
 use crate::upstream::client::Client;
 use body::ApiBody;
@@ -126,7 +128,7 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// requests (watches and other long requests are ended after `drain`).
 pub async fn serve(
     listener: TcpListener,
-    tls: Option<TlsAcceptor>,
+    tls: Option<(TlsAcceptor, Option<Arc<ClientCertificates>>)>,
     api: Arc<Api>,
     shutdown: impl std::future::Future<Output = ()>,
     drain: Duration,
@@ -156,18 +158,11 @@ pub async fn serve(
         let tls = tls.clone();
         tokio::spawn(async move {
             let result = match tls {
-                None => serve_connection(stream, api, watcher, None).await,
-                Some(acceptor) => match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
+                None => serve_connection(stream, api, watcher, Arc::new(Certificate::None)).await,
+                Some((acceptor, clients)) => match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
                     Ok(Ok(stream)) => {
-                        // A certificate here was verified against the client CA by the handshake.
-                        let certificate =
-                            stream.get_ref().1.peer_certificates().and_then(|c| c.first()).map(|c| UserInfo::from_certificate(c));
-                        match certificate {
-                            // A verified certificate without a common name names no one: 401, as the apiserver's x509 authenticator.
-                            Some(None) => serve_connection(stream, api, watcher, Some(Arc::new(None))).await,
-                            Some(Some(user)) => serve_connection(stream, api, watcher, Some(Arc::new(Some(user)))).await,
-                            None => serve_connection(stream, api, watcher, None).await,
-                        }
+                        let certificate = Certificate::of(stream.get_ref().1.peer_certificates(), clients.as_deref());
+                        serve_connection(stream, api, watcher, Arc::new(certificate)).await
                     }
                     Ok(Err(e)) => Err(e.into()),
                     Err(_) => Err("TLS handshake timed out".into()),
@@ -183,20 +178,15 @@ pub async fn serve(
     }
 }
 
-/// `certificate`: the connection's verified client certificate and the user it names.
-async fn serve_connection<I>(
-    io: I,
-    api: Arc<Api>,
-    watcher: Watcher,
-    certificate: Option<Arc<Option<UserInfo>>>,
-) -> Result<(), body::BoxError>
+/// `certificate`: the connection's client certificate.
+async fn serve_connection<I>(io: I, api: Arc<Api>, watcher: Watcher, certificate: Arc<Certificate>) -> Result<(), body::BoxError>
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let service = hyper::service::service_fn(move |req| {
         let api = api.clone();
         let certificate = certificate.clone();
-        async move { Ok::<_, std::convert::Infallible>(handle(&api, req, certificate.as_deref()).await) }
+        async move { Ok::<_, std::convert::Infallible>(handle(&api, req, &certificate).await) }
     });
     let conn = auto::Builder::new(TokioExecutor::new()).serve_connection_with_upgrades(TokioIo::new(io), service).into_owned();
     watcher.watch(conn).await
@@ -280,7 +270,7 @@ fn target<'a>(cache: &'a Cache, path: &'a str) -> Option<Target<'a>> {
     Some(Target { index, res, namespace, name })
 }
 
-async fn handle(api: &Api, req: Request<Incoming>, certificate: Option<&Option<UserInfo>>) -> Response<ApiBody> {
+async fn handle(api: &Api, req: Request<Incoming>, certificate: &Certificate) -> Response<ApiBody> {
     let path = req.uri().path().to_string();
     let query = req.uri().query().unwrap_or("").to_string();
     match (req.method(), path.as_str()) {
@@ -292,17 +282,10 @@ async fn handle(api: &Api, req: Request<Incoming>, certificate: Option<&Option<U
     // Who the client is, before anything else (`None`: kache authenticates no one, on loopback).
     let user = match &api.gate {
         None => None,
-        Some(gate) => {
-            let certificate = match certificate {
-                Some(None) => return Layout::default().error(&ApiError::unauthorized()),
-                Some(Some(user)) => Some(user),
-                None => None,
-            };
-            match gate.authenticate(req.headers(), certificate).await {
-                Ok(user) => Some(user),
-                Err(e) => return Layout::default().error(&e),
-            }
-        }
+        Some(gate) => match gate.authenticate(req.headers(), certificate).await {
+            Ok(user) => Some(user),
+            Err(e) => return Layout::default().error(&e),
+        },
     };
     let authorize = async |attrs: &Attributes| -> Result<(), ApiError> {
         match (&api.gate, &user) {

@@ -50,6 +50,34 @@ pub struct AuthStats {
     pub forbidden: AtomicU64,
 }
 
+/// A connection's client certificate, as the authenticator sees it.
+#[derive(Debug, Clone)]
+pub enum Certificate {
+    /// None presented (or no client CA configured).
+    None,
+    /// Presented, but it does not chain to the client CA or names no one: a
+    /// token may still authenticate the request; nothing else may.
+    Rejected,
+    /// A verified certificate's user (CN, groups O).
+    User(UserInfo),
+}
+
+impl Certificate {
+    /// The certificate of a connection whose peer presented `chain`, verified by `clients`.
+    pub fn of(
+        chain: Option<&[rustls::pki_types::CertificateDer<'_>]>,
+        clients: Option<&apimachinery::tls::ClientCertificates>,
+    ) -> Certificate {
+        match (chain.filter(|c| !c.is_empty()), clients) {
+            (None, _) | (_, None) => Certificate::None,
+            (Some(chain), Some(clients)) if clients.verify(chain) => {
+                UserInfo::from_certificate(&chain[0]).map_or(Certificate::Rejected, Certificate::User)
+            }
+            (Some(_), Some(_)) => Certificate::Rejected,
+        }
+    }
+}
+
 /// An authorizer's decision.
 #[derive(Debug, Clone)]
 struct Decision {
@@ -77,7 +105,7 @@ impl Gate {
 
     /// The client's user: its certificate's, its token's, or anonymous;
     /// then the user it impersonates, if it may. 401 or 403 otherwise.
-    pub async fn authenticate(&self, headers: &HeaderMap, certificate: Option<&UserInfo>) -> Result<UserInfo, ApiError> {
+    pub async fn authenticate(&self, headers: &HeaderMap, certificate: &Certificate) -> Result<UserInfo, ApiError> {
         let user = self.identify(headers, certificate).await;
         let user = user.ok_or_else(|| {
             self.stats.unauthenticated.fetch_add(1, Ordering::Relaxed);
@@ -86,14 +114,17 @@ impl Gate {
         self.impersonated(user, headers).await
     }
 
-    async fn identify(&self, headers: &HeaderMap, certificate: Option<&UserInfo>) -> Option<UserInfo> {
-        if let Some(user) = certificate.filter(|_| self.config.certificates) {
+    /// As the apiserver's union of authenticators: a valid certificate, else
+    /// a valid token; anonymous only when the request carries no credential.
+    async fn identify(&self, headers: &HeaderMap, certificate: &Certificate) -> Option<UserInfo> {
+        if let (Certificate::User(user), true) = (certificate, self.config.certificates) {
             return Some(user.clone());
         }
         let token = headers.get(http::header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|a| a.strip_prefix("Bearer "));
         match token.map(str::trim).filter(|t| !t.is_empty()) {
             Some(token) if self.config.tokens => self.review_token(token).await,
             Some(_) => None,
+            None if matches!(certificate, Certificate::Rejected) || headers.contains_key(http::header::AUTHORIZATION) => None,
             None => self.config.anonymous.then(UserInfo::anonymous),
         }
     }
