@@ -20,7 +20,7 @@ const POLICY: &str = r#"{
   ],
   "rules": [
     {"subjects": ["group:dev"], "verbs": ["get", "list", "watch"], "groups": [""], "resources": ["pods"], "namespaces": ["ns-0001"]},
-    {"subjects": ["group:dev"], "verbs": ["create"], "groups": [""], "resources": ["configmaps"], "namespaces": ["ns-0001"]},
+    {"subjects": ["group:dev"], "verbs": ["create"], "groups": [""], "resources": ["configmaps", "pods/exec"], "namespaces": ["ns-0001"]},
     {"subjects": ["group:ops"], "verbs": ["get", "list", "watch"], "groups": [""], "resources": ["pods", "configmaps"]},
     {"subjects": ["user:system:serviceaccount:default:reader"], "verbs": ["get", "list", "watch"], "groups": [""], "resources": ["configmaps"], "namespaces": ["ns-0001"]},
     {"subjects": ["user:system:serviceaccount:default:reader"], "verbs": ["get", "list", "watch"], "groups": [""], "resources": ["secrets"], "names": ["public"]},
@@ -230,6 +230,23 @@ fn kubectl_with_a_certificate_or_a_token_through_kache_over_tls() {
     let out = with_token(&["get", "pods", "-A"]);
     assert!(
         String::from_utf8_lossy(&out.stderr).contains(r#"User "alice" cannot list resource "pods" in API group "" at the cluster scope"#)
+    );
+    // exec goes upstream as the client too: alice may exec in ns-0001, bob may not.
+    let pod =
+        sim.request("GET", "/api/v1/namespaces/ns-0001/pods?limit=1", &[("authorization", &bearer("root-token"))], None).json()["items"][0]
+            ["metadata"]["name"]
+            .as_str()
+            .unwrap()
+            .to_string();
+    let out = with_token(&["exec", "-n", "ns-0001", &pod, "--", "echo", "as", "alice"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "as alice");
+    let out = kache.kubectl(&["--certificate-authority", &ca, "--token", "bob-token", "exec", "-n", "ns-0001", &pod, "--", "echo", "x"]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains(r#"User "bob" cannot create resource "pods/exec" in API group "" in the namespace "ns-0001""#),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
     // A certificate of another CA is no one (401, not a failed handshake) — unless a token authenticates the request.
     let (rogue, rogue_key) = (pki.path("rogue.crt"), pki.path("rogue.key"));

@@ -125,6 +125,14 @@ impl Attributes {
             ("delete", false) => "delete".into(),
             (other, _) => other.into(),
         };
+        // Connecting to a pod needs `create`, whichever method opens the stream (WebSockets use GET).
+        if a.verb == "get"
+            && a.group.is_empty()
+            && a.resource == "pods"
+            && matches!(a.subresource.as_str(), "exec" | "attach" | "portforward")
+        {
+            a.verb = "create".into();
+        }
         if matches!(a.verb.as_str(), "list" | "watch")
             && let Some(name) = param("fieldSelector").and_then(exact_name)
         {
@@ -263,6 +271,10 @@ mod tests {
             (s("get"), s("apps"), s("deployments"), s(""), s("ns"), s("web"))
         );
         assert_eq!(attrs("POST", "/api/v1/namespaces/ns/pods/p/exec", ""), (s("create"), s(""), s("pods"), s("exec"), s("ns"), s("p")));
+        assert_eq!(
+            attrs("GET", "/api/v1/namespaces/ns/pods/p/exec", "command=ls"),
+            (s("create"), s(""), s("pods"), s("exec"), s("ns"), s("p"))
+        );
         assert_eq!(attrs("GET", "/api/v1/namespaces/ns", ""), (s("get"), s(""), s("namespaces"), s(""), s("ns"), s("ns")));
         assert_eq!(
             attrs("PUT", "/api/v1/namespaces/ns/finalize", ""),
