@@ -44,6 +44,7 @@ fn policy(identities: usize) -> String {
         "users": all,
         "rules": [
             {"subjects": ["group:readers"], "verbs": ["get", "list", "watch"], "groups": [""], "resources": ["pods"]},
+            {"subjects": ["user:user-000"], "verbs": ["get"], "paths": ["/metrics"]},
             {"subjects": ["user:kache"], "verbs": ["get", "list", "watch"], "groups": ["*"], "resources": ["*"]},
             {"subjects": ["user:kache"], "verbs": ["create"], "groups": ["authentication.k8s.io"], "resources": ["tokenreviews"]},
             {"subjects": ["user:kache"], "verbs": ["create"], "groups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"]},
