@@ -250,36 +250,14 @@ fn kubectl_with_a_certificate_or_a_token_through_kache_over_tls() {
     );
     // A certificate of another CA is no one (401, not a failed handshake) — unless a token authenticates the request.
     let (rogue, rogue_key) = (pki.path("rogue.crt"), pki.path("rogue.key"));
-    let out = kache.kubectl(&[
-        "--certificate-authority",
-        &ca,
-        "--client-certificate",
-        &rogue,
-        "--client-key",
-        &rogue_key,
-        "--token",
-        "nope",
-        "get",
-        "pods",
-        "-A",
-    ]);
+    let with_rogue = |token: &str, args: &[&str]| {
+        let mut all = vec!["--certificate-authority", &ca, "--client-certificate", &rogue, "--client-key", &rogue_key, "--token", token];
+        all.extend_from_slice(args);
+        kache.kubectl(&all)
+    };
+    let out = with_rogue("nope", &["get", "pods", "-A"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("You must be logged in"), "{}", String::from_utf8_lossy(&out.stderr));
-    let out = kache.kubectl(&[
-        "--certificate-authority",
-        &ca,
-        "--client-certificate",
-        &rogue,
-        "--client-key",
-        &rogue_key,
-        "--token",
-        "alice-token",
-        "get",
-        "pods",
-        "-n",
-        "ns-0001",
-        "-o",
-        "name",
-    ]);
+    let out = with_rogue("alice-token", &["get", "pods", "-n", "ns-0001", "-o", "name"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     // A token upstream does not know: 401.
     let stranger = kache.kubectl(&["--certificate-authority", &ca, "--token", "nope", "get", "pods", "-A"]);

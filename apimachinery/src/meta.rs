@@ -139,8 +139,8 @@ fn field_value<'a>(top: &Top<'a>, path: &str) -> Result<Option<Cow<'a, str>>, Me
     }
 }
 
-/// `ObjectMeta`'s JSON fields in Go's struct order.
-const OBJECT_META: &[&str] = &[
+/// `ObjectMeta`'s JSON fields in Go's struct order (the order the apiserver writes them).
+pub const OBJECT_META_FIELDS: &[&str] = &[
     "name",
     "generateName",
     "namespace",
@@ -170,7 +170,7 @@ pub fn typed_metadata(metadata: &[u8]) -> Result<Vec<u8>, MetaError> {
     let map: BTreeMap<&str, &RawValue> = serde_json::from_slice(metadata).map_err(bad)?;
     let mut out = Vec::with_capacity(metadata.len());
     out.push(b'{');
-    for key in OBJECT_META {
+    for key in OBJECT_META_FIELDS {
         let Some(value) = map.get(key) else { continue };
         if out.len() > 1 {
             out.push(b',');

@@ -6,10 +6,9 @@
 //! off, on with cold review caches, and on with warm ones; and the reviews
 //! kache sent upstream per second while its caches filled.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use clap::Args;
 
 use crate::procs::{self, HttpClient, Proc, get, get_with};
@@ -62,37 +61,9 @@ struct Outcome {
 
 /// `n` GETs of `url`, each with the next user's token, `concurrency` at a time.
 async fn run(client: &HttpClient, url: &str, identities: usize, n: usize, concurrency: usize) -> anyhow::Result<Outcome> {
-    let started = Instant::now();
-    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let mut tasks = Vec::new();
-    for _ in 0..concurrency.max(1) {
-        let (client, url, next) = (client.clone(), url.to_string(), next.clone());
-        tasks.push(tokio::spawn(async move {
-            let mut out = Vec::new();
-            loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                if i >= n {
-                    break;
-                }
-                let token = format!("Bearer token-{:03}", i % identities);
-                let t = Instant::now();
-                let (status, _) = get_with(&client, &url, &[("authorization", &token)]).await?;
-                if status != 200 {
-                    bail!("{url}: status {status}");
-                }
-                out.push(t.elapsed());
-            }
-            Ok(out)
-        }));
-    }
-    let mut samples = Vec::new();
-    for t in tasks {
-        samples.extend(t.await??);
-    }
-    let wall = started.elapsed();
-    samples.sort();
-    let at = |q: f64| samples.get(((samples.len() as f64 * q) as usize).min(samples.len().saturating_sub(1))).copied().unwrap_or_default();
-    Ok(Outcome { rps: samples.len() as f64 / wall.as_secs_f64(), p50: at(0.5), p99: at(0.99) })
+    let token = move |i: usize| vec![("authorization", format!("Bearer token-{:03}", i % identities))];
+    let s = procs::drive(client, url, n, concurrency, token).await?;
+    Ok(Outcome { rps: s.rps(), p50: s.quantile(0.5), p99: s.quantile(0.99) })
 }
 
 async fn metric(client: &HttpClient, kache: &str, name: &str) -> anyhow::Result<u64> {

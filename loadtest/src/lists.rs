@@ -2,10 +2,9 @@
 //! plain server that answers with the same bytes from memory (the floor any
 //! server pays), in one run: requests/s, latency, CPU per request.
 
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use bytes::Bytes;
 use clap::Args;
 use http_body_util::Full;
@@ -67,38 +66,15 @@ struct Outcome {
 
 async fn run(client: &HttpClient, url: &str, gzip: bool, n: usize, concurrency: usize, pid: Option<u32>) -> anyhow::Result<Outcome> {
     let cpu0 = pid.map(cpu_seconds);
-    let started = Instant::now();
-    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let mut tasks = Vec::new();
-    for _ in 0..concurrency.max(1) {
-        let (client, url, next) = (client.clone(), url.to_string(), next.clone());
-        tasks.push(tokio::spawn(async move {
-            let mut out = Vec::new();
-            while next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < n {
-                let t = Instant::now();
-                let (status, body) = get(&client, &url, gzip).await?;
-                if status != 200 {
-                    bail!("{url}: status {status}");
-                }
-                out.push((t.elapsed(), body.len()));
-            }
-            Ok(out)
-        }));
-    }
-    let mut samples = Vec::new();
-    for t in tasks {
-        samples.extend(t.await??);
-    }
-    let wall = started.elapsed();
-    samples.sort();
-    let at =
-        |q: f64| samples.get(((samples.len() as f64 * q) as usize).min(samples.len().saturating_sub(1))).map_or(Duration::ZERO, |s| s.0);
+    let samples =
+        procs::drive(client, url, n, concurrency, move |_| if gzip { vec![("accept-encoding", "gzip".to_string())] } else { vec![] })
+            .await?;
     Ok(Outcome {
-        rps: samples.len() as f64 / wall.as_secs_f64(),
-        p50: at(0.5),
-        p99: at(0.99),
-        bytes: samples.first().map_or(0, |s| s.1),
-        cpu_ms_per_req: pid.zip(cpu0).map(|(p, c0)| (cpu_seconds(p) - c0) * 1000.0 / samples.len().max(1) as f64),
+        rps: samples.rps(),
+        p50: samples.quantile(0.5),
+        p99: samples.quantile(0.99),
+        bytes: samples.bytes,
+        cpu_ms_per_req: pid.zip(cpu0).map(|(p, c0)| (cpu_seconds(p) - c0) * 1000.0 / samples.latencies.len().max(1) as f64),
     })
 }
 

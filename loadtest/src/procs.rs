@@ -86,6 +86,72 @@ pub async fn get_with(client: &HttpClient, url: &str, headers: &[(&str, &str)]) 
     Ok((status, resp.into_body().collect().await?.to_bytes()))
 }
 
+/// GETs of `url` made by [`drive`]: their latencies (sorted), the size of a
+/// body, and the wall time they took together.
+pub struct Samples {
+    pub latencies: Vec<Duration>,
+    pub bytes: usize,
+    pub wall: Duration,
+}
+
+impl Samples {
+    /// Requests per second.
+    pub fn rps(&self) -> f64 {
+        self.latencies.len() as f64 / self.wall.as_secs_f64()
+    }
+
+    /// The latency at quantile `q` (0.5: the median).
+    pub fn quantile(&self, q: f64) -> Duration {
+        let i = ((self.latencies.len() as f64 * q) as usize).min(self.latencies.len().saturating_sub(1));
+        self.latencies.get(i).copied().unwrap_or_default()
+    }
+}
+
+/// `n` GETs of `url`, `concurrency` at a time, the `i`-th with `headers(i)`;
+/// any answer but 200 is an error.
+pub async fn drive(
+    client: &HttpClient,
+    url: &str,
+    n: usize,
+    concurrency: usize,
+    headers: impl Fn(usize) -> Vec<(&'static str, String)> + Send + Sync + 'static,
+) -> anyhow::Result<Samples> {
+    let started = Instant::now();
+    let next = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let headers = std::sync::Arc::new(headers);
+    let mut tasks = Vec::new();
+    for _ in 0..concurrency.max(1) {
+        let (client, url, next, headers) = (client.clone(), url.to_string(), next.clone(), headers.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut out = Vec::new();
+            loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if i >= n {
+                    break;
+                }
+                let h = headers(i);
+                let h: Vec<(&str, &str)> = h.iter().map(|(k, v)| (*k, v.as_str())).collect();
+                let t = Instant::now();
+                let (status, body) = get_with(&client, &url, &h).await?;
+                if status != 200 {
+                    bail!("{url}: status {status}");
+                }
+                out.push((t.elapsed(), body.len()));
+            }
+            Ok::<_, anyhow::Error>(out)
+        }));
+    }
+    let mut samples = Vec::new();
+    for t in tasks {
+        samples.extend(t.await??);
+    }
+    let wall = started.elapsed();
+    let bytes = samples.first().map_or(0, |s| s.1);
+    let mut latencies: Vec<Duration> = samples.into_iter().map(|s| s.0).collect();
+    latencies.sort();
+    Ok(Samples { latencies, bytes, wall })
+}
+
 /// Waits until `url` answers 200 (a process's `/readyz`).
 pub async fn ready(client: &HttpClient, url: &str, within: Duration) -> anyhow::Result<()> {
     let deadline = Instant::now() + within;

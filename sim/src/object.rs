@@ -15,25 +15,6 @@ use serde_json::{Map, Value};
 
 use crate::resources::ResourceType;
 
-/// The apiserver's (Go struct) order of `ObjectMeta` fields; unknown keys follow.
-const META_ORDER: &[&str] = &[
-    "name",
-    "generateName",
-    "namespace",
-    "selfLink",
-    "uid",
-    "resourceVersion",
-    "generation",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-    "labels",
-    "annotations",
-    "ownerReferences",
-    "finalizers",
-    "managedFields",
-];
-
 /// One revision of one object.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Obj {
@@ -133,7 +114,8 @@ impl Obj {
 
 fn order_metadata(mut m: Map<String, Value>) -> Map<String, Value> {
     let mut out = Map::new();
-    for k in META_ORDER {
+    // The apiserver's (Go struct) order; unknown keys follow.
+    for k in apimachinery::meta::OBJECT_META_FIELDS {
         if let Some(v) = m.shift_remove(*k) {
             out.insert((*k).to_string(), v);
         }
