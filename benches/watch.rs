@@ -18,7 +18,7 @@ use apimachinery::resource::Resource;
 use bytes::Bytes;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use kache::api::Waits;
-use kache::api::document::{Form, Wire};
+use kache::api::form::{Form, Wire};
 
 /// The objects, in JSON.
 const JSON: Wire = Wire { form: Form::Objects, protobuf: false };

@@ -20,41 +20,17 @@ use http::header::{ACCEPT_ENCODING, CONTENT_ENCODING, CONTENT_TYPE, RETRY_AFTER,
 use http::{HeaderMap, HeaderValue, Response, StatusCode};
 
 use super::body::{self, ApiBody};
+use super::form::{Form, Wire};
 use super::list::Page;
 use super::proto;
 use crate::cache::CachedResource;
 use crate::store::CachedObject;
-
-/// What a JSON answer holds: the objects, or their metadata only (in the
-/// form for one object — also a watch's events — or the form for a list).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Form {
-    Objects,
-    Metadata,
-    MetadataList,
-}
 
 /// What a list or GET answer holds: objects in a form, or a Table of them.
 #[derive(Debug, Clone)]
 pub enum Shape {
     Form(Form),
     Table(Arc<Printer>, IncludeObject),
-}
-
-/// What a watch stream's frames hold, and in which encoding.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Wire {
-    pub form: Form,
-    pub protobuf: bool,
-}
-
-impl Wire {
-    /// An index for per-wire caches, below [`Wire::COUNT`].
-    pub fn index(self) -> usize {
-        2 * usize::from(self.form != Form::Objects) + usize::from(self.protobuf)
-    }
-
-    pub const COUNT: usize = 4;
 }
 
 /// A watch frame of event `typ` carrying `o` (with `metadata.resourceVersion`

@@ -15,6 +15,7 @@
 pub mod body;
 pub mod document;
 pub mod filter;
+pub mod form;
 pub mod list;
 mod metrics;
 mod proto;
@@ -44,7 +45,8 @@ use crate::auth::Certificate;
 use crate::cache::{Cache, CachedResource};
 use crate::upstream::client::Client;
 use body::ApiBody;
-use document::{Form, Layout, Shape};
+use document::{Layout, Shape};
+use form::Form;
 use list::Answer;
 use watch::{Dispatcher, WatchConfig};
 

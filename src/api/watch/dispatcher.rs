@@ -42,8 +42,8 @@ use bytes::Bytes;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
-use crate::api::document::Wire;
 use crate::api::filter::{Filter, Transition};
+use crate::api::form::Wire;
 use crate::cache::CachedResource;
 use crate::store::{Event, View};
 

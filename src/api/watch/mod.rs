@@ -57,8 +57,9 @@ use table::TableFrames;
 
 use super::ApiConfig;
 use super::body::{self, ApiBody, BoxError};
-use super::document::{Form, Layout, Shape, Wire, bookmark_frame, error_frame, event_frame};
+use super::document::{Layout, Shape, bookmark_frame, error_frame, event_frame};
 use super::filter::{Filter, Transition};
+use super::form::{Form, Wire};
 use crate::cache::CachedResource;
 use crate::store::{Event, Snapshot};
 
