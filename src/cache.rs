@@ -86,30 +86,27 @@ impl CachedResource {
     }
 
     /// `o`'s `metadata` (at `rv` when given) as metadata-only answers and
-    /// Table rows carry it: a custom resource's in `ObjectMeta` order, as
-    /// the apiserver writes it once typed.
+    /// Table rows carry it ([`apimachinery::meta::served_metadata`]: a
+    /// custom resource's in `ObjectMeta` order, a DaemonSet's without its
+    /// template-generation annotation); the stored bytes, shared, otherwise.
     pub fn metadata_parts(&self, o: &CachedObject, rv: Option<u64>) -> Vec<Bytes> {
-        match rv {
-            None => vec![self.metadata_bytes(o)],
-            Some(_) if !self.custom => o.metadata_at(rv),
-            Some(_) => {
-                let parts = o.metadata_at(rv);
-                apimachinery::meta::typed_metadata(&parts.concat()).map_or(parts, |typed| vec![Bytes::from(typed)])
-            }
+        if rv.is_none() {
+            return vec![self.metadata_bytes(o)];
+        }
+        let parts = o.metadata_at(rv);
+        match apimachinery::meta::served_metadata(&self.info, &parts.concat()) {
+            std::borrow::Cow::Owned(served) => vec![Bytes::from(served)],
+            std::borrow::Cow::Borrowed(_) => parts,
         }
     }
 
     /// [`CachedResource::metadata_parts`] of the current revision, in one piece.
     pub fn metadata_bytes(&self, o: &CachedObject) -> Bytes {
-        if !self.custom {
-            return o.bytes().slice(o.metadata_range());
+        let stored = o.bytes().slice(o.metadata_range());
+        match apimachinery::meta::served_metadata(&self.info, &stored) {
+            std::borrow::Cow::Owned(served) => Bytes::from(served),
+            std::borrow::Cow::Borrowed(_) => stored,
         }
-        apimachinery::meta::typed_metadata(&o.bytes()[o.metadata_range()]).map_or_else(|_| o.bytes().slice(o.metadata_range()), Bytes::from)
-    }
-
-    /// Whether it is a custom resource.
-    pub fn is_custom(&self) -> bool {
-        self.custom
     }
 
     /// Whether kache answers protobuf for this resource: a built-in kind
@@ -125,13 +122,16 @@ impl CachedResource {
         self.custom || self.speaks_protobuf()
     }
 
-    /// `o`'s `PartialObjectMetadata` message (at `rv` when given), its
-    /// `ObjectMeta` sharing the object's message for built-in kinds.
+    /// `o`'s `PartialObjectMetadata` message (at `rv` when given): its
+    /// `ObjectMeta` a slice of the object's message where the served metadata
+    /// is the stored one, else encoded from the served metadata.
     pub fn metadata_protobuf(&self, o: &CachedObject, rv: Option<u64>) -> Option<Vec<Bytes>> {
-        if !self.custom {
+        let stored = o.metadata_at(rv).concat();
+        let served = apimachinery::meta::served_metadata(&self.info, &stored);
+        if let (std::borrow::Cow::Borrowed(_), false) = (&served, self.custom) {
             return apimachinery::protobuf::partial_object(&self.protobuf_of(o, rv)?);
         }
-        let meta = apimachinery::protobuf::encode(OBJECT_META, &o.metadata_at(rv).concat()).ok()?;
+        let meta = apimachinery::protobuf::encode(OBJECT_META, &served).ok()?;
         let mut head = Vec::with_capacity(6);
         apimachinery::protobuf::wire::key(&mut head, 1, apimachinery::protobuf::wire::LEN);
         apimachinery::protobuf::wire::varint(&mut head, meta.len() as u64);

@@ -537,7 +537,15 @@ async fn table_watches_are_the_objects_stream_as_one_row_tables() {
         .map(|(i, l)| {
             let frame = parse(l);
             let object = Bytes::from(serde_json::to_vec(&frame["object"]).expect("JSON"));
-            let table = json_watch_table(&pods, IncludeObject::Metadata, &object, false, i == 0, 0).expect("a row");
+            let table = json_watch_table(
+                &pods,
+                IncludeObject::Metadata,
+                &object,
+                &apimachinery::resource::builtin("", "v1", "pods").unwrap().resource(),
+                i == 0,
+                0,
+            )
+            .expect("a row");
             let line =
                 apimachinery::watch::json_frame(apimachinery::watch::EventType::Added, &table.iter().map(|p| &p[..]).collect::<Vec<_>>());
             let mut v = ageless(&line[..line.len() - 1]);

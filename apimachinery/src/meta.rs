@@ -139,6 +139,48 @@ fn field_value<'a>(top: &Top<'a>, path: &str) -> Result<Option<Cow<'a, str>>, Me
     }
 }
 
+/// The annotation apps/v1 DaemonSets carry that the apiserver's internal
+/// DaemonSet holds as `spec.templateGeneration` instead.
+const DAEMONSET_TEMPLATE_GENERATION: &str = "deprecated.daemonset.template.generation";
+
+/// The `metadata` the apiserver writes in metadata-only answers
+/// (`PartialObjectMetadata`, Table rows) of an object of `res` stored with
+/// `metadata`: it serializes the metadata of its internal object, so a
+/// custom resource's comes in `ObjectMeta` order ([`typed_metadata`]) and a
+/// DaemonSet's without `deprecated.daemonset.template.generation` (an
+/// `annotations` left empty disappears); any other as stored. Checked
+/// against the captures (`daemonsets/get-metadata.json`, `watch-metadata.pb`).
+pub fn served_metadata<'a>(res: &crate::resource::Resource, metadata: &'a [u8]) -> Cow<'a, [u8]> {
+    if crate::resource::builtin(&res.group, &res.version, &res.plural).is_none() {
+        return typed_metadata(metadata).map_or(Cow::Borrowed(metadata), Cow::Owned);
+    }
+    if res.group == "apps" && res.plural == "daemonsets" {
+        return without_annotation(metadata, DAEMONSET_TEMPLATE_GENERATION).map_or(Cow::Borrowed(metadata), Cow::Owned);
+    }
+    Cow::Borrowed(metadata)
+}
+
+/// `metadata` without annotation `key` (an `annotations` left empty
+/// dropped), fields in `ObjectMeta` order, other bytes kept; `None` when it
+/// has no such annotation.
+fn without_annotation(metadata: &[u8], key: &str) -> Option<Vec<u8>> {
+    let map: BTreeMap<&str, &RawValue> = serde_json::from_slice(metadata).ok()?;
+    let annotations: BTreeMap<String, &RawValue> = serde_json::from_str(map.get("annotations")?.get()).ok()?;
+    annotations.get(key)?;
+    let mut rest = String::from("{");
+    for (k, v) in annotations.iter().filter(|(k, _)| *k != key) {
+        if rest.len() > 1 {
+            rest.push(',');
+        }
+        crate::json::write_go_string(&mut rest, k);
+        rest.push(':');
+        rest.push_str(v.get());
+    }
+    rest.push('}');
+    let annotations = (rest.len() > 2).then_some(rest.as_str());
+    ordered(&map, Some(annotations)).ok()
+}
+
 /// `ObjectMeta`'s JSON fields in Go's struct order (the order the apiserver writes them).
 pub const OBJECT_META_FIELDS: &[&str] = &[
     "name",
@@ -168,18 +210,28 @@ const MANAGED_FIELDS_ENTRY: &[&str] = &["manager", "operation", "apiVersion", "t
 pub fn typed_metadata(metadata: &[u8]) -> Result<Vec<u8>, MetaError> {
     let bad = |e: serde_json::Error| MetaError(format!("bad metadata: {e}"));
     let map: BTreeMap<&str, &RawValue> = serde_json::from_slice(metadata).map_err(bad)?;
-    let mut out = Vec::with_capacity(metadata.len());
+    ordered(&map, None).map_err(bad)
+}
+
+/// The fields of `map` in `ObjectMeta` order; `annotations`, when given,
+/// replaces the annotations (`None`: none).
+fn ordered(map: &BTreeMap<&str, &RawValue>, annotations: Option<Option<&str>>) -> Result<Vec<u8>, serde_json::Error> {
+    let mut out = Vec::new();
     out.push(b'{');
     for key in OBJECT_META_FIELDS {
-        let Some(value) = map.get(key) else { continue };
+        let value = match (*key, annotations) {
+            ("annotations", Some(replacement)) => replacement,
+            _ => map.get(key).map(|v| v.get()),
+        };
+        let Some(value) = value else { continue };
         if out.len() > 1 {
             out.push(b',');
         }
         write_key(&mut out, key);
         match *key {
-            "ownerReferences" => write_entries(&mut out, value, OWNER_REFERENCE).map_err(bad)?,
-            "managedFields" => write_entries(&mut out, value, MANAGED_FIELDS_ENTRY).map_err(bad)?,
-            _ => out.extend_from_slice(value.get().as_bytes()),
+            "ownerReferences" => write_entries(&mut out, value, OWNER_REFERENCE)?,
+            "managedFields" => write_entries(&mut out, value, MANAGED_FIELDS_ENTRY)?,
+            _ => out.extend_from_slice(value.as_bytes()),
         }
     }
     out.push(b'}');
@@ -193,8 +245,8 @@ fn write_key(out: &mut Vec<u8>, key: &str) {
 }
 
 /// An array of objects with each object's fields in `order`.
-fn write_entries(out: &mut Vec<u8>, value: &RawValue, order: &[&str]) -> Result<(), serde_json::Error> {
-    let Some(entries): Option<Vec<BTreeMap<&str, &RawValue>>> = serde_json::from_str(value.get())? else {
+fn write_entries(out: &mut Vec<u8>, value: &str, order: &[&str]) -> Result<(), serde_json::Error> {
+    let Some(entries): Option<Vec<BTreeMap<&str, &RawValue>>> = serde_json::from_str(value)? else {
         out.extend_from_slice(b"null");
         return Ok(());
     };

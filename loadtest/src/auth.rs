@@ -66,6 +66,20 @@ async fn run(client: &HttpClient, url: &str, identities: usize, n: usize, concur
     Ok(Outcome { rps: s.rps(), p50: s.quantile(0.5), p99: s.quantile(0.99) })
 }
 
+/// The median and p99 time from sending a watch to its response head, once per identity.
+async fn watch_starts(client: &HttpClient, url: &str, identities: usize) -> anyhow::Result<(Duration, Duration)> {
+    let mut times = Vec::new();
+    for i in 0..identities {
+        let req = hyper::Request::get(url).header("authorization", format!("Bearer token-{i:03}")).body(http_body_util::Empty::new())?;
+        let t = Instant::now();
+        let resp = client.request(req).await?;
+        times.push(t.elapsed());
+        anyhow::ensure!(resp.status() == 200, "{url}: status {}", resp.status());
+    }
+    times.sort();
+    Ok((times[times.len() / 2], times[(times.len() * 99 / 100).min(times.len() - 1)]))
+}
+
 async fn metric(client: &HttpClient, kache: &str, name: &str) -> anyhow::Result<u64> {
     let (_, body) = get_with(client, &format!("{kache}/metrics"), &[("authorization", "Bearer token-000")]).await?;
     let text = String::from_utf8_lossy(&body).into_owned();
@@ -135,6 +149,15 @@ pub async fn run_all(args: AuthArgs) -> anyhow::Result<()> {
         a2 - a1
     );
     println!("ratios: warm/off throughput {:.2}x, p50 {:.2}x", warm.rps / base.rps, warm.p50.as_secs_f64() / base.p50.as_secs_f64());
+    // Watches: what auth adds is at the start (a review, then a re-check each allow TTL); events flow as before.
+    let watch = format!("/api/v1/pods?watch=1&resourceVersion={rv}&timeoutSeconds=5");
+    let off_start = watch_starts(&client, &format!("{}{watch}", off.url), args.identities).await?;
+    watch_starts(&client, &format!("{}{watch}", on.url), args.identities).await?;
+    let on_start = watch_starts(&client, &format!("{}{watch}", on.url), args.identities).await?;
+    println!(
+        "watch start (to the response head, {} watches): auth off p50 {:.2?} p99 {:.2?}; on, warm p50 {:.2?} p99 {:.2?}",
+        args.identities, off_start.0, off_start.1, on_start.0, on_start.1
+    );
     let _ = get(&client, &format!("{}/healthz", on.url), false).await;
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())

@@ -26,12 +26,12 @@ fn encode(message: &str, json: &[u8]) -> Result<Bytes, ApiError> {
 
 /// An item: the object's message, or its `PartialObjectMetadata` (which
 /// custom resources, whose `message` is empty, have too).
-fn item(message: &str, json: &[u8], partial: bool) -> Result<Vec<Bytes>, ApiError> {
+fn item(rt: &ResourceType, message: &str, json: &[u8], partial: bool) -> Result<Vec<Bytes>, ApiError> {
     if !partial {
         return Ok(vec![encode(message, json)?]);
     }
     let meta = apimachinery::meta::parse(json, &[]).map_err(|e| ApiError::internal(e.0))?;
-    let meta = encode("apimachinery.pkg.apis.meta.v1.ObjectMeta", meta.metadata.as_bytes())?;
+    let meta = encode("apimachinery.pkg.apis.meta.v1.ObjectMeta", &apimachinery::meta::served_metadata(rt, meta.metadata.as_bytes()))?;
     let mut out = Vec::with_capacity(meta.len() + 6);
     protobuf::wire::len_field(&mut out, 1, &meta);
     Ok(vec![Bytes::from(out)])
@@ -39,7 +39,7 @@ fn item(message: &str, json: &[u8], partial: bool) -> Result<Vec<Bytes>, ApiErro
 
 /// One object's document from its JSON.
 pub fn document(rt: &ResourceType, message: &str, json: &[u8], partial: bool) -> Result<Vec<Bytes>, ApiError> {
-    let parts = item(message, json, partial)?;
+    let parts = item(rt, message, json, partial)?;
     Ok(if partial { document_parts(META_API_VERSION, partial::KIND, parts) } else { document_parts(&rt.api_version(), &rt.kind, parts) })
 }
 
@@ -51,7 +51,7 @@ pub fn list<'a>(
     items: impl Iterator<Item = &'a [u8]>,
     partial: bool,
 ) -> Result<Vec<Bytes>, ApiError> {
-    let items = items.map(|json| item(message, json, partial)).collect::<Result<Vec<_>, _>>()?;
+    let items = items.map(|json| item(rt, message, json, partial)).collect::<Result<Vec<_>, _>>()?;
     let list_meta = protobuf::list_meta(meta.resource_version, meta.continue_token.as_deref(), meta.remaining_item_count);
     Ok(if partial {
         list_parts(META_API_VERSION, partial::LIST_KIND, &list_meta, items)

@@ -57,7 +57,7 @@ impl Renderer<'_> {
             return crate::proto::frame(self.rt, m, typ, &obj.item, self.partial);
         }
         if self.partial {
-            let parts = partial::object([obj.metadata()]);
+            let parts = partial::object([crate::server::served_metadata(self.rt, obj)]);
             return frames::json_frame(typ, &parts.iter().map(|b| &b[..]).collect::<Vec<_>>());
         }
         frames::json_frame(typ, &[&obj.with_type(self.rt)])

@@ -211,7 +211,11 @@ fn every_captured_list_and_watch_encodes_to_the_apiservers_bytes() {
             documents += 1;
         }
         // Watch streams: every frame, bookmarks included.
-        for (json_file, pb_file) in [("watch.json", "watch.pb"), ("watch-initial.json", "watch-initial.pb")] {
+        for (json_file, pb_file, metadata) in [
+            ("watch.json", "watch.pb", false),
+            ("watch-initial.json", "watch-initial.pb", false),
+            ("watch.json", "watch-metadata.pb", true),
+        ] {
             let (Some(json), Some(pb)) = (read(&dir, json_file), read(&dir, pb_file)) else { continue };
             let events: Vec<serde_json::Value> = json.split(|b| *b == b'\n').filter(|l| !l.is_empty()).map(json_of).collect();
             let theirs = frames(&pb);
@@ -228,7 +232,19 @@ fn every_captured_list_and_watch_encodes_to_the_apiservers_bytes() {
                         // The two streams ran apart: the bookmark's revision is the protobuf one's.
                         object["metadata"]["resourceVersion"] = frame_revision(theirs).into();
                     }
-                    watch_frame(e["type"].as_str().unwrap(), &[document(&api_version, &kind, &enc(&object)).into()])
+                    let doc = if metadata {
+                        // As metadata-only answers carry it (a DaemonSet's without its template-generation annotation).
+                        let (group, version) = api_version.split_once('/').unwrap_or(("", &api_version));
+                        let plural = label.split('.').next().unwrap();
+                        let res = crate::resource::Resource::new(group, version, plural, &kind, true);
+                        let served = crate::meta::served_metadata(&res, object["metadata"].to_string().as_bytes()).into_owned();
+                        let mut raw = Vec::new();
+                        wire::len_field(&mut raw, 1, &encode("apimachinery.pkg.apis.meta.v1.ObjectMeta", &served).unwrap());
+                        document_parts("meta.k8s.io/v1", "PartialObjectMetadata", vec![Bytes::from(raw)])
+                    } else {
+                        document_parts(&api_version, &kind, vec![Bytes::from(enc(&object))])
+                    };
+                    watch_frame(e["type"].as_str().unwrap(), &doc)
                 })
                 .collect();
             let theirs: Vec<&[u8]> =
@@ -241,7 +257,8 @@ fn every_captured_list_and_watch_encodes_to_the_apiservers_bytes() {
                 if a.as_slice() != *b {
                     let object = |f: &[u8]| unwrap_document(field(field(&f[4..], 2).unwrap(), 1).unwrap()).2;
                     let (mut x, mut y) = (Vec::new(), Vec::new());
-                    let m = schema().message(&message).unwrap();
+                    let m =
+                        schema().message(if metadata { "apimachinery.pkg.apis.meta.v1.PartialObjectMetadata" } else { &message }).unwrap();
                     dump(m, &object(b), "", &mut x);
                     dump(m, &object(a), "", &mut y);
                     let missing: Vec<_> = x.iter().filter(|l| !y.contains(l)).collect();

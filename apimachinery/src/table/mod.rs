@@ -26,6 +26,7 @@ use bytes::Bytes;
 
 pub use custom::crd_printer;
 
+pub use crate::json::write_go_string;
 pub use crate::time::{human_duration, parse_time, unix_now};
 
 /// What each row carries besides its cells (`includeObject`).
@@ -124,23 +125,23 @@ pub fn json_table(metadata: &str, printer: &Printer, rows: impl IntoIterator<Ite
 }
 
 /// A watch event's object (`object`, a lone object's JSON) as the Table of
-/// one row a table watch sends (`custom`: a custom resource's, its metadata
-/// typed); `columns`: the stream's first event carries
+/// one row a table watch sends (an object of `res`, its metadata as
+/// metadata-only answers carry it); `columns`: the stream's first event carries
 /// the column definitions, every later one `null`. `None` when the object
 /// does not read as the printer expects.
 pub fn json_watch_table(
     printer: &Printer,
     include: IncludeObject,
     object: &Bytes,
-    custom: bool,
+    res: &crate::resource::Resource,
     columns: bool,
     now: i64,
 ) -> Option<Vec<Bytes>> {
     let meta = crate::meta::parse(object, &[]).ok()?;
     let row = printer.row(object, now)?;
-    let metadata = match custom {
-        true => Bytes::from(crate::meta::typed_metadata(meta.metadata.as_bytes()).ok()?),
-        false => object.slice_ref(meta.metadata.as_bytes()),
+    let metadata = match crate::meta::served_metadata(res, meta.metadata.as_bytes()) {
+        std::borrow::Cow::Owned(served) => Bytes::from(served),
+        std::borrow::Cow::Borrowed(_) => object.slice_ref(meta.metadata.as_bytes()),
     };
     let row_object = match include {
         IncludeObject::None => None,
@@ -188,24 +189,6 @@ fn table_parts(metadata: &str, columns: &str, rows: impl IntoIterator<Item = (Ro
     }
     parts.push(Bytes::from_static(b"]}"));
     parts
-}
-
-/// Appends `s` as a JSON string the way Go's `encoding/json` writes it.
-pub fn write_go_string(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
 }
 
 #[cfg(test)]

@@ -19,15 +19,15 @@ const MAX_FRAME: usize = 64 << 20;
 pub struct TableFrames {
     printer: Arc<Printer>,
     include: IncludeObject,
-    /// A custom resource's: rows carry its metadata in `ObjectMeta` order.
-    custom: bool,
+    /// The resource: rows carry its metadata as metadata-only answers do.
+    res: apimachinery::resource::Resource,
     decoder: WatchDecoder,
     columns_sent: bool,
 }
 
 impl TableFrames {
-    pub fn new(printer: Arc<Printer>, include: IncludeObject, custom: bool) -> TableFrames {
-        TableFrames { printer, include, custom, decoder: WatchDecoder::new(MAX_FRAME), columns_sent: false }
+    pub fn new(printer: Arc<Printer>, include: IncludeObject, res: apimachinery::resource::Resource) -> TableFrames {
+        TableFrames { printer, include, res, decoder: WatchDecoder::new(MAX_FRAME), columns_sent: false }
     }
 
     /// The whole frames of `chunk` as Table events; `None` ends the stream.
@@ -40,7 +40,7 @@ impl TableFrames {
                 out.extend_from_slice(&json_frame(frame.typ, &[&frame.object]));
                 continue;
             }
-            let parts = table::json_watch_table(&self.printer, self.include, &frame.object, self.custom, !self.columns_sent, now)?;
+            let parts = table::json_watch_table(&self.printer, self.include, &frame.object, &self.res, !self.columns_sent, now)?;
             self.columns_sent = true;
             out.extend_from_slice(&json_frame(frame.typ, &parts.iter().map(|p| &p[..]).collect::<Vec<_>>()));
         }
