@@ -51,7 +51,11 @@ struct Renderer<'a> {
     protobuf: Option<&'a str>,
 }
 
-impl Renderer<'_> {
+impl<'a> Renderer<'a> {
+    fn new(rt: &'a ResourceType, opts: &'a ListOptions, namespace: Option<&'a str>, res: ResourceId, wire: &'a Wire) -> Self {
+        Renderer { rt, filter: Filter::new(rt, opts), namespace, res, partial: wire.partial, protobuf: wire.protobuf.as_deref() }
+    }
+
     fn frame(&self, typ: EventType, obj: &Obj) -> Bytes {
         if let Some(m) = self.protobuf {
             return crate::proto::frame(self.rt, m, typ, &obj.item, self.partial);
@@ -146,14 +150,7 @@ pub async fn watch(
         return fail(e, frames_rx);
     }
     let start = {
-        let r = Renderer {
-            rt,
-            filter: Filter::new(rt, &opts),
-            namespace: namespace.as_deref(),
-            res,
-            partial: wire.partial,
-            protobuf: wire.protobuf.as_deref(),
-        };
+        let r = Renderer::new(rt, &opts, namespace.as_deref(), res, &wire);
         let db = state.db.read();
         let rx = db.subscribe();
         if initial {
@@ -204,14 +201,7 @@ async fn stream(
 ) {
     let registry = state.registry().clone();
     let rt = registry.get(res);
-    let r = Renderer {
-        rt,
-        filter: Filter::new(rt, &opts),
-        namespace: namespace.as_deref(),
-        res,
-        partial: wire.partial,
-        protobuf: wire.protobuf.as_deref(),
-    };
+    let r = Renderer::new(rt, &opts, namespace.as_deref(), res, &wire);
     let mut drop_rx = state.drop_signal();
     let Start { frames, mut rx, rev, seen } = start;
     for f in frames {
