@@ -128,10 +128,17 @@ where
     };
 
     let mut reader = std::pin::pin!(reader);
-    // When the client goes away first, dropping the session cancels the command.
+    let mut session = std::pin::pin!(session);
+    // When the client's side ends first, what the command still writes goes
+    // out while the connection takes it (a client that is gone fails the
+    // sends at once); after the grace period the session is dropped, which
+    // cancels the command.
     let finished = tokio::select! {
-        () = &mut reader => false,
-        () = session => true,
+        () = &mut reader => {
+            let _ = tokio::time::timeout(CLOSE_GRACE, &mut session).await;
+            false
+        }
+        () = &mut session => true,
     };
     if finished {
         // Let the client answer the close before the connection drops.
