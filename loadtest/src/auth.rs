@@ -92,27 +92,9 @@ pub async fn run_all(args: AuthArgs) -> anyhow::Result<()> {
     std::fs::create_dir_all(&dir)?;
     let policy_file = dir.join("policy.json");
     std::fs::write(&policy_file, policy(args.identities))?;
-    let pods = args.pods.to_string();
-    let nodes = (args.pods / 100).max(1).to_string();
-    let sim = Proc::spawn(
-        &args.kache_bin,
-        &[
-            "sim",
-            "--listen",
-            "127.0.0.1:0",
-            "--pods",
-            &pods,
-            "--nodes",
-            &nodes,
-            "--compact-interval",
-            "0",
-            "--policy",
-            policy_file.to_str().context("a path")?,
-        ],
-    )?;
-    let common = ["serve", "--listen", "127.0.0.1:0", "--server", &sim.url, "--token", "kache-token", "--resources", "pods"];
-    let off = Proc::spawn(&args.kache_bin, &common)?;
-    let on = Proc::spawn(&args.kache_bin, &[&common[..], &["--token-review"]].concat())?;
+    let sim = Proc::sim(&args.kache_bin, args.pods, args.pods / 100, &["--policy", policy_file.to_str().context("a path")?])?;
+    let off = Proc::kache(&args.kache_bin, &sim.url, &["--token", "kache-token"])?;
+    let on = Proc::kache(&args.kache_bin, &sim.url, &["--token", "kache-token", "--token-review"])?;
     let client = procs::client();
     for k in [&off, &on] {
         procs::ready(&client, &format!("{}/readyz", k.url), Duration::from_secs(600)).await?;

@@ -140,12 +140,8 @@ async fn from_memory(client: &WriteClient, kache: &str) -> anyhow::Result<(u64, 
 
 /// Runs every workload under every write load against both targets.
 pub async fn run_all(args: ConsistentArgs) -> anyhow::Result<()> {
-    let (pods, nodes) = (args.pods.to_string(), (args.pods / 100).max(1).to_string());
-    let sim = Proc::spawn(
-        &args.kache_bin,
-        &["sim", "--listen", "127.0.0.1:0", "--pods", &pods, "--nodes", &nodes, "--configmaps", "1000", "--compact-interval", "0"],
-    )?;
-    let kache = Proc::spawn(&args.kache_bin, &["serve", "--listen", "127.0.0.1:0", "--server", &sim.url, "--resources", "pods"])?;
+    let sim = Proc::sim(&args.kache_bin, args.pods, args.pods / 100, &["--configmaps", "1000"])?;
+    let kache = Proc::kache(&args.kache_bin, &sim.url, &[])?;
     let http = procs::client();
     procs::ready(&http, &format!("{}/readyz", kache.url), Duration::from_secs(600)).await?;
     let client: WriteClient = Client::builder(TokioExecutor::new()).build(HttpConnector::new());

@@ -80,11 +80,9 @@ async fn run(client: &HttpClient, url: &str, gzip: bool, n: usize, concurrency: 
 
 /// Runs every list workload against the three targets.
 pub async fn run_all(args: ListsArgs) -> anyhow::Result<()> {
-    let pods = args.pods.to_string();
-    let nodes = args.nodes.unwrap_or(args.pods / 100).max(1).to_string();
-    let sim =
-        Proc::spawn(&args.kache_bin, &["sim", "--listen", "127.0.0.1:0", "--pods", &pods, "--nodes", &nodes, "--compact-interval", "0"])?;
-    let kache = Proc::spawn(&args.kache_bin, &["serve", "--listen", "127.0.0.1:0", "--server", &sim.url, "--resources", "pods"])?;
+    let nodes = args.nodes.unwrap_or(args.pods / 100).max(1);
+    let sim = Proc::sim(&args.kache_bin, args.pods, nodes, &[])?;
+    let kache = Proc::kache(&args.kache_bin, &sim.url, &[])?;
     let client = procs::client();
     procs::ready(&client, &format!("{}/readyz", kache.url), Duration::from_secs(600)).await?;
     let (_, head) = get(&client, &format!("{}/api/v1/namespaces/none/pods?resourceVersion=0", kache.url), false).await?;

@@ -32,6 +32,19 @@ impl Proc {
         Ok(Proc { child, url })
     }
 
+    /// `kache sim` on loopback with `pods` pods on `nodes` nodes, no periodic compaction, and `extra` arguments.
+    pub fn sim(bin: &str, pods: usize, nodes: usize, extra: &[&str]) -> anyhow::Result<Proc> {
+        let (pods, nodes) = (pods.to_string(), nodes.max(1).to_string());
+        let args = ["sim", "--listen", "127.0.0.1:0", "--pods", &pods, "--nodes", &nodes, "--compact-interval", "0"];
+        Proc::spawn(bin, &[&args[..], extra].concat())
+    }
+
+    /// `kache serve` on loopback in front of `upstream`, caching pods, with `extra` arguments.
+    pub fn kache(bin: &str, upstream: &str, extra: &[&str]) -> anyhow::Result<Proc> {
+        let args = ["serve", "--listen", "127.0.0.1:0", "--server", upstream, "--resources", "pods"];
+        Proc::spawn(bin, &[&args[..], extra].concat())
+    }
+
     /// The process id.
     pub fn pid(&self) -> u32 {
         self.child.id()

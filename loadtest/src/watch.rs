@@ -245,30 +245,13 @@ pub async fn run_all(args: WatchArgs) -> anyhow::Result<()> {
         "up.watch"
     );
     for &nodes in &args.watchers {
-        let (pods, nodes_arg) = ((nodes * args.pods_per_node).to_string(), nodes.to_string());
         for target in &args.targets {
-            let sim = Proc::spawn(
-                &args.kache_bin,
-                &[
-                    "sim",
-                    "--listen",
-                    "127.0.0.1:0",
-                    "--pods",
-                    &pods,
-                    "--nodes",
-                    &nodes_arg,
-                    "--namespaces",
-                    "10",
-                    "--compact-interval",
-                    "0",
-                ],
-            )?;
+            let sim = Proc::sim(&args.kache_bin, nodes * args.pods_per_node, nodes, &["--namespaces", "10"])?;
             let kache;
             let serving = match target.as_str() {
                 "sim" => &sim,
                 "kache" => {
-                    kache =
-                        Proc::spawn(&args.kache_bin, &["serve", "--listen", "127.0.0.1:0", "--server", &sim.url, "--resources", "pods"])?;
+                    kache = Proc::kache(&args.kache_bin, &sim.url, &[])?;
                     procs::ready(&procs::client(), &format!("{}/readyz", kache.url), Duration::from_secs(300)).await?;
                     &kache
                 }
