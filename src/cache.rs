@@ -12,6 +12,7 @@ use tokio::task::JoinHandle;
 use apimachinery::resource::Resource;
 use apimachinery::table::{self, Printer};
 
+use crate::state::StateDir;
 use crate::store::{CachedObject, StoreConfig, StoreReader, StoreWriter};
 use crate::upstream::client::Client;
 use crate::upstream::freshness::Freshness;
@@ -215,15 +216,27 @@ pub struct Cache {
 }
 
 impl Cache {
-    /// Starts one reflector per resource.
-    pub fn start(client: &Client, infos: Vec<Resource>, store: &StoreConfig, reflector: &ReflectorConfig) -> Cache {
+    /// Starts one reflector per resource; with `state`, each starts from
+    /// its saved state when there is a usable one (a warm restart).
+    pub fn start(
+        client: &Client,
+        infos: Vec<Resource>,
+        store: &StoreConfig,
+        reflector: &ReflectorConfig,
+        state: Option<&Arc<StateDir>>,
+    ) -> Cache {
         let mut resources = Vec::new();
         let mut tasks = Vec::new();
         for info in infos {
             let (writer, reader) = StoreWriter::new(CachedResource::store_config(&info, store));
             let (proofs, proven) = mpsc::unbounded_channel();
             let fresh = Arc::new(Freshness::new(client.clone(), info.clone(), reader.clone(), proofs));
-            let r = Reflector::new(client.clone(), info.clone(), reflector.clone(), StoreSink::new(&info, writer)).with_proofs(proven);
+            let mut r = Reflector::new(client.clone(), info.clone(), reflector.clone(), StoreSink::new(&info, writer)).with_proofs(proven);
+            if let Some(state) = state {
+                let (state, info) = (state.clone(), info.clone());
+                // Loaded beside the other resources', off the async threads.
+                r = r.with_saved(tokio::task::spawn_blocking(move || state.load(&info)));
+            }
             resources.push(Arc::new(CachedResource::new(info, reader, r.status(), fresh.clone())));
             tasks.push(tokio::spawn(r.run()));
             tasks.push(tokio::spawn(fresh.run()));

@@ -55,7 +55,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     let url = sim.url();
     let serve_args: ServeArgs =
         flags(&["--listen", &args.listen, "--server", &url, "--resources", "pods,configmaps,nodes,namespaces", "--shutdown-drain", "5"])?;
-    let running = serve::start(&serve_args).await?;
+    let running = serve::start(&serve_args, |_| {}).await?;
     while !running.api.cache.ready() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }

@@ -11,14 +11,16 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio_rustls::TlsAcceptor;
 
+use crate::api::starting::Starting;
 use crate::api::watch::WatchConfig;
 use crate::api::{self, Api, ApiConfig, Waits};
 use crate::cache::Cache;
+use crate::state::{Saver, StateDir, Upstream};
 use crate::store::StoreConfig;
 use crate::upstream::client::Client;
-use crate::upstream::connect::ConnectArgs;
-use crate::upstream::discovery;
+use crate::upstream::connect::{ConnectArgs, Credentials};
 use crate::upstream::reflector::ReflectorConfig;
+use crate::upstream::{UpstreamError, discovery};
 
 /// Options of `kache serve`.
 #[derive(Debug, Clone, Args)]
@@ -84,12 +86,29 @@ pub struct ServeArgs {
     /// Seconds open requests (long lists, passed-through watches) may take to finish after a shutdown signal; watches from memory end at once.
     #[arg(long, default_value_t = 30)]
     pub shutdown_drain: u64,
+    /// Directory for warm restarts: each resource's state is saved there (periodically and on shutdown) and
+    /// restored at start, resuming the upstream watch instead of listing.
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+    /// Seconds between saves into --state-dir (0: on shutdown only).
+    #[arg(long, default_value_t = 60)]
+    pub state_interval: u64,
     /// Where the apiserver is and how to authenticate.
     #[command(flatten)]
     pub upstream: ConnectArgs,
 }
 
 impl ServeArgs {
+    /// Checks what can be checked without the apiserver: the serving
+    /// certificate and CA files, client authentication against the listen
+    /// address, and the values (`kache config check`).
+    pub fn check(&self) -> anyhow::Result<()> {
+        self.tls()?;
+        self.api()?;
+        self.auth()?;
+        Ok(())
+    }
+
     fn store(&self) -> StoreConfig {
         StoreConfig { max_events: self.max_events.max(1), max_age: Duration::from_secs(self.max_age), ..StoreConfig::default() }
     }
@@ -152,6 +171,21 @@ impl ServeArgs {
         }))
     }
 
+    /// The state directory, for the apiserver `client` talks to; `None`
+    /// without --state-dir, or (logged) when the apiserver cannot be identified.
+    async fn state(&self, client: &Client, creds: &Credentials) -> anyhow::Result<Option<Arc<StateDir>>> {
+        let Some(dir) = &self.state_dir else { return Ok(None) };
+        let upstream = match Upstream::identify(client, creds).await {
+            Ok(u) => u,
+            Err(e) => {
+                tracing::warn!(error = %e, "--state-dir: cannot identify the apiserver; no state is restored or saved");
+                return Ok(None);
+            }
+        };
+        let state = StateDir::open(dir, upstream).map_err(|e| anyhow::anyhow!("--state-dir {}: {e}", dir.display()))?;
+        Ok(Some(Arc::new(state)))
+    }
+
     fn reflector(&self) -> ReflectorConfig {
         ReflectorConfig {
             page_size: self.page_size.max(1),
@@ -170,15 +204,24 @@ pub struct Running {
     pub api: Arc<Api>,
     stop: Option<oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<()>,
+    saver: Option<Saver>,
 }
 
 impl Running {
-    /// Stops accepting, lets open requests finish (up to the drain period) and returns.
+    /// Stops accepting, lets open requests finish (up to the drain period)
+    /// and returns; with --state-dir, saves the state meanwhile (the drain
+    /// may take all the time the process is given).
     pub async fn shutdown(mut self) {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
-        let _ = (&mut self.task).await;
+        let saver = self.saver.take();
+        let save = async move {
+            if let Some(saver) = saver {
+                saver.finish().await;
+            }
+        };
+        let _ = tokio::join!(&mut self.task, save);
     }
 }
 
@@ -204,33 +247,74 @@ async fn with_crds(client: &Client, resources: &mut Vec<apimachinery::resource::
 }
 
 /// Connects, discovers, starts the reflectors and the server.
-pub async fn start(args: &ServeArgs) -> anyhow::Result<Running> {
+/// `listening` is called with kache's URL as soon as it listens: from then
+/// on it answers — while the apiserver is not reachable yet, with
+/// [`Starting`]'s answers (alive, not ready), retrying discovery with backoff.
+/// Configuration errors (flags, files, an unknown resource) end it at once.
+pub async fn start(args: &ServeArgs, listening: impl FnOnce(&str)) -> anyhow::Result<Running> {
     let tls = args.tls()?;
     let config = args.api()?;
     let auth = args.auth()?;
     let creds = args.upstream.resolve().await?;
     let client = Client::new(&creds)?;
-    let mut resources = discovery::resolve(&client, &args.resources).await?;
-    with_crds(&client, &mut resources).await;
     let listener = TcpListener::bind(&args.listen).await.map_err(|e| anyhow::anyhow!("--listen {}: {e}", args.listen))?;
     let scheme = if tls.is_some() { "https" } else { "http" };
     let url = format!("{scheme}://{}", listener.local_addr()?);
-    let cache = Cache::start(&client, resources, &args.store(), &args.reflector());
+    listening(&url);
+    let starting = Starting::new();
+    let (discovered, done) = oneshot::channel::<()>();
+    let discovering = async {
+        let resources = discover(&client, &creds, &args.resources, &starting).await;
+        let _ = discovered.send(());
+        resources
+    };
+    let answering = api::accept(&listener, &tls, starting.answerer(), async { _ = done.await }, Duration::from_millis(200), || {});
+    let (resources, ()) = tokio::join!(discovering, answering);
+    let resources = resources?;
+    let state = args.state(&client, &creds).await?;
+    let cache = Cache::start(&client, resources, &args.store(), &args.reflector(), state.as_ref());
+    let saver = state.map(|dir| Saver::start(dir, cache.resources().to_vec(), Duration::from_secs(args.state_interval)));
     let api = Arc::new(Api::new(cache, client, config, auth));
     let (stop, stopped) = oneshot::channel::<()>();
     let drain = Duration::from_secs(args.shutdown_drain);
     let task = tokio::spawn(api::serve(listener, tls, api.clone(), async move { _ = stopped.await }, drain));
-    tracing::info!(%url, upstream = %creds.server, resources = api.cache.resources().len(), "kache serving");
-    Ok(Running { url, api, stop: Some(stop), task })
+    let names: Vec<String> = api.cache.resources().iter().map(|r| r.info.qualified()).collect();
+    tracing::info!(%url, upstream = %creds.server, resources = %names.join(","), "kache serving; loading the initial lists");
+    Ok(Running { url, api, stop: Some(stop), task, saver })
+}
+
+/// The resources to cache, from the apiserver's discovery; until it
+/// answers, retried with backoff (200 ms doubling to 30 s), each failure
+/// logged with the apiserver's URL and shown by `/readyz`.
+async fn discover(
+    client: &Client,
+    creds: &Credentials,
+    specs: &[String],
+    starting: &Starting,
+) -> anyhow::Result<Vec<apimachinery::resource::Resource>> {
+    let mut delay = Duration::from_millis(200);
+    loop {
+        match discovery::resolve(client, specs).await {
+            Ok(mut resources) => {
+                with_crds(client, &mut resources).await;
+                return Ok(resources);
+            }
+            Err(UpstreamError::Config(e)) => anyhow::bail!(e),
+            Err(e) => {
+                tracing::warn!(upstream = %creds.server, error = %e, retry_in = ?delay, "the apiserver is not answering discovery yet");
+                starting.failed(format!("the apiserver at {} is not answering discovery yet: {e}", creds.server));
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_secs(30));
+            }
+        }
+    }
 }
 
 /// `kache serve`: runs until SIGINT or SIGTERM, then drains. Prints
 /// `kache: serving on URL` once listening.
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
-    let running = start(&args).await?;
-    let names: Vec<String> = running.api.cache.resources().iter().map(|r| r.info.qualified()).collect();
     // Whoever reads stdout may stop after the address line.
-    let _ = writeln!(std::io::stdout(), "kache: serving on {} (caching {})", running.url, names.join(", "));
+    let running = start(&args, |url| _ = writeln!(std::io::stdout(), "kache: serving on {url}")).await?;
     terminated().await?;
     tracing::info!("shutting down: no new connections; draining open requests");
     running.shutdown().await;

@@ -81,12 +81,13 @@ impl Attributes {
         let verb = method.to_ascii_lowercase();
         let mut a = Attributes { verb: verb.clone(), path: path.to_string(), ..Attributes::default() };
         let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
+        // Discovery (`/api/v1`, `/apis/G/V`) is a non-resource request: something must follow the version.
         let rest = match parts.as_slice() {
-            ["api", version, rest @ ..] => {
+            ["api", version, rest @ ..] if !rest.is_empty() => {
                 a.version = (*version).to_string();
                 rest
             }
-            ["apis", group, version, rest @ ..] => {
+            ["apis", group, version, rest @ ..] if !rest.is_empty() => {
                 a.group = (*group).to_string();
                 a.version = (*version).to_string();
                 rest
@@ -288,6 +289,12 @@ mod tests {
         let version = Attributes::of("GET", "/version", "");
         assert!(!version.resource_request);
         assert_eq!(version.verb, "get");
+        // Discovery of a group version is a non-resource request (what every user may read).
+        for path in ["/api/v1", "/apis/apps/v1", "/apis/apps", "/api"] {
+            let a = Attributes::of("GET", path, "");
+            assert!(!a.resource_request && a.verb == "get" && a.path == path, "{path}: {a:?}");
+        }
+        assert!(Attributes::of("GET", "/apis/apps/v1/deployments", "").resource_request);
     }
 
     #[test]

@@ -20,8 +20,12 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 
+use crate::objects::{self, Objects};
 use crate::procs::{self, Proc, cpu_seconds};
-use crate::writes::{self, Target, WriteClient};
+use crate::target::Http;
+
+/// A client with request bodies.
+type WriteClient = Client<HttpConnector, Full<Bytes>>;
 
 /// Options of `loadtest consistent`.
 #[derive(Debug, Args)]
@@ -145,17 +149,18 @@ pub async fn run_all(args: ConsistentArgs) -> anyhow::Result<()> {
     let http = procs::client();
     procs::ready(&http, &format!("{}/readyz", kache.url), Duration::from_secs(600)).await?;
     let client: WriteClient = Client::builder(TokioExecutor::new()).build(HttpConnector::new());
-    let conditions: [(&str, Option<Target>); 3] = [
+    let conditions: [(&str, Option<Objects>); 3] = [
         ("no writes", None),
-        ("pods written", Some(Target::Pods { count: args.pods })),
-        ("configmaps written", Some(Target::ConfigMaps { count: 1000 })),
+        ("pods written", Some(Objects::SimPods { count: args.pods, nodes: args.pods / 100 })),
+        ("configmaps written", Some(Objects::SimConfigMaps { count: 1000 })),
     ];
+    let writer_http = Http::local(&sim.url).await?;
     let workloads = [Workload::FullList, Workload::Page, Workload::Get, Workload::StreamingList, Workload::Paging];
     println!("consistent reads of {} pods; writes at {}/s where written; {} requests per cell\n", args.pods, args.rate, args.requests);
     println!("{:<19} {:<15} {:<6} {:>10} {:>10} {:>11} {:>12}", "load", "workload", "target", "p50", "p99", "cpu ms/req", "from memory");
     for (load, target) in conditions {
         let stop = Instant::now() + Duration::from_secs(3600);
-        let writer = target.map(|t| tokio::spawn(writes::write(client.clone(), sim.url.clone(), t, args.rate, stop)));
+        let writer = target.map(|t| tokio::spawn(objects::write(writer_http.clone(), t, args.rate, stop)));
         // Let the write load settle (kache measures a resource's recent event rate).
         tokio::time::sleep(Duration::from_secs(3)).await;
         for w in workloads {

@@ -1,51 +1,138 @@
-//! `loadtest lists`: list workloads against kache, the simulator, and a
-//! plain server that answers with the same bytes from memory (the floor any
-//! server pays), in one run: requests/s, latency, CPU per request.
+//! `loadtest lists`: list workloads against the direct target (the
+//! simulator or a real apiserver), kache in front of it, and a plain server
+//! that answers every request with the direct target's bytes from memory
+//! (the ceiling: a server that does no work), in one run:
+//!
+//! - full lists: `resourceVersion=0`, gzip on and off, and consistent
+//!   (no `resourceVersion`);
+//! - paged lists: clients walking the whole collection in pages of
+//!   `--page-size` (the first page at `--rv-mode`, then every `continue`),
+//!   in JSON, protobuf and Table;
+//! - the indexed selectors: one node's pods (a kubelet) and one label.
+//!
+//! Each cell makes one unmeasured request (a paged one: one whole walk) first, then
+//! `--requests` lists or `--pages` pages, `--concurrency` at a time; any
+//! answer but 200 is counted by status, never retried.
 
-use std::time::Duration;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
 
 use anyhow::Context;
 use bytes::Bytes;
-use clap::Args;
+use clap::{Args, ValueEnum};
 use http_body_util::Full;
 use hyper_util::rt::TokioIo;
+use serde_json::{Value, json};
 use tokio::net::TcpListener;
 
-use crate::procs::{self, HttpClient, Proc, cpu_seconds, get};
+use crate::procs::first_revision;
+use crate::record::{Recorder, Row, Usage};
+use crate::report::Report;
+use crate::target::{Fleet, Http, Role, Target, TargetArgs};
 
 /// Options of `loadtest lists`.
 #[derive(Debug, Args)]
 pub struct ListsArgs {
-    /// The kache binary (build it with `cargo build --release`).
-    #[arg(long, default_value = "target/release/kache")]
-    kache_bin: String,
+    #[command(flatten)]
+    pub targets: TargetArgs,
     /// Pods in the simulated cluster.
-    #[arg(long, default_value_t = 100_000)]
-    pods: usize,
-    /// Nodes they run on (100 pods a node by default).
+    #[arg(long, default_value_t = 50_000)]
+    pub pods: usize,
+    /// Nodes they run on (default: 100 pods a node).
     #[arg(long)]
-    nodes: Option<usize>,
-    /// Requests per workload and target.
-    #[arg(long, default_value_t = 20)]
-    requests: usize,
+    pub nodes: Option<usize>,
+    /// The collection listed (a real cluster may prefer another).
+    #[arg(long, default_value = "/api/v1/pods")]
+    pub collection: String,
+    /// Full lists per cell (selector lists: ten times as many).
+    #[arg(long, default_value_t = 10)]
+    pub requests: usize,
+    /// Pages per paged cell.
+    #[arg(long, default_value_t = 200)]
+    pub pages: usize,
+    /// Objects per page.
+    #[arg(long, default_value_t = 500)]
+    pub page_size: usize,
     /// Requests in flight at once.
     #[arg(long, default_value_t = 2)]
-    concurrency: usize,
+    pub concurrency: usize,
+    /// The first page's resourceVersion: consistent (none), exact (a revision taken at the start), any (0).
+    #[arg(long, value_enum, default_value = "consistent")]
+    pub rv_mode: RvMode,
+    /// Encodings of the paged lists.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "json,protobuf,table")]
+    pub encodings: Vec<Encoding>,
 }
 
-/// Serves `body` (gzip-encoded when `gzip`) to every request, like a server that did no work.
-async fn plain_server(body: Bytes, gzip: bool) -> anyhow::Result<(String, tokio::task::JoinHandle<()>)> {
+/// Where a paged walk starts.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum RvMode {
+    /// No resourceVersion: the most recent revision (kubectl's first page).
+    Consistent,
+    /// `resourceVersionMatch=Exact` at the revision listed at the start.
+    Exact,
+    /// `resourceVersion=0`: any revision.
+    Any,
+}
+
+/// A wire encoding.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Encoding {
+    /// `application/json`.
+    Json,
+    /// `application/vnd.kubernetes.protobuf`.
+    Protobuf,
+    /// A `meta.k8s.io/v1` Table in JSON.
+    Table,
+}
+
+impl Encoding {
+    fn accept(self) -> &'static str {
+        match self {
+            Encoding::Json => "application/json",
+            Encoding::Protobuf => "application/vnd.kubernetes.protobuf",
+            Encoding::Table => "application/json;as=Table;v=v1;g=meta.k8s.io",
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Encoding::Json => "json",
+            Encoding::Protobuf => "protobuf",
+            Encoding::Table => "table",
+        }
+    }
+}
+
+/// One workload: the path of a request (the first page's, when paged), its headers, and whether it pages.
+#[derive(Debug, Clone)]
+struct Workload {
+    name: String,
+    path: String,
+    headers: Vec<(&'static str, &'static str)>,
+    paged: bool,
+    encoding: Encoding,
+    count: usize,
+}
+
+/// Serves `body` with `headers` to every request, like a server that did no work.
+async fn plain_server(body: Bytes, headers: Vec<(String, String)>) -> anyhow::Result<(String, tokio::task::JoinHandle<()>)> {
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let url = format!("http://{}", listener.local_addr()?);
+    let headers = Arc::new(headers);
     let task = tokio::spawn(async move {
         while let Ok((stream, _)) = listener.accept().await {
-            let body = body.clone();
+            let (body, headers) = (body.clone(), headers.clone());
             tokio::spawn(async move {
                 let svc = hyper::service::service_fn(move |_req| {
                     let mut resp = hyper::Response::new(Full::new(body.clone()));
-                    resp.headers_mut().insert("content-type", hyper::header::HeaderValue::from_static("application/json"));
-                    if gzip {
-                        resp.headers_mut().insert("content-encoding", hyper::header::HeaderValue::from_static("gzip"));
+                    for (k, v) in headers.iter() {
+                        if let (Ok(k), Ok(v)) =
+                            (hyper::header::HeaderName::try_from(k.as_str()), hyper::header::HeaderValue::try_from(v.as_str()))
+                        {
+                            resp.headers_mut().insert(k, v);
+                        }
                     }
                     async move { Ok::<_, std::convert::Infallible>(resp) }
                 });
@@ -56,65 +143,225 @@ async fn plain_server(body: Bytes, gzip: bool) -> anyhow::Result<(String, tokio:
     Ok((url, task))
 }
 
-struct Outcome {
-    rps: f64,
-    p50: Duration,
-    p99: Duration,
-    bytes: usize,
-    cpu_ms_per_req: Option<f64>,
+/// The continue token of a list page in `encoding`, if it has one.
+pub fn continue_token(body: &[u8], encoding: Encoding) -> Option<String> {
+    match encoding {
+        Encoding::Json | Encoding::Table => {
+            // The list's metadata comes first; a token is base64 (no escapes).
+            let head = &body[..body.len().min(8192)];
+            let key = b"\"continue\":\"";
+            let at = head.windows(key.len()).position(|w| w == key)? + key.len();
+            let len = head[at..].iter().position(|b| *b == b'"')?;
+            Some(String::from_utf8_lossy(&head[at..at + len]).into_owned()).filter(|t| !t.is_empty())
+        }
+        Encoding::Protobuf => {
+            // `k8s\0`, then runtime.Unknown{raw: 2} holding the list{metadata: 1} holding ListMeta{continue: 3}.
+            let raw = protobuf_field(body.get(4..)?, 2)?;
+            let meta = protobuf_field(raw, 1)?;
+            Some(String::from_utf8_lossy(protobuf_field(meta, 3)?).into_owned()).filter(|t| !t.is_empty())
+        }
+    }
 }
 
-async fn run(client: &HttpClient, url: &str, gzip: bool, n: usize, concurrency: usize, pid: Option<u32>) -> anyhow::Result<Outcome> {
-    let cpu0 = pid.map(cpu_seconds);
-    let samples =
-        procs::drive(client, url, n, concurrency, move |_| if gzip { vec![("accept-encoding", "gzip".to_string())] } else { vec![] })
-            .await?;
-    Ok(Outcome {
-        rps: samples.rps(),
-        p50: samples.quantile(0.5),
-        p99: samples.quantile(0.99),
-        bytes: samples.bytes,
-        cpu_ms_per_req: pid.zip(cpu0).map(|(p, c0)| (cpu_seconds(p) - c0) * 1000.0 / samples.latencies.len().max(1) as f64),
-    })
+/// The first length-delimited field `number` of a protobuf message.
+fn protobuf_field(mut msg: &[u8], number: u64) -> Option<&[u8]> {
+    fn varint(buf: &mut &[u8]) -> Option<u64> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let (b, rest) = buf.split_first()?;
+            *buf = rest;
+            v |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Some(v);
+            }
+        }
+        None
+    }
+    while !msg.is_empty() {
+        let key = varint(&mut msg)?;
+        match key & 7 {
+            0 => {
+                varint(&mut msg)?;
+            }
+            2 => {
+                let len = usize::try_from(varint(&mut msg)?).ok()?;
+                let (value, rest) = (msg.get(..len)?, msg.get(len..)?);
+                if key >> 3 == number {
+                    return Some(value);
+                }
+                msg = rest;
+            }
+            1 => msg = msg.get(8..)?,
+            5 => msg = msg.get(4..)?,
+            _ => return None,
+        }
+    }
+    None
 }
 
-/// Runs every list workload against the three targets.
+/// Runs `w` against `http`: `w.count` requests, `concurrency` clients, each walking pages when paged.
+async fn drive(http: &Http, w: &Workload, concurrency: usize, epoch: Instant) -> Recorder {
+    let next = Arc::new(AtomicUsize::new(0));
+    let tasks: Vec<_> = (0..concurrency.max(1))
+        .map(|_| {
+            let (http, w, next) = (http.clone(), w.clone(), next.clone());
+            tokio::spawn(async move {
+                let mut rec = Recorder::new(epoch);
+                let mut token: Option<String> = None;
+                while next.fetch_add(1, Ordering::Relaxed) < w.count {
+                    let path = token.as_ref().map_or_else(|| w.path.clone(), |t| next_page(&w.path, t));
+                    let t = Instant::now();
+                    match http.get(&path, &w.headers).await {
+                        Ok((status, body)) => {
+                            rec.record(t.elapsed(), status, body.len());
+                            token = if w.paged && status == 200 { continue_token(&body, w.encoding) } else { None };
+                        }
+                        Err(_) => {
+                            rec.record(t.elapsed(), 0, 0);
+                            token = None;
+                        }
+                    }
+                }
+                rec
+            })
+        })
+        .collect();
+    let mut all = Recorder::new(epoch);
+    for t in tasks {
+        if let Ok(rec) = t.await {
+            all.merge(&rec);
+        }
+    }
+    all
+}
+
+/// One unmeasured request, or for a paged workload one whole walk (at most
+/// `count` pages): connections open, and what a server prepares once per
+/// revision (kache's protobuf encoding of each object) is ready.
+async fn warm_up(http: &Http, w: &Workload) {
+    let mut path = w.path.clone();
+    for _ in 0..w.count {
+        let Ok((200, body)) = http.get(&path, &w.headers).await else { return };
+        match continue_token(&body, w.encoding).filter(|_| w.paged) {
+            Some(t) => path = next_page(&w.path, &t),
+            None => return,
+        }
+    }
+}
+
+/// The path of the page after `first`'s that `token` continues to.
+fn next_page(first: &str, token: &str) -> String {
+    let (collection, query) = first.split_once('?').unwrap_or((first, ""));
+    let limit = query.split('&').find_map(|p| p.strip_prefix("limit=")).unwrap_or("500");
+    format!("{collection}?limit={limit}&continue={token}")
+}
+
+/// The workloads, with selectors taken from the first object the direct target lists.
+async fn workloads(args: &ListsArgs, direct: &Target) -> anyhow::Result<Vec<Workload>> {
+    let c = &args.collection;
+    let (status, first) = direct.http.get(&format!("{c}?limit=1"), &[]).await?;
+    anyhow::ensure!(status == 200, "listing {c} on {}: status {status}", direct.name);
+    let rv = first_revision(&first).context("a list revision")?;
+    let first: Value = serde_json::from_slice(&first)?;
+    let item = &first["items"][0];
+    let json = vec![("accept", Encoding::Json.accept())];
+    let gzip = vec![("accept", Encoding::Json.accept()), ("accept-encoding", "gzip")];
+    let one = |name: &str, path: String, headers: Vec<(&'static str, &'static str)>, count: usize| Workload {
+        name: name.into(),
+        path,
+        headers,
+        paged: false,
+        encoding: Encoding::Json,
+        count,
+    };
+    let mut out = vec![
+        one("full rv=0", format!("{c}?resourceVersion=0"), json.clone(), args.requests),
+        one("full rv=0 gzip", format!("{c}?resourceVersion=0"), gzip, args.requests),
+        one("full consistent", c.clone(), json.clone(), args.requests),
+    ];
+    let first_page = match args.rv_mode {
+        RvMode::Consistent => format!("{c}?limit={}", args.page_size),
+        RvMode::Exact => format!("{c}?limit={}&resourceVersion={rv}&resourceVersionMatch=Exact", args.page_size),
+        RvMode::Any => format!("{c}?limit={}&resourceVersion=0", args.page_size),
+    };
+    for &e in &args.encodings {
+        out.push(Workload {
+            name: format!("pages of {} {}", args.page_size, e.name()),
+            path: first_page.clone(),
+            headers: vec![("accept", e.accept())],
+            paged: true,
+            encoding: e,
+            count: args.pages,
+        });
+    }
+    if let Some(node) = item["spec"]["nodeName"].as_str() {
+        out.push(one(
+            "one node's",
+            format!("{c}?resourceVersion=0&fieldSelector=spec.nodeName%3D{node}"),
+            json.clone(),
+            args.requests * 10,
+        ));
+    }
+    if let Some((k, v)) = item["metadata"]["labels"].as_object().and_then(|l| l.iter().next()) {
+        let selector: String = form_urlencoded::byte_serialize(format!("{k}={}", v.as_str().unwrap_or("")).as_bytes()).collect();
+        out.push(one("one label's", format!("{c}?resourceVersion=0&labelSelector={selector}"), json, args.requests * 10));
+    }
+    Ok(out)
+}
+
+/// Runs every list workload against every target and the plain server.
 pub async fn run_all(args: ListsArgs) -> anyhow::Result<()> {
     let nodes = args.nodes.unwrap_or(args.pods / 100).max(1);
-    let sim = Proc::sim(&args.kache_bin, args.pods, nodes, &[])?;
-    let kache = Proc::kache(&args.kache_bin, &sim.url, &[])?;
-    let client = procs::client();
-    procs::ready(&client, &format!("{}/readyz", kache.url), Duration::from_secs(600)).await?;
-    let (_, head) = get(&client, &format!("{}/api/v1/namespaces/none/pods?resourceVersion=0", kache.url), false).await?;
-    let rv = serde_json::from_slice::<serde_json::Value>(&head)?["metadata"]["resourceVersion"].as_str().context("a revision")?.to_string();
-    let workloads = [
-        ("full list", format!("/api/v1/pods?resourceVersion={rv}&resourceVersionMatch=Exact"), false),
-        ("full list, gzip", format!("/api/v1/pods?resourceVersion={rv}&resourceVersionMatch=Exact"), true),
-        ("page of 500", format!("/api/v1/pods?resourceVersion={rv}&resourceVersionMatch=Exact&limit=500"), false),
-        // A kubelet's pods, and one deployment's: the indexed selectors.
-        (
-            "node's pods",
-            format!("/api/v1/pods?resourceVersion={rv}&resourceVersionMatch=Exact&fieldSelector=spec.nodeName%3Dnode-0007"),
-            false,
-        ),
-        ("label app=X", format!("/api/v1/pods?resourceVersion={rv}&resourceVersionMatch=Exact&labelSelector=app%3Dapp-77"), false),
-    ];
-    println!("{} pods on {nodes} nodes, {} requests per cell, {} in flight\n", args.pods, args.requests, args.concurrency);
-    println!("{:<16} {:<8} {:>9} {:>10} {:>10} {:>11} {:>12}", "workload", "target", "req/s", "p50", "p99", "bytes", "cpu ms/req");
-    for (name, path, gzip) in workloads {
-        let (_, oracle) = get(&client, &format!("{}{path}", sim.url), gzip).await?;
-        let (plain_url, plain) = plain_server(oracle, gzip).await?;
-        let mut rates = Vec::new();
-        for (target, base, pid) in
-            [("kache", &kache.url, Some(kache.pid())), ("sim", &sim.url, Some(sim.pid())), ("plain", &plain_url, None)]
-        {
-            let o = run(&client, &format!("{base}{path}"), gzip, args.requests, args.concurrency, pid).await?;
-            let cpu = o.cpu_ms_per_req.map_or("-".to_string(), |c| format!("{c:.1}"));
-            println!("{name:<16} {target:<8} {:>9.1} {:>10.2?} {:>10.2?} {:>11} {cpu:>12}", o.rps, o.p50, o.p99, o.bytes);
-            rates.push(o.rps);
+    let sim_args = ["--pods", &args.pods.to_string(), "--nodes", &nodes.to_string()].map(String::from);
+    let fleet = Fleet::start(&args.targets, &sim_args, &[]).await?;
+    let workloads = workloads(&args, fleet.direct()).await?;
+    let bar = crate::progress::bar("lists", workloads.len() * (fleet.targets.len() + 1));
+    let epoch = Instant::now();
+    let mut rows = Vec::new();
+    for w in &workloads {
+        let resp = fleet.direct().http.send(http::Method::GET, &w.path, &w.headers, None).await?;
+        let headers: Vec<(String, String)> = ["content-type", "content-encoding"]
+            .iter()
+            .filter_map(|h| Some((h.to_string(), resp.headers().get(*h)?.to_str().ok()?.to_string())))
+            .collect();
+        let body = http_body_util::BodyExt::collect(resp.into_body()).await?.to_bytes();
+        let (plain_url, plain_task) = plain_server(body, headers).await?;
+        let plain = Target { name: "plain".into(), role: Role::Plain, http: Http::local(&plain_url).await?, pid: None };
+        for target in fleet.targets.iter().chain([&plain]) {
+            bar.set_message(format!("{} on {}", w.name, target.name));
+            warm_up(&target.http, w).await;
+            let usage = Usage::start(target);
+            let started = Instant::now();
+            let rec = drive(&target.http, w, args.concurrency, epoch).await;
+            rows.push(Row::new(&w.name, target, rec, started.elapsed(), usage.finish(target)));
+            bar.inc(1);
         }
-        println!("{name:<16} ratios: kache/sim {:.2}x, kache/plain {:.2}x\n", rates[0] / rates[1], rates[0] / rates[2]);
-        plain.abort();
+        plain_task.abort();
     }
-    Ok(())
+    bar.finish_and_clear();
+    let params = json!({
+        "collection": args.collection, "objects": if args.targets.real() { Value::Null } else { json!(args.pods) },
+        "requests": args.requests, "pages": args.pages, "page_size": args.page_size,
+        "concurrency": args.concurrency, "rv_mode": format!("{:?}", args.rv_mode).to_lowercase(),
+    });
+    Report { scenario: "lists", params, rows }.emit(&args.targets)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn continue_tokens_are_read_from_json_and_protobuf_pages() {
+        let json = br#"{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"9","continue":"eyJ2IjoibWV0YS5rOHMuaW8vdjEifQ","remainingItemCount":3},"items":[]}"#;
+        assert_eq!(continue_token(json, Encoding::Json).as_deref(), Some("eyJ2IjoibWV0YS5rOHMuaW8vdjEifQ"));
+        assert_eq!(continue_token(br#"{"metadata":{"resourceVersion":"9"},"items":[]}"#, Encoding::Json), None);
+        // k8s\0 + Unknown{typeMeta: 1, raw: 2 = PodList{metadata: 1 = ListMeta{resourceVersion: 2 = "9", continue: 3 = "tok"}}}
+        let meta = [0x12, 1, b'9', 0x1a, 3, b't', b'o', b'k'];
+        let list = [&[0x0a, meta.len() as u8][..], &meta].concat();
+        let unknown = [&[0x0a, 0][..], &[0x12, list.len() as u8], &list].concat();
+        let body = [&b"k8s\0"[..], &unknown].concat();
+        assert_eq!(continue_token(&body, Encoding::Protobuf).as_deref(), Some("tok"));
+        assert_eq!(continue_token(&body[..body.len() - 2], Encoding::Protobuf), None);
+    }
 }

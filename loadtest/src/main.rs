@@ -1,26 +1,35 @@
-//! The kache load generator. Every scenario starts the simulator (and kache
-//! in front of it) from the kache binary as processes on loopback and runs
-//! the same clients against each target in one run, so figures are
-//! comparable as ratios on a shared machine.
+//! The kache load generator and watch-latency benchmark. Each scenario
+//! measures the direct target (the simulator it starts, or a real cluster
+//! through `--kubeconfig`), kache in front of it (started, or named with
+//! `--kache`) and, for lists, a plain server sending the same bytes from
+//! memory, side by side in one run; it prints a table with ratios against
+//! the direct target and writes `--json FILE` and `--plot FILE.svg`.
 //!
-//! - `lists`: list workloads through kache vs the simulator vs a plain
-//!   server that sends the same bytes from memory.
+//! - `lists`: full lists (rv=0, gzip, consistent), paged lists in JSON,
+//!   protobuf and Table, the indexed selectors.
 //! - `watch`: watch fan-out and write-to-delivery latency, kubelet-pattern
-//!   and cluster-wide watchers, through kache vs directly.
-//! - `consistent`: reads without `resourceVersion` under three write loads,
-//!   through kache vs directly, with the share kache answered from memory.
-//!
+//!   and cluster-wide watchers; missed, duplicated and reordered events.
+//! - `mixed`: kubelets, controllers' informers and kubectl users together,
+//!   with a relist storm.
+//! - `consistent`: reads without `resourceVersion` under three write loads.
 //! - `auth`: paged lists with client authentication and authorization off,
 //!   on with cold review caches, and on with warm ones.
 //!
-//! Bounded in count and time; loopback only; children killed at the end.
+//! Bounded in count and time; without a kubeconfig, loopback only; the
+//! processes it starts are killed at the end.
 
 mod auth;
 mod consistent;
+mod follow;
 mod lists;
+mod mixed;
+mod objects;
 mod procs;
+mod progress;
+mod record;
+mod report;
+mod target;
 mod watch;
-mod writes;
 
 use clap::{Parser, Subcommand};
 
@@ -33,10 +42,12 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Cmd {
-    /// Lists through kache vs the simulator directly vs a plain memory server.
+    /// Full and paged lists: the direct target vs kache vs a plain memory server.
     Lists(lists::ListsArgs),
-    /// Watch fan-out and latency through kache vs the simulator directly.
+    /// Watch fan-out and latency: the direct target vs kache.
     Watch(watch::WatchArgs),
+    /// Kubelets, informers and kubectl together, with a relist storm: the direct target vs kache.
+    Mixed(mixed::MixedArgs),
     /// Consistent reads (no resourceVersion) through kache vs the simulator directly.
     Consistent(consistent::ConsistentArgs),
     /// What client authentication and authorization cost kache's answers from memory.
@@ -48,6 +59,7 @@ async fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Cmd::Lists(args) => lists::run_all(args).await,
         Cmd::Watch(args) => watch::run_all(args).await,
+        Cmd::Mixed(args) => mixed::run_all(args).await,
         Cmd::Consistent(args) => consistent::run_all(args).await,
         Cmd::Auth(args) => auth::run_all(args).await,
     }

@@ -14,6 +14,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 
 /// A child process killed on drop, and the URL it printed.
+#[derive(Debug)]
 pub struct Proc {
     child: Child,
     /// `http://127.0.0.1:PORT`.
@@ -99,11 +100,9 @@ pub async fn get_with(client: &HttpClient, url: &str, headers: &[(&str, &str)]) 
     Ok((status, resp.into_body().collect().await?.to_bytes()))
 }
 
-/// GETs of `url` made by [`drive`]: their latencies (sorted), the size of a
-/// body, and the wall time they took together.
+/// GETs of `url` made by [`drive`]: their latencies (sorted) and the wall time they took together.
 pub struct Samples {
     pub latencies: Vec<Duration>,
-    pub bytes: usize,
     pub wall: Duration,
 }
 
@@ -145,11 +144,11 @@ pub async fn drive(
                 let h = headers(i);
                 let h: Vec<(&str, &str)> = h.iter().map(|(k, v)| (*k, v.as_str())).collect();
                 let t = Instant::now();
-                let (status, body) = get_with(&client, &url, &h).await?;
+                let (status, _) = get_with(&client, &url, &h).await?;
                 if status != 200 {
                     bail!("{url}: status {status}");
                 }
-                out.push((t.elapsed(), body.len()));
+                out.push(t.elapsed());
             }
             Ok::<_, anyhow::Error>(out)
         }));
@@ -159,10 +158,9 @@ pub async fn drive(
         samples.extend(t.await??);
     }
     let wall = started.elapsed();
-    let bytes = samples.first().map_or(0, |s| s.1);
-    let mut latencies: Vec<Duration> = samples.into_iter().map(|s| s.0).collect();
+    let mut latencies = samples;
     latencies.sort();
-    Ok(Samples { latencies, bytes, wall })
+    Ok(Samples { latencies, wall })
 }
 
 /// Waits until `url` answers 200 (a process's `/readyz`).

@@ -1,200 +1,253 @@
-//! `/metrics` in the Prometheus text format: what kache answered and passed
-//! through, and per cached resource its readiness, revision, size, memory
-//! and upstream traffic.
+//! Metrics, through the `metrics` crate, exposed at `/metrics` by its
+//! Prometheus exporter (text format 0.0.4).
+//!
+//! Two kinds of figures, and where each is taken:
+//! - **per request**, recorded as each request is answered ([`observe`]):
+//!   `kache_requests_total{verb,resource,source,reason,code}` (source
+//!   `memory`, `upstream` — with the reason it passed through — or `kache`
+//!   for its own endpoints and refusals), `kache_request_duration_seconds`
+//!   (until the response head), `kache_response_bytes_total`;
+//! - **per resource and process**, read from kache's own state when
+//!   scraped ([`render`]): store size and revisions, the event log's window,
+//!   staleness, upstream lists/watches/events, freshness proofs, watchers.
+//!   The hot paths (the store, the dispatcher) keep their plain atomic
+//!   counters; a scrape copies them (`absolute`), so serving costs nothing
+//!   extra.
+//!
+//! The recorder is process-wide: [`install`] sets it once; kache's
+//! counters then start at zero with the process.
 
-use std::fmt::Write;
+use std::sync::OnceLock;
 use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use bytes::Bytes;
+use http::Response;
+use http_body_util::BodyExt;
+use metrics::{counter, gauge};
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
 use crate::upstream::freshness::{NotFresh, WAIT_BUCKETS};
 
 use super::Api;
-use super::watch::WatchStats;
+use super::body::ApiBody;
 
-/// The text being written.
-struct Exposition(String);
+/// Who produced an answer; set as a response extension by the handler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// kache's memory.
+    Memory,
+    /// The apiserver, for this reason.
+    Upstream(&'static str),
+    /// kache itself: health, metrics, refusals before any resource is read.
+    Kache,
+}
 
-impl Exposition {
-    /// One metric family of integer samples, each with its labels (`{…}` or empty).
-    fn family(&mut self, name: &str, kind: &str, help: &str, samples: Vec<(String, u64)>) {
-        let _ = writeln!(self.0, "# HELP {name} {help}\n# TYPE {name} {kind}");
-        for (labels, v) in samples {
-            let _ = writeln!(self.0, "{name}{labels} {v}");
-        }
-    }
-
-    /// One histogram family: per label set, cumulative bucket counts (the last `+Inf`), sum and count.
-    fn histogram(&mut self, name: &str, help: &str, bounds: &[f64], series: Vec<(String, Vec<u64>, f64)>) {
-        let _ = writeln!(self.0, "# HELP {name} {help}\n# TYPE {name} histogram");
-        for (labels, buckets, sum) in series {
-            let les = bounds.iter().map(f64::to_string).chain(["+Inf".to_string()]);
-            for (le, n) in les.zip(&buckets) {
-                let _ = writeln!(self.0, "{name}_bucket{{{labels},le=\"{le}\"}} {n}");
-            }
-            let _ = writeln!(self.0, "{name}_sum{{{labels}}} {sum}");
-            let _ = writeln!(self.0, "{name}_count{{{labels}}} {}", buckets.last().copied().unwrap_or(0));
+impl Source {
+    fn name(self) -> &'static str {
+        match self {
+            Source::Memory => "memory",
+            Source::Upstream(_) => "upstream",
+            Source::Kache => "kache",
         }
     }
 }
 
-/// The exposition text.
-pub fn render(api: &Api) -> String {
-    let mut out = Exposition(String::new());
-    let mut metric = |name: &str, kind: &str, help: &str, samples: Vec<(String, u64)>| out.family(name, kind, help, samples);
+/// Upper bounds (seconds) of request latency buckets.
+const REQUEST_BUCKETS: [f64; 14] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
+
+static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
+
+/// Installs the Prometheus recorder for the process (once), describing every metric.
+pub fn install() {
+    HANDLE.get_or_init(|| {
+        let builder = PrometheusBuilder::new()
+            .set_buckets_for_metric(Matcher::Full("kache_request_duration_seconds".into()), &REQUEST_BUCKETS)
+            .and_then(|b| b.set_buckets_for_metric(Matcher::Full("kache_consistent_wait_seconds".into()), &WAIT_BUCKETS));
+        let recorder = match builder {
+            Ok(b) => b.build_recorder(),
+            Err(e) => {
+                tracing::warn!(error = %e, "metrics are off");
+                return None;
+            }
+        };
+        let handle = recorder.handle();
+        if metrics::set_global_recorder(recorder).is_err() {
+            tracing::warn!("another metrics recorder is installed: /metrics shows kache's figures only from it");
+            return None;
+        }
+        describe();
+        Some(handle)
+    });
+}
+
+fn describe() {
+    use metrics::{describe_counter as c, describe_gauge as g, describe_histogram as h};
+    c!(
+        "kache_requests_total",
+        "Requests answered, by verb, resource, source (memory, upstream, kache), pass-through reason and status code."
+    );
+    h!("kache_request_duration_seconds", metrics::Unit::Seconds, "Time from a request's arrival to its response head, by verb and source.");
+    c!("kache_response_bytes_total", metrics::Unit::Bytes, "Response body bytes sent, by verb and source.");
+    c!("kache_lists_served_total", "Lists answered from memory.");
+    c!("kache_gets_served_total", "Single-object GETs answered from memory.");
+    c!("kache_watches_served_total", "Watches answered from memory.");
+    c!("kache_watches_passed_through_total", "Watches of cached resources passed through.");
+    c!("kache_passed_through_total", "Requests passed through to the apiserver.");
+    c!("kache_token_reviews_total", "TokenReviews sent upstream (cache misses).");
+    c!("kache_access_reviews_total", "SubjectAccessReviews sent upstream (cache misses).");
+    c!("kache_unauthenticated_total", "Requests refused with 401.");
+    c!("kache_forbidden_total", "Requests refused with 403.");
+    g!("kache_resource_ready", "1 once the resource's initial list is applied.");
+    g!("kache_store_confirmed_revision", "Revision up to which every upstream event is held.");
+    g!("kache_store_oldest_revision", "Oldest revision still served from memory.");
+    g!("kache_store_objects", "Objects at the head revision.");
+    g!("kache_store_events", "Events in the log.");
+    g!(
+        "kache_store_log_window_seconds",
+        metrics::Unit::Seconds,
+        "Age of the oldest event in the log: how far back exact and continue reads reach."
+    );
+    g!("kache_store_object_bytes", metrics::Unit::Bytes, "Bytes of object data held (each revision once).");
+    g!("kache_store_overhead_bytes", metrics::Unit::Bytes, "Estimated bytes besides object data.");
+    c!("kache_upstream_lists_total", "Upstream lists (initial and re-lists).");
+    c!("kache_upstream_watches_total", "Upstream watches started (the first and every reconnect).");
+    c!("kache_upstream_probes_total", "Upstream revision probes after broken watches.");
+    c!("kache_upstream_events_total", "Upstream events applied.");
+    g!("kache_upstream_watch_open", "1 while the resource's upstream watch is open.");
+    c!("kache_consistent_reads_fresh_total", "Consistent reads proven fresh and answered from memory.");
+    c!("kache_consistent_reads_passed_through_total", "Consistent reads passed through, by reason.");
+    h!("kache_consistent_wait_seconds", metrics::Unit::Seconds, "How long consistent reads answered from memory waited for proof.");
+    c!("kache_freshness_probes_total", "Upstream revision probes for consistent reads.");
+    c!("kache_freshness_catch_ups_total", "Catch-up watches opened to prove a quiet resource fresh.");
+    c!("kache_freshness_proofs_total", "Catch-up watches that proved a revision.");
+    g!("kache_watchers", "Watches open from memory.");
+    c!("kache_watch_events_delivered_total", "Live watch frames queued to watchers.");
+    c!("kache_watchers_closed_slow_total", "Watchers closed because they fell a full queue behind.");
+    g!("process_resident_memory_bytes", metrics::Unit::Bytes, "Resident memory of the kache process.");
+}
+
+/// What a request is, for its metrics.
+#[derive(Debug, Clone)]
+pub struct Request {
+    verb: String,
+    resource: String,
+    started: Instant,
+}
+
+impl Request {
+    /// The labels of a request to `method path?query`, from now.
+    pub fn of(method: &str, path: &str, query: &str) -> Request {
+        let a = apimachinery::auth::Attributes::of(method, path, query);
+        let resource = if a.resource_request {
+            let qualified = if a.group.is_empty() { a.resource } else { format!("{}.{}", a.resource, a.group) };
+            if a.subresource.is_empty() { qualified } else { format!("{qualified}/{}", a.subresource) }
+        } else {
+            String::new()
+        };
+        Request { verb: a.verb, resource, started: Instant::now() }
+    }
+}
+
+/// Records `resp` as `req`'s answer and counts its body's bytes as they go out.
+pub fn observe(req: Request, resp: Response<ApiBody>) -> Response<ApiBody> {
+    let source = resp.extensions().get::<Source>().copied().unwrap_or(Source::Kache);
+    let reason = match source {
+        Source::Upstream(why) => why,
+        _ => "",
+    };
+    counter!(
+        "kache_requests_total",
+        "verb" => req.verb.clone(),
+        "resource" => req.resource,
+        "source" => source.name(),
+        "reason" => reason,
+        "code" => resp.status().as_str().to_string()
+    )
+    .increment(1);
+    metrics::histogram!("kache_request_duration_seconds", "verb" => req.verb.clone(), "source" => source.name())
+        .record(req.started.elapsed().as_secs_f64());
+    let bytes = counter!("kache_response_bytes_total", "verb" => req.verb, "source" => source.name());
+    resp.map(|body| {
+        body.map_frame(move |frame| {
+            if let Some(data) = frame.data_ref() {
+                bytes.increment(data.len() as u64);
+            }
+            frame
+        })
+        .boxed()
+    })
+}
+
+/// Marks `resp` as produced by `source`.
+pub fn from(source: Source, mut resp: Response<ApiBody>) -> Response<ApiBody> {
+    resp.extensions_mut().insert(source);
+    resp
+}
+
+/// The exposition text: kache's state copied into the recorder, then rendered.
+pub fn render(api: &Api) -> Bytes {
+    let Some(Some(handle)) = HANDLE.get() else { return Bytes::from_static(b"# metrics are off\n") };
     let c = &api.counters;
-    metric(
-        "kache_lists_served_total",
-        "counter",
-        "Lists answered from memory.",
-        vec![(String::new(), c.lists_served.load(Ordering::Relaxed))],
-    );
-    metric(
-        "kache_gets_served_total",
-        "counter",
-        "Single-object GETs answered from memory.",
-        vec![(String::new(), c.gets_served.load(Ordering::Relaxed))],
-    );
-    metric(
-        "kache_watches_served_total",
-        "counter",
-        "Watches answered from memory.",
-        vec![(String::new(), c.watches_served.load(Ordering::Relaxed))],
-    );
-    metric(
-        "kache_watches_passed_through_total",
-        "counter",
-        "Watches of cached resources passed through (a consistent start not proven fresh, a revision not reached, an indented stream, or a table stream with bookmarks).",
-        vec![(String::new(), c.watches_passed_through.load(Ordering::Relaxed))],
-    );
-    metric(
-        "kache_passed_through_total",
-        "counter",
-        "Requests passed through to the apiserver.",
-        vec![(String::new(), c.passed_through.load(Ordering::Relaxed))],
-    );
+    for (name, v) in [
+        ("kache_lists_served_total", &c.lists_served),
+        ("kache_gets_served_total", &c.gets_served),
+        ("kache_watches_served_total", &c.watches_served),
+        ("kache_watches_passed_through_total", &c.watches_passed_through),
+        ("kache_passed_through_total", &c.passed_through),
+    ] {
+        counter!(name).absolute(v.load(Ordering::Relaxed));
+    }
     if let Some(gate) = &api.gate {
         let s = &gate.stats;
-        for (name, help, v) in [
-            ("kache_token_reviews_total", "TokenReviews sent upstream (cache misses).", &s.token_reviews),
-            ("kache_access_reviews_total", "SubjectAccessReviews sent upstream (cache misses).", &s.access_reviews),
-            ("kache_unauthenticated_total", "Requests refused with 401.", &s.unauthenticated),
-            ("kache_forbidden_total", "Requests refused with 403.", &s.forbidden),
+        for (name, v) in [
+            ("kache_token_reviews_total", &s.token_reviews),
+            ("kache_access_reviews_total", &s.access_reviews),
+            ("kache_unauthenticated_total", &s.unauthenticated),
+            ("kache_forbidden_total", &s.forbidden),
         ] {
-            metric(name, "counter", help, vec![(String::new(), v.load(Ordering::Relaxed))]);
+            counter!(name).absolute(v.load(Ordering::Relaxed));
         }
     }
-    let per = |f: &dyn Fn(&crate::cache::CachedResource) -> u64| -> Vec<(String, u64)> {
-        api.cache.resources().iter().map(|r| (format!("{{resource=\"{}\"}}", r.info.qualified()), f(r))).collect()
-    };
-    let memory: Vec<_> = api.cache.resources().iter().map(|r| r.store.memory()).collect();
-    let mem = |f: &dyn Fn(&crate::store::MemoryStats) -> usize| -> Vec<(String, u64)> {
-        api.cache.resources().iter().zip(&memory).map(|(r, m)| (format!("{{resource=\"{}\"}}", r.info.qualified()), f(m) as u64)).collect()
-    };
-    metric("kache_resource_ready", "gauge", "1 once the initial list is applied.", per(&|r| u64::from(r.status.is_ready())));
-    metric(
-        "kache_store_confirmed_revision",
-        "gauge",
-        "Revision up to which every upstream event is held.",
-        per(&|r| r.store.view().confirmed_rv()),
-    );
-    metric("kache_store_oldest_revision", "gauge", "Oldest revision still served from memory.", per(&|r| r.store.view().oldest_rv()));
-    metric("kache_store_objects", "gauge", "Objects at the head revision.", mem(&|m| m.objects));
-    metric("kache_store_events", "gauge", "Events in the log.", mem(&|m| m.events));
-    metric("kache_store_object_bytes", "gauge", "Bytes of object data held (each revision once).", mem(&|m| m.object_bytes));
-    metric("kache_store_overhead_bytes", "gauge", "Estimated bytes besides object data.", mem(&|m| m.overhead_bytes));
-    metric(
-        "kache_upstream_lists_total",
-        "counter",
-        "Upstream lists (initial and re-lists).",
-        per(&|r| r.status.lists.load(Ordering::Relaxed)),
-    );
-    metric("kache_upstream_watches_total", "counter", "Upstream watches started.", per(&|r| r.status.watches.load(Ordering::Relaxed)));
-    metric(
-        "kache_upstream_probes_total",
-        "counter",
-        "Upstream revision probes after broken watches.",
-        per(&|r| r.status.probes.load(Ordering::Relaxed)),
-    );
-    metric("kache_upstream_events_total", "counter", "Upstream events applied.", per(&|r| r.status.events.load(Ordering::Relaxed)));
-    metric(
-        "kache_upstream_watch_open",
-        "gauge",
-        "1 while the resource's upstream watch is open.",
-        per(&|r| u64::from(r.status.is_watching())),
-    );
-    metric(
-        "kache_consistent_reads_fresh_total",
-        "counter",
-        "Consistent reads proven fresh and answered from memory.",
-        per(&|r| r.fresh.stats.fresh.load(Ordering::Relaxed)),
-    );
-    let passed: Vec<(String, u64)> = api
-        .cache
-        .resources()
-        .iter()
-        .flat_map(|r| {
-            [NotFresh::Quiet, NotFresh::Probe, NotFresh::Timeout].map(|why| {
-                (
-                    format!("{{resource=\"{}\",reason=\"{}\"}}", r.info.qualified(), why.as_str()),
-                    r.fresh.stats.passed[why as usize].load(Ordering::Relaxed),
-                )
-            })
-        })
-        .collect();
-    metric("kache_consistent_reads_passed_through_total", "counter", "Consistent reads passed through, by reason.", passed);
-    metric(
-        "kache_freshness_probes_total",
-        "counter",
-        "Upstream revision probes for consistent reads.",
-        per(&|r| r.fresh.stats.probes.load(Ordering::Relaxed)),
-    );
-    metric(
-        "kache_freshness_catch_ups_total",
-        "counter",
-        "Catch-up watches opened to prove a quiet resource fresh.",
-        per(&|r| r.fresh.stats.catch_ups.load(Ordering::Relaxed)),
-    );
-    metric(
-        "kache_freshness_proofs_total",
-        "counter",
-        "Catch-up watches that proved a revision.",
-        per(&|r| r.fresh.stats.proofs.load(Ordering::Relaxed)),
-    );
-    let watch = |f: &dyn Fn(&WatchStats) -> u64| -> Vec<(String, u64)> {
-        api.cache
-            .resources()
-            .iter()
-            .zip(&api.dispatchers)
-            .map(|(r, d)| (format!("{{resource=\"{}\"}}", r.info.qualified()), f(d.stats())))
-            .collect()
-    };
-    metric("kache_watchers", "gauge", "Watches open from memory.", watch(&|s| s.open.load(Ordering::Relaxed)));
-    metric(
-        "kache_watch_events_delivered_total",
-        "counter",
-        "Live watch frames queued to watchers.",
-        watch(&|s| s.delivered.load(Ordering::Relaxed)),
-    );
-    metric(
-        "kache_watchers_closed_slow_total",
-        "counter",
-        "Watchers closed because they fell a full queue behind.",
-        watch(&|s| s.closed_slow.load(Ordering::Relaxed)),
-    );
-    let waits = api
-        .cache
-        .resources()
-        .iter()
-        .map(|r| {
-            let s = &r.fresh.stats;
-            let buckets = s.waited.iter().map(|n| n.load(Ordering::Relaxed)).collect();
-            (format!("resource=\"{}\"", r.info.qualified()), buckets, s.waited_micros.load(Ordering::Relaxed) as f64 / 1e6)
-        })
-        .collect();
-    out.histogram(
-        "kache_consistent_wait_seconds",
-        "How long consistent reads answered from memory waited for proof.",
-        &WAIT_BUCKETS,
-        waits,
-    );
-    out.0
+    let now = Instant::now();
+    for (r, d) in api.cache.resources().iter().zip(&api.dispatchers) {
+        let name = r.info.qualified();
+        let view = r.store.view();
+        let m = r.store.memory();
+        let set = |metric: &'static str, v: f64| gauge!(metric, "resource" => name.clone()).set(v);
+        set("kache_resource_ready", f64::from(u8::from(r.status.is_ready())));
+        set("kache_store_confirmed_revision", view.confirmed_rv() as f64);
+        set("kache_store_oldest_revision", view.oldest_rv() as f64);
+        set("kache_store_objects", m.objects as f64);
+        set("kache_store_events", m.events as f64);
+        set("kache_store_log_window_seconds", view.oldest_event_at().map_or(0.0, |at| now.saturating_duration_since(at).as_secs_f64()));
+        set("kache_store_object_bytes", m.object_bytes as f64);
+        set("kache_store_overhead_bytes", m.overhead_bytes as f64);
+        set("kache_upstream_watch_open", f64::from(u8::from(r.status.is_watching())));
+        set("kache_watchers", d.stats().open.load(Ordering::Relaxed) as f64);
+        let count = |metric: &'static str, v: u64| counter!(metric, "resource" => name.clone()).absolute(v);
+        count("kache_upstream_lists_total", r.status.lists.load(Ordering::Relaxed));
+        count("kache_upstream_watches_total", r.status.watches.load(Ordering::Relaxed));
+        count("kache_upstream_probes_total", r.status.probes.load(Ordering::Relaxed));
+        count("kache_upstream_events_total", r.status.events.load(Ordering::Relaxed));
+        let f = &r.fresh.stats;
+        count("kache_consistent_reads_fresh_total", f.fresh.load(Ordering::Relaxed));
+        count("kache_freshness_probes_total", f.probes.load(Ordering::Relaxed));
+        count("kache_freshness_catch_ups_total", f.catch_ups.load(Ordering::Relaxed));
+        count("kache_freshness_proofs_total", f.proofs.load(Ordering::Relaxed));
+        for why in [NotFresh::Quiet, NotFresh::Probe, NotFresh::Timeout] {
+            counter!("kache_consistent_reads_passed_through_total", "resource" => name.clone(), "reason" => why.as_str())
+                .absolute(f.passed[why as usize].load(Ordering::Relaxed));
+        }
+        count("kache_watch_events_delivered_total", d.stats().delivered.load(Ordering::Relaxed));
+        count("kache_watchers_closed_slow_total", d.stats().closed_slow.load(Ordering::Relaxed));
+    }
+    gauge!("process_resident_memory_bytes").set(resident_bytes() as f64);
+    Bytes::from(handle.render())
+}
+
+/// This process's resident memory (`VmRSS`), 0 where `/proc` is not.
+fn resident_bytes() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status.lines().find_map(|l| l.strip_prefix("VmRSS:")).and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok()).unwrap_or(0) * 1024
 }

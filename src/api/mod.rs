@@ -16,9 +16,11 @@ pub mod body;
 pub mod document;
 pub mod filter;
 pub mod form;
+mod health;
 pub mod list;
-mod metrics;
+pub mod metrics;
 mod proto;
+pub mod starting;
 pub mod watch;
 
 use std::sync::Arc;
@@ -32,6 +34,7 @@ use apimachinery::partial;
 use apimachinery::status::ApiError;
 use apimachinery::table::IncludeObject;
 use apimachinery::tls::ClientCertificates;
+use bytes::Bytes;
 use http::header::{ACCEPT, CONTENT_TYPE};
 use http::{HeaderMap, Method, Request, Response, StatusCode};
 use hyper::body::Incoming;
@@ -48,6 +51,7 @@ use body::ApiBody;
 use document::{Layout, Shape};
 use form::Form;
 use list::Answer;
+use metrics::Source;
 use watch::{Dispatcher, WatchConfig};
 
 /// Serving settings.
@@ -117,6 +121,7 @@ impl Api {
     pub fn new(cache: Cache, client: Client, config: ApiConfig, auth: Option<crate::auth::AuthConfig>) -> Api {
         let dispatchers = cache.resources().iter().map(|r| Dispatcher::start(r.clone())).collect();
         let gate = auth.map(|a| Arc::new(crate::auth::Gate::new(client.clone(), a)));
+        metrics::install();
         Api { cache, dispatchers, client, config, counters: Counters::default(), stopping: tokio::sync::watch::Sender::new(false), gate }
     }
 }
@@ -124,16 +129,48 @@ impl Api {
 /// How long a client has to finish its TLS handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How a listener's connections are secured: the TLS acceptor and the CAs
+/// of client certificates (`None`: plain HTTP/1.1 or h2c).
+pub type Tls = Option<(TlsAcceptor, Option<Arc<ClientCertificates>>)>;
+
+/// What answers a connection's requests, given its client certificate.
+pub type Answerer = Arc<dyn Fn(Request<Incoming>, Arc<Certificate>) -> BoxFuture<Response<ApiBody>> + Send + Sync>;
+
+/// A boxed, sendable future.
+pub type BoxFuture<T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send>>;
+
 /// Serves `api` on `listener` (over TLS when `tls` is set, HTTP/2 or
 /// HTTP/1.1 by ALPN; otherwise HTTP/1.1 or h2c) until `shutdown` completes,
 /// then stops accepting and waits for open connections to finish their
 /// requests (watches and other long requests are ended after `drain`).
-pub async fn serve(
-    listener: TcpListener,
-    tls: Option<(TlsAcceptor, Option<Arc<ClientCertificates>>)>,
-    api: Arc<Api>,
+pub async fn serve(listener: TcpListener, tls: Tls, api: Arc<Api>, shutdown: impl std::future::Future<Output = ()>, drain: Duration) {
+    let answer: Answerer = {
+        let api = api.clone();
+        Arc::new(move |req, certificate| {
+            let api = api.clone();
+            Box::pin(async move {
+                let observed = metrics::Request::of(req.method().as_str(), req.uri().path(), req.uri().query().unwrap_or(""));
+                metrics::observe(observed, handle(&api, req, &certificate).await)
+            })
+        })
+    };
+    // Watches end at once, as an apiserver's do when it shuts down; other requests get the drain period.
+    accept(&listener, &tls, answer, shutdown, drain, || {
+        api.stopping.send_replace(true);
+    })
+    .await;
+}
+
+/// Accepts connections on `listener` and answers their requests with
+/// `answer` until `shutdown` completes; then calls `stopping`, stops
+/// accepting and gives open connections `drain` to finish.
+pub async fn accept(
+    listener: &TcpListener,
+    tls: &Tls,
+    answer: Answerer,
     shutdown: impl std::future::Future<Output = ()>,
     drain: Duration,
+    stopping: impl FnOnce(),
 ) {
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     tokio::pin!(shutdown);
@@ -147,24 +184,17 @@ pub async fn serve(
                     continue;
                 }
             },
-            () = &mut shutdown => {
-                // Watches end now, as an apiserver's do when it shuts down;
-                // other requests get the drain period.
-                api.stopping.send_replace(true);
-                break;
-            }
+            () = &mut shutdown => break,
         };
         let _ = stream.set_nodelay(true);
-        let api = api.clone();
-        let watcher = graceful.watcher();
-        let tls = tls.clone();
+        let (answer, watcher, tls) = (answer.clone(), graceful.watcher(), tls.clone());
         tokio::spawn(async move {
             let result = match tls {
-                None => serve_connection(stream, api, watcher, Arc::new(Certificate::None)).await,
+                None => serve_connection(stream, answer, watcher, Arc::new(Certificate::None)).await,
                 Some((acceptor, clients)) => match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
                     Ok(Ok(stream)) => {
                         let certificate = Certificate::of(stream.get_ref().1.peer_certificates(), clients.as_deref());
-                        serve_connection(stream, api, watcher, Arc::new(certificate)).await
+                        serve_connection(stream, answer, watcher, Arc::new(certificate)).await
                     }
                     Ok(Err(e)) => Err(e.into()),
                     Err(_) => Err("TLS handshake timed out".into()),
@@ -175,20 +205,21 @@ pub async fn serve(
             }
         });
     }
+    stopping();
     if tokio::time::timeout(drain, graceful.shutdown()).await.is_err() {
         tracing::info!(?drain, "connections still open after the drain period; closing them");
     }
 }
 
 /// `certificate`: the connection's client certificate.
-async fn serve_connection<I>(io: I, api: Arc<Api>, watcher: Watcher, certificate: Arc<Certificate>) -> Result<(), body::BoxError>
+async fn serve_connection<I>(io: I, answer: Answerer, watcher: Watcher, certificate: Arc<Certificate>) -> Result<(), body::BoxError>
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let service = hyper::service::service_fn(move |req| {
-        let api = api.clone();
+        let answer = answer.clone();
         let certificate = certificate.clone();
-        async move { Ok::<_, std::convert::Infallible>(handle(&api, req, &certificate).await) }
+        async move { Ok::<_, std::convert::Infallible>(answer(req, certificate).await) }
     });
     let conn = auto::Builder::new(TokioExecutor::new()).serve_connection_with_upgrades(TokioIo::new(io), service).into_owned();
     watcher.watch(conn).await
@@ -275,11 +306,10 @@ fn target<'a>(cache: &'a Cache, path: &'a str) -> Option<Target<'a>> {
 async fn handle(api: &Api, req: Request<Incoming>, certificate: &Certificate) -> Response<ApiBody> {
     let path = req.uri().path().to_string();
     let query = req.uri().query().unwrap_or("").to_string();
-    match (req.method(), path.as_str()) {
-        (&Method::GET, "/healthz" | "/livez") => return text(StatusCode::OK, "ok"),
-        (&Method::GET, "/readyz") if api.cache.ready() => return text(StatusCode::OK, "ok"),
-        (&Method::GET, "/readyz") => return text(StatusCode::SERVICE_UNAVAILABLE, "not ready: the initial lists are not all in"),
-        _ => {}
+    if req.method() == Method::GET
+        && let Some((status, body)) = health::answer(api, &path, &query)
+    {
+        return text(status, body);
     }
     // Who the client is, before anything else (`None`: kache authenticates no one, on loopback).
     let user = match &api.gate {
@@ -289,54 +319,72 @@ async fn handle(api: &Api, req: Request<Incoming>, certificate: &Certificate) ->
             Err(e) => return Layout::default().error(&e),
         },
     };
-    let authorize = async |attrs: &Attributes| -> Result<(), ApiError> {
-        match (&api.gate, &user) {
-            (Some(gate), Some(user)) => gate.authorize(user, attrs).await,
-            _ => Ok(()),
-        }
-    };
     if req.method() == Method::GET && path == "/metrics" {
-        if let Err(e) = authorize(&Attributes::of("GET", &path, &query)).await {
+        if let Err(e) = authorize(api, user.as_ref(), &Attributes::of("GET", &path, &query)).await {
             return Layout::default().error(&e);
         }
         let mut resp = Response::new(body::full(metrics::render(api)));
         resp.headers_mut().insert(CONTENT_TYPE, http::HeaderValue::from_static("text/plain; version=0.0.4"));
         return resp;
     }
-    let cached = target(&api.cache, &path).filter(|t| t.res.status.is_ready());
-    if req.method() == Method::GET
-        && let Some(t) = cached
-        && let Some((shape, layout)) = answer(t.res, req.headers(), &query)
+    let cached = target(&api.cache, &path);
+    let why = match (req.method() == Method::GET, cached) {
+        (false, _) => "not a read",
+        (true, None) => "not cached",
+        (true, Some(t)) if !t.res.status.is_ready() => "initial list not in yet",
+        (true, Some(t)) => match answer(t.res, req.headers(), &query) {
+            None => "encoding",
+            Some(negotiated) => match from_memory(api, &t, negotiated, (&path, &query), user.as_ref()).await {
+                Ok(resp) => return metrics::from(Source::Memory, resp),
+                Err(why) => why,
+            },
+        },
+    };
+    api.counters.passed_through.fetch_add(1, Ordering::Relaxed);
+    metrics::from(Source::Upstream(why), crate::proxy::forward(&api.client, req, user.as_ref()).await)
+}
+
+/// The apiserver's authorizer's verdict on `user` doing `attrs` (anyone may, without client authentication).
+async fn authorize(api: &Api, user: Option<&apimachinery::auth::UserInfo>, attrs: &Attributes) -> Result<(), ApiError> {
+    match (&api.gate, user) {
+        (Some(gate), Some(user)) => gate.authorize(user, attrs).await,
+        _ => Ok(()),
+    }
+}
+
+/// A GET of a cached, ready resource answered from memory (or refused), or why it passes through.
+async fn from_memory(
+    api: &Api,
+    t: &Target<'_>,
+    (shape, layout): (Shape, Layout),
+    (path, query): (&str, &str),
+    user: Option<&apimachinery::auth::UserInfo>,
+) -> Result<Response<ApiBody>, &'static str> {
     {
         // Nothing is served from memory without the apiserver's authorizer's allow.
-        if let Err(e) = authorize(&Attributes::of("GET", &path, &query)).await {
-            return layout.error(&e);
+        if let Err(e) = authorize(api, user, &Attributes::of("GET", path, query)).await {
+            return Ok(layout.error(&e));
         }
-        let answer = match t.name {
+        match t.name {
             None => {
-                let access = match (&api.gate, &user) {
+                let access = match (&api.gate, user) {
                     (Some(gate), Some(user)) => {
-                        Some(crate::auth::Access::new(gate.clone(), user.clone(), Attributes::of("GET", &path, &query)))
+                        Some(crate::auth::Access::new(gate.clone(), user.clone(), Attributes::of("GET", path, query)))
                     }
                     _ => None,
                 };
-                serve_collection(api, &t, &query, (shape, layout), access).await
+                serve_collection(api, t, query, (shape, layout), access).await
             }
             // A GET asking for the list form gets the apiserver's 406.
-            Some(_) if matches!(shape, Shape::Form(Form::MetadataList)) => None,
-            Some(name) => serve_get(t.res, t.namespace, name, &query, &api.config.waits, shape, layout).await.inspect(|_| {
+            Some(_) if matches!(shape, Shape::Form(Form::MetadataList)) => Err("encoding"),
+            Some(name) => serve_get(t.res, t.namespace, name, query, &api.config.waits, shape, layout).await.inspect(|_| {
                 api.counters.gets_served.fetch_add(1, Ordering::Relaxed);
             }),
-        };
-        if let Some(resp) = answer {
-            return resp;
         }
     }
-    api.counters.passed_through.fetch_add(1, Ordering::Relaxed);
-    crate::proxy::forward(&api.client, req, user.as_ref()).await
 }
 
-/// A list or watch from memory, an error `Status`, or `None` to pass the request through.
+/// A list or watch from memory, an error `Status`, or why the request passes through.
 /// `access`: the client's permission, re-checked while a watch lives.
 async fn serve_collection(
     api: &Api,
@@ -344,13 +392,13 @@ async fn serve_collection(
     query: &str,
     (shape, layout): (Shape, Layout),
     access: Option<crate::auth::Access>,
-) -> Option<Response<ApiBody>> {
+) -> Result<Response<ApiBody>, &'static str> {
     let mut opts = match ListOptions::decode(query) {
         Ok(o) => o,
-        Err(e) => return Some(layout.error(&e)),
+        Err(e) => return Ok(layout.error(&e)),
     };
     if let Err(e) = opts.validate() {
-        return Some(layout.error(&e));
+        return Ok(layout.error(&e));
     }
     if opts.watch {
         // Indented streams, table streams with bookmarks, and watches asking for the list form are left to the apiserver.
@@ -361,49 +409,49 @@ async fn serve_collection(
         };
         if !served {
             api.counters.watches_passed_through.fetch_add(1, Ordering::Relaxed);
-            return None;
+            return Err("watch form");
         }
         let ends = watch::Ends { stopping: api.stopping.subscribe(), access };
         return match watch::watch(t.res, &api.dispatchers[t.index], t.namespace, &opts, (shape.clone(), layout), &api.config, ends).await {
             Ok(watch::Answer::Stream(resp)) => {
                 api.counters.watches_served.fetch_add(1, Ordering::Relaxed);
-                Some(resp)
+                Ok(resp)
             }
             Ok(watch::Answer::Upstream(why)) => {
                 tracing::debug!(resource = %t.res.info.qualified(), why, "watch passed through");
                 api.counters.watches_passed_through.fetch_add(1, Ordering::Relaxed);
-                None
+                Err(why)
             }
-            Err(e) => Some(layout.error(&e)),
+            Err(e) => Ok(layout.error(&e)),
         };
     }
     if matches!(shape, Shape::Form(Form::Metadata)) {
         // A list asking for the single-object form gets the apiserver's 406.
-        return None;
+        return Err("encoding");
     }
     match list::list(t.res, t.namespace, &opts, &api.config.waits).await {
         Ok(Answer::Page(page)) => match document::page_parts(t.res, &page, &shape, layout.protobuf) {
             Some(parts) => {
                 api.counters.lists_served.fetch_add(1, Ordering::Relaxed);
-                Some(layout.respond(StatusCode::OK, parts))
+                Ok(layout.respond(StatusCode::OK, parts))
             }
             None => {
                 tracing::debug!(resource = %t.res.info.qualified(), "list passed through: an object its printer or protobuf cannot express");
-                None
+                Err("encoding")
             }
         },
         Ok(Answer::Upstream(why)) => {
             tracing::debug!(resource = %t.res.info.qualified(), why, "list passed through");
-            None
+            Err(why)
         }
-        Err(e) => Some(layout.error(&e)),
+        Err(e) => Ok(layout.error(&e)),
     }
 }
 
 /// A GET of one object from the head snapshot (as the apiserver's watch
 /// cache answers it): at any revision (`resourceVersion=0`), once the store
 /// has reached the one named, or once it is proven fresh (unset: a
-/// consistent read); `None` to pass it through.
+/// consistent read); or why it passes through.
 async fn serve_get(
     res: &CachedResource,
     namespace: Option<&str>,
@@ -412,18 +460,20 @@ async fn serve_get(
     waits: &Waits,
     shape: Shape,
     layout: Layout,
-) -> Option<Response<ApiBody>> {
+) -> Result<Response<ApiBody>, &'static str> {
     let rv = form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == "resourceVersion").map(|(_, v)| v.into_owned());
-    let fresh = match rv.as_deref() {
-        None | Some("") => res.fresh.consistent(waits.consistent).await.is_ok(),
+    match rv.as_deref() {
+        None | Some("") => {
+            if res.fresh.consistent(waits.consistent).await.is_err() {
+                return Err("not proven fresh");
+            }
+        }
         // A malformed revision gets upstream's own error.
         Some(rv) => match apimachinery::params::parse_resource_version(rv) {
-            Ok(rv) => res.reached(rv, waits.revision).await,
-            Err(_) => false,
+            Ok(rv) if res.reached(rv, waits.revision).await => {}
+            Ok(_) => return Err("revision not reached"),
+            Err(_) => return Err("malformed revision"),
         },
-    };
-    if !fresh {
-        return None;
     }
     let key = match namespace {
         Some(ns) => format!("{ns}/{name}"),
@@ -431,12 +481,13 @@ async fn serve_get(
     };
     let view = res.store.view();
     let Some(o) = view.head().get(&key) else {
-        return Some(layout.error(&ApiError::not_found(&res.info, name)));
+        return Ok(layout.error(&ApiError::not_found(&res.info, name)));
     };
-    Some(layout.respond(StatusCode::OK, document::get_parts(res, o, &shape, layout.protobuf)?))
+    let parts = document::get_parts(res, o, &shape, layout.protobuf).ok_or("encoding")?;
+    Ok(layout.respond(StatusCode::OK, parts))
 }
 
-fn text(status: StatusCode, s: &'static str) -> Response<ApiBody> {
+fn text(status: StatusCode, s: impl Into<Bytes>) -> Response<ApiBody> {
     let mut resp = Response::new(body::full(s));
     *resp.status_mut() = status;
     resp.headers_mut().insert(CONTENT_TYPE, http::HeaderValue::from_static("text/plain; charset=utf-8"));

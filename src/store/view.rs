@@ -52,6 +52,11 @@ impl View {
         self.epoch
     }
 
+    /// When the writer applied the oldest event still in the log.
+    pub fn oldest_event_at(&self) -> Option<std::time::Instant> {
+        self.log.front().map(|e| e.at)
+    }
+
     /// The number of events in the log.
     pub fn log_len(&self) -> usize {
         self.log.len()

@@ -116,11 +116,11 @@ impl NotFresh {
     }
 }
 
-/// Upper bounds (seconds) of the buckets of [`FreshnessStats::waited`].
+/// Upper bounds (seconds) of the buckets of `kache_consistent_wait_seconds`.
 pub const WAIT_BUCKETS: [f64; 10] = [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5, 1.0, 3.0];
 
 /// Counters of one resource's freshness work.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct FreshnessStats {
     /// Probes sent.
     pub probes: AtomicU64,
@@ -132,25 +132,27 @@ pub struct FreshnessStats {
     pub fresh: AtomicU64,
     /// Consistent reads passed through: quiet, probe failed, timed out.
     pub passed: [AtomicU64; 3],
-    /// Consistent reads proven fresh, by how long they waited (cumulative
-    /// counts per bucket of [`WAIT_BUCKETS`], then the count of all).
-    pub waited: [AtomicU64; WAIT_BUCKETS.len() + 1],
-    /// Total seconds waited by the reads proven fresh, in microseconds.
-    pub waited_micros: AtomicU64,
+    /// How long the reads proven fresh waited (`kache_consistent_wait_seconds`).
+    waited: metrics::Histogram,
 }
 
 impl FreshnessStats {
+    fn new(resource: &Resource) -> FreshnessStats {
+        FreshnessStats {
+            probes: AtomicU64::new(0),
+            catch_ups: AtomicU64::new(0),
+            proofs: AtomicU64::new(0),
+            fresh: AtomicU64::new(0),
+            passed: Default::default(),
+            waited: metrics::histogram!("kache_consistent_wait_seconds", "resource" => resource.qualified()),
+        }
+    }
+
     fn record(&self, outcome: Result<Duration, NotFresh>) {
         match outcome {
             Ok(waited) => {
                 self.fresh.fetch_add(1, Ordering::Relaxed);
-                self.waited_micros.fetch_add(waited.as_micros() as u64, Ordering::Relaxed);
-                let secs = waited.as_secs_f64();
-                for (bucket, bound) in self.waited.iter().zip(WAIT_BUCKETS.iter().map(Some).chain([None])) {
-                    if bound.is_none_or(|b| secs <= *b) {
-                        bucket.fetch_add(1, Ordering::Relaxed);
-                    }
-                }
+                self.waited.record(waited.as_secs_f64());
             }
             Err(why) => {
                 self.passed[why as usize].fetch_add(1, Ordering::Relaxed);
@@ -193,6 +195,7 @@ impl Freshness {
     /// The machinery for `resource`, whose store `store` the reflector that
     /// receives `proofs` fills. The prober runs in [`Freshness::run`].
     pub fn new(client: Client, resource: Resource, store: StoreReader, proofs: mpsc::UnboundedSender<Proof>) -> Freshness {
+        let stats = FreshnessStats::new(&resource);
         Freshness {
             client,
             resource,
@@ -203,7 +206,7 @@ impl Freshness {
             probed: watch::Sender::new(Probed { generation: 0, revision: None }),
             catching_up: AtomicBool::new(false),
             caught_up: watch::Sender::new(0),
-            stats: FreshnessStats::default(),
+            stats,
         }
     }
 
@@ -264,6 +267,10 @@ impl Freshness {
             return Ok(x);
         }
         if self.quiet(by.saturating_duration_since(Instant::now())) {
+            // As the apiserver's cache follows etcd's progress, prove the
+            // quiet store reached `x` meanwhile: the pages that continue
+            // this read (at `x`) are then answered from memory.
+            self.catch_up();
             return Err(NotFresh::Quiet);
         }
         if self.reach(x, by).await { Ok(x) } else { Err(NotFresh::Timeout) }

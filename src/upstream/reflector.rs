@@ -2,6 +2,8 @@
 //! (the resource's store) exactly in step with the apiserver.
 //!
 //! ```text
+//!   Restore(saved rv) ──▶ Probe (ready) ──────────────────────┐  (warm restart)
+//!   Restore(nothing usable) ──▶ List                          ▼
 //!   List ──ok──▶ Watch(rv) ──closed──▶ Watch(last rv)          (resume, no gap)
 //!    ▲             │  └──broken/error──▶ backoff ▶ Probe ▶ Watch(last rv)
 //!    │             └──410 / too large / revision went back──▶ List
@@ -20,6 +22,16 @@
 //!   probe) checks that upstream's revision has not gone backwards (etcd
 //!   restored from a snapshot renumbers revisions and a watch from the old
 //!   revision would wait silently); if it has, the reflector re-lists.
+//! - A state saved by an earlier run ([`Saved`], a warm restart) is handed
+//!   to the sink like a list taken at its revision, and the reflector goes
+//!   on as after a broken watch: a probe, then a watch from the saved
+//!   revision; upstream's 410 (compacted past it) re-lists as usual. The
+//!   resource is ready only once the probe shows upstream's revision has not
+//!   gone back below the saved one (etcd restored while kache was down): a
+//!   store ahead of upstream would pass every freshness check, so its state
+//!   must never be served; it is re-listed instead. A saved state moves
+//!   `confirmed_rv` only to its own revision: it proves nothing about
+//!   upstream's present.
 //! - Failures back off exponentially with jitter, up to a bound.
 
 use std::sync::Arc;
@@ -34,6 +46,7 @@ use serde::Deserialize;
 use tokio::time::Instant;
 
 use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 
 use super::UpstreamError;
 use super::client::Client;
@@ -54,6 +67,16 @@ pub trait Sink: Send {
     fn flush(&mut self);
     /// Changes with every [`Sink::replace`]: a freshness proof holds only in the epoch it was measured in.
     fn epoch(&self) -> u64;
+}
+
+/// A resource's state saved by an earlier run: the objects at `rv`, in
+/// list-item form, as the sink held them.
+#[derive(Debug)]
+pub struct Saved {
+    /// The objects, as a list's items.
+    pub items: Vec<Bytes>,
+    /// The revision they are the state at.
+    pub rv: u64,
 }
 
 /// Reflector settings.
@@ -103,7 +126,7 @@ pub struct ReflectorStatus {
 }
 
 impl ReflectorStatus {
-    /// Whether the first list has been applied.
+    /// Whether the first list (or a saved state) has been applied.
     pub fn is_ready(&self) -> bool {
         self.ready.load(Ordering::Acquire)
     }
@@ -154,6 +177,8 @@ pub struct Reflector<S> {
     proofs: Option<mpsc::UnboundedReceiver<Proof>>,
     /// Proofs received but not applicable yet (the sink lags their `through`).
     pending: Vec<Proof>,
+    /// A saved state being loaded, to start from instead of a list.
+    saved: Option<JoinHandle<Option<Saved>>>,
 }
 
 /// Most proofs kept waiting for the sink to catch up.
@@ -162,7 +187,13 @@ const MAX_PENDING_PROOFS: usize = 16;
 impl<S: Sink> Reflector<S> {
     /// A reflector for `resource`; nothing happens until [`Reflector::run`].
     pub fn new(client: Client, resource: Resource, config: ReflectorConfig, sink: S) -> Self {
-        Reflector { client, resource, config, sink, status: Arc::default(), rv: 0, proofs: None, pending: Vec::new() }
+        Reflector { client, resource, config, sink, status: Arc::default(), rv: 0, proofs: None, pending: Vec::new(), saved: None }
+    }
+
+    /// Starts from the state `saved` yields, if any (a warm restart), instead of a list.
+    pub fn with_saved(mut self, saved: JoinHandle<Option<Saved>>) -> Self {
+        self.saved = Some(saved);
+        self
     }
 
     /// Also applies the freshness proofs that arrive on `proofs`.
@@ -178,7 +209,10 @@ impl<S: Sink> Reflector<S> {
 
     /// Runs until the task is dropped.
     pub async fn run(mut self) {
-        let mut phase = Phase::List;
+        let mut phase = match self.saved.take() {
+            Some(saved) => self.restore(saved).await,
+            None => Phase::List,
+        };
         let mut failures = 0u32;
         loop {
             let result = match phase {
@@ -239,6 +273,21 @@ impl<S: Sink> Reflector<S> {
         Ok(())
     }
 
+    /// Hands a saved state to the sink; the phase to go on with: a probe
+    /// (which makes the resource ready), then a watch from the saved
+    /// revision; or a list when nothing usable was saved.
+    async fn restore(&mut self, saved: JoinHandle<Option<Saved>>) -> Phase {
+        let Ok(Some(Saved { items, rv })) = saved.await else { return Phase::List };
+        let objects = items.len();
+        if let Err(e) = self.sink.replace(items, rv) {
+            tracing::warn!(resource = %self.resource.qualified(), error = %e, "saved state not restored; listing");
+            return Phase::List;
+        }
+        self.confirm(rv);
+        tracing::info!(resource = %self.resource.qualified(), rv, objects, "restored the saved state; resuming the watch from it");
+        Phase::Probe
+    }
+
     /// Checks upstream's current revision against ours after a broken watch.
     async fn probe(&mut self) -> Result<Phase, (UpstreamError, Phase)> {
         self.status.probes.fetch_add(1, Ordering::Relaxed);
@@ -249,6 +298,8 @@ impl<S: Sink> Reflector<S> {
             tracing::warn!(resource = %self.resource.qualified(), ours = self.rv, upstream = page.resource_version, "upstream revision went back");
             return Ok(Phase::List);
         }
+        // A restored state becomes ready here (a listed one already is).
+        self.status.ready.store(true, Ordering::Release);
         Ok(Phase::Watch)
     }
 

@@ -55,9 +55,18 @@ impl Process {
         Self::spawn("serve", &all)
     }
 
+    /// Starts `kache sim --listen 127.0.0.1:PORT ARGS` and waits until it serves.
+    pub fn sim_at(port: u16, args: &[&str]) -> Process {
+        Self::spawn_at("sim", &format!("127.0.0.1:{port}"), args)
+    }
+
     fn spawn(subcommand: &str, args: &[&str]) -> Process {
+        Self::spawn_at(subcommand, "127.0.0.1:0", args)
+    }
+
+    fn spawn_at(subcommand: &str, listen: &str, args: &[&str]) -> Process {
         let mut child = Command::new(env!("CARGO_BIN_EXE_kache"))
-            .args([subcommand, "--listen", "127.0.0.1:0"])
+            .args([subcommand, "--listen", listen])
             .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())

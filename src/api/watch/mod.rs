@@ -217,7 +217,22 @@ impl Bookmarks {
         let next = (now + self.interval).min(self.deadline.checked_sub(BOOKMARK_BEFORE_DEADLINE).unwrap_or(now));
         self.timer = (next > now).then(|| Box::pin(tokio::time::sleep_until(next)));
     }
+
+    /// The bookmark due found nothing newer to tell: the next one at its
+    /// time — but the last one, due before the deadline, looks again every
+    /// [`BOOKMARK_RETRY`] until the deadline, so a client (a catch-up watch
+    /// of a second-tier kache) learns of a revision reached just before.
+    fn retry(&mut self) {
+        self.schedule();
+        let now = Instant::now();
+        if self.timer.is_none() && now + BOOKMARK_RETRY < self.deadline {
+            self.timer = Some(Box::pin(tokio::time::sleep_until(now + BOOKMARK_RETRY)));
+        }
+    }
 }
+
+/// How often the last bookmark before a watch's deadline looks for a newer revision.
+const BOOKMARK_RETRY: Duration = Duration::from_millis(100);
 
 /// What ends a stream besides its lifetime: kache stopping, and the
 /// client losing its permission (re-checked as its cached allow expires).
@@ -397,11 +412,12 @@ impl Stream {
                     },
                     Err(TryRecvError::Disconnected) => return None,
                     Err(TryRecvError::Empty) => {
+                        let newer = dispatched > self.last;
                         if let Some(b) = self.bookmarks.as_mut() {
                             b.due = false;
-                            b.schedule();
+                            if newer { b.schedule() } else { b.retry() }
                         }
-                        if dispatched > self.last {
+                        if newer {
                             self.last = dispatched;
                             return self.bookmark(dispatched, false);
                         }
