@@ -83,6 +83,10 @@ pub struct ServeArgs {
     /// The serving certificate's private key (PEM).
     #[arg(long, requires = "tls_cert_file")]
     pub tls_private_key_file: Option<PathBuf>,
+    /// Seconds after the apiserver last answered (a list page, a watch frame) that kache still answers from
+    /// memory; past it, the resource is not ready and its reads pass through (failing as the apiserver's would).
+    #[arg(long, default_value_t = 300)]
+    pub max_staleness: u64,
     /// Seconds open requests (long lists, passed-through watches) may take to finish after a shutdown signal; watches from memory end at once.
     #[arg(long, default_value_t = 30)]
     pub shutdown_drain: u64,
@@ -136,7 +140,7 @@ impl ServeArgs {
         }
         let waits = Waits { revision: Duration::from_millis(self.wait_ms), consistent: Duration::from_millis(self.consistent_wait_ms) };
         let watch = WatchConfig { queue: self.watch_queue.max(1), bookmark_interval: Duration::from_secs_f64(self.bookmark_interval) };
-        Ok(ApiConfig { waits, watch })
+        Ok(ApiConfig { waits, watch, max_staleness: Duration::from_secs(self.max_staleness) })
     }
 
     /// How clients authenticate; `None` when they do not, which only a loopback `--listen` allows.

@@ -221,3 +221,53 @@ fn kache_started_before_its_apiserver_answers_alive_not_ready_then_serves() {
     assert_eq!(pods["items"].as_array().unwrap().len(), 12);
     assert_eq!(sim.served("pods", "list"), 1, "one initial list");
 }
+
+#[test]
+fn readiness_flips_while_a_resource_re_lists_and_reads_pass_through_meanwhile() {
+    // Pages of one pod: the re-list of 1,500 takes a while.
+    let sim = Process::sim(&["--pods", "1500", "--nodes", "3"]);
+    let kache = Process::kache(&sim.url, &["--resources", "pods", "--page-size", "1"]);
+    eventually(Duration::from_secs(120), "kache ready", || (kache.get("/readyz").status == 200).then_some(()));
+    // An etcd restore: revisions renumbered, every watch ended. kache's probe sees upstream went back and re-lists.
+    assert_eq!(sim.post("/_sim/restart?reset=true", &serde_json::json!({})).status, 200);
+    let why = eventually(Duration::from_secs(30), "not ready while re-listing", || {
+        let r = kache.get("/readyz?verbose");
+        (r.status == 503).then(|| r.text())
+    });
+    assert!(why.contains("[-]resource:pods failed: re-listing"), "{why}");
+    // Meanwhile reads pass through: the answer is upstream's, at its new revisions.
+    let list = kache.get("/api/v1/pods?resourceVersion=0&limit=1");
+    assert_eq!(list.status, 200);
+    eventually(Duration::from_secs(120), "ready again", || (kache.get("/readyz").status == 200).then_some(()));
+    let m = scrape(&kache);
+    assert_eq!(m[r#"kache_upstream_lists_total{resource="pods"}"#], 2.0, "the initial list and one re-list");
+    assert!(m.keys().any(|k| k.starts_with("kache_requests_total{") && k.contains(r#"source="upstream",reason="not synced""#)), "{m:?}");
+    assert_eq!(
+        kache.get("/api/v1/pods?resourceVersion=0").json()["metadata"]["resourceVersion"],
+        sim.get("/api/v1/pods?limit=1").json()["metadata"]["resourceVersion"]
+    );
+}
+
+#[test]
+fn when_the_apiserver_goes_away_kache_serves_what_it_has_until_the_staleness_bound() {
+    let mut sim = Process::sim(&["--pods", "10"]);
+    let kache = Process::kache(&sim.url, &["--resources", "pods", "--max-staleness", "3"]);
+    eventually(Duration::from_secs(30), "kache ready", || (kache.get("/readyz").status == 200).then_some(()));
+    let held = kache.get("/api/v1/pods?resourceVersion=0").json();
+    let _ = sim.child_kill();
+    let gone = std::time::Instant::now();
+    // Within the bound: lists at any revision from memory; consistent reads fail as the apiserver's would.
+    let list = kache.get("/api/v1/pods?resourceVersion=0");
+    assert_eq!((list.status, list.json()), (200, held));
+    let consistent = kache.get("/api/v1/pods");
+    assert_eq!(consistent.status, 503, "{}", consistent.text());
+    assert!(gone.elapsed() < Duration::from_secs(3), "the checks above took too long to mean anything");
+    // Past the bound: not ready, and nothing from memory.
+    let why = eventually(Duration::from_secs(30), "not ready past the bound", || {
+        let r = kache.get("/readyz?verbose");
+        (r.status == 503).then(|| r.text())
+    });
+    assert!(why.contains("[-]resource:pods failed: no answer from the apiserver for") && why.contains("(max staleness 3s)"), "{why}");
+    assert_eq!(kache.get("/api/v1/pods?resourceVersion=0").status, 503);
+    assert_eq!(kache.get("/livez").status, 200, "alive: a restart would not help");
+}

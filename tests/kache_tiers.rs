@@ -6,8 +6,6 @@
 //! one list and one watch per resource, not a request per client request.
 //! With client authentication on both tiers, a client is authenticated,
 //! authorized and impersonated as itself all the way to the simulator.
-//! Paging a quiet resource with consistent reads does not yet work as
-//! through one tier: that test fails, marked KNOWN BUG.
 
 mod common;
 
@@ -295,28 +293,14 @@ fn paging_a_quiet_resource_through_the_second_tier_answers_continue_pages_from_m
     let sim_list = ok(t.sim.get(&format!("/api/v1/configmaps?resourceVersion={rv}&resourceVersionMatch=Exact")), "configmaps").json();
     assert!(pages_items == items(&sim_list), "tier 2's pages are the simulator's list");
     assert_eq!(pages, 4);
-    // KNOWN BUG: this assertion fails today. Tier 2 passes the first
-    // continue page through too, after waiting --wait-ms (3 s) for a proof
-    // that does not come: tier 2's catch-up watch to tier 1 never gets a
-    // bookmark carrying the page's revision X. Two causes, both needed for
-    // the fix (checked on a patched copy: then this test passes, the first
-    // continue page in 1.2 s):
-    // - src/upstream/freshness.rs, `Freshness::prove` (`return
-    //   Err(NotFresh::Quiet)`): tier 1 passes tier 2's probe (a consistent
-    //   read of a quiet resource) through without catching up to X, where
-    //   the apiserver's watch cache catches up with every consistent read it
-    //   serves, as the freshness argument (point 3) counts on. Fix: start
-    //   `self.catch_up()` before returning `Quiet`.
-    // - src/api/watch/mod.rs, `Stream::live` (the `TryRecvError::Empty`
-    //   arm) and `Bookmarks::schedule`: when the bookmark due 2 s before the
-    //   deadline finds nothing newer than the client has, it is dropped for
-    //   good, so tier 1's later proof never reaches the catch-up. Fix: keep
-    //   that last bookmark pending (look again every ~100 ms until the
-    //   deadline) and send it once the dispatched revision moves.
+    // Tier 1 catches up when it passes tier 2's probe of a quiet resource
+    // through (as the apiserver's cache follows etcd's progress), and its
+    // last bookmark before a watch's deadline waits for a newer revision:
+    // so tier 2's catch-up watch proves the page's revision.
     assert_eq!(
         tier2_after.passed_through - tier2_before.passed_through,
         1,
-        "KNOWN BUG: tier 2 should pass only the first page through; paging took {took:?}, tier 1 answered {} lists and passed {} requests through",
+        "tier 2 should pass only the first page through; paging took {took:?}, tier 1 answered {} lists and passed {} requests through",
         tier1_after.lists - tier1_before.lists,
         tier1_after.passed_through - tier1_before.passed_through,
     );
@@ -327,11 +311,7 @@ fn paging_a_quiet_resource_through_the_second_tier_answers_continue_pages_from_m
 /// service accounts may list and watch what they cache, review, and
 /// impersonate users, groups, service accounts, uids and the extras of
 /// service account tokens, key by key; the app's service account may read
-/// pods and create configmaps in ns-0001. The rule on resource "" stands in
-/// for the apiserver's `system:discovery` role: the simulator takes the
-/// discovery documents `/api/v1` and `/apis/GROUP/VERSION` for lists of a
-/// resource "" (apimachinery/src/auth.rs, `Attributes::of`), where the
-/// apiserver lets every authenticated user read them as non-resource URLs.
+/// pods and create configmaps in ns-0001.
 const POLICY: &str = r#"{
   "users": [
     {"name": "system:serviceaccount:kache:kache", "uid": "u-tier1", "tokens": ["tier1-token"],
@@ -360,7 +340,6 @@ const POLICY: &str = r#"{
      "resources": ["uids", "userextras/authentication.kubernetes.io/credential-id", "userextras/authentication.kubernetes.io/node-name",
                    "userextras/authentication.kubernetes.io/node-uid", "userextras/authentication.kubernetes.io/pod-name",
                    "userextras/authentication.kubernetes.io/pod-uid"]},
-    {"subjects": ["group:system:authenticated"], "verbs": ["list"], "groups": ["*"], "resources": [""]},
     {"subjects": ["user:system:serviceaccount:team:app"], "verbs": ["get", "list", "watch"], "groups": [""], "resources": ["pods"], "namespaces": ["ns-0001"]},
     {"subjects": ["user:system:serviceaccount:team:app"], "verbs": ["create"], "groups": [""], "resources": ["configmaps"], "namespaces": ["ns-0001"]}
   ]

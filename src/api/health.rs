@@ -27,11 +27,25 @@ fn checks(api: &Api, endpoint: &str) -> Vec<Check> {
         return out;
     }
     out.push(("shutdown".into(), (*api.stopping.borrow()).then(|| "kache is shutting down".to_string())));
+    let bound = api.config.max_staleness;
     for r in api.cache.resources() {
-        let failure = (!r.status.is_ready()).then(|| match r.status.last_error() {
-            Some(e) => format!("initial list not in yet; last upstream error: {e}"),
-            None => "initial list not in yet".to_string(),
-        });
+        let s = &r.status;
+        let failure = if !s.is_ready() {
+            let listing = if s.lists.load(std::sync::atomic::Ordering::Relaxed) > 1 { "re-listing" } else { "initial list not in yet" };
+            Some(match s.last_error() {
+                Some(e) => format!("{listing}; last upstream error: {e}"),
+                None => listing.to_string(),
+            })
+        } else if !s.synced(bound) {
+            let silence = s.silence().map_or("ever".to_string(), |d| format!("{}s", d.as_secs()));
+            Some(format!(
+                "no answer from the apiserver for {silence} (max staleness {}s); last error: {}",
+                bound.as_secs(),
+                s.last_error().unwrap_or_default()
+            ))
+        } else {
+            None
+        };
         out.push((format!("resource:{}", r.info.qualified()), failure));
     }
     out

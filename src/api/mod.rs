@@ -55,12 +55,20 @@ use metrics::Source;
 use watch::{Dispatcher, WatchConfig};
 
 /// Serving settings.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct ApiConfig {
     /// How long reads wait for the store before they are passed through.
     pub waits: Waits,
     /// Watches.
     pub watch: WatchConfig,
+    /// How long after upstream's last answer kache still answers from memory.
+    pub max_staleness: Duration,
+}
+
+impl Default for ApiConfig {
+    fn default() -> ApiConfig {
+        ApiConfig { waits: Waits::default(), watch: WatchConfig::default(), max_staleness: Duration::from_secs(300) }
+    }
 }
 
 /// How long a read may wait for the store before it is passed through.
@@ -331,7 +339,8 @@ async fn handle(api: &Api, req: Request<Incoming>, certificate: &Certificate) ->
     let why = match (req.method() == Method::GET, cached) {
         (false, _) => "not a read",
         (true, None) => "not cached",
-        (true, Some(t)) if !t.res.status.is_ready() => "initial list not in yet",
+        (true, Some(t)) if !t.res.status.is_ready() => "not synced",
+        (true, Some(t)) if !t.res.status.synced(api.config.max_staleness) => "stale",
         (true, Some(t)) => match answer(t.res, req.headers(), &query) {
             None => "encoding",
             Some(negotiated) => match from_memory(api, &t, negotiated, (&path, &query), user.as_ref()).await {

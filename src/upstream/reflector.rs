@@ -107,6 +107,9 @@ impl Default for ReflectorConfig {
     }
 }
 
+/// How often a long list logs its progress.
+const LIST_PROGRESS_EVERY: Duration = Duration::from_secs(5);
+
 /// What a reflector has done, for readiness and metrics.
 #[derive(Debug, Default)]
 pub struct ReflectorStatus {
@@ -122,7 +125,16 @@ pub struct ReflectorStatus {
     pub events: AtomicU64,
     /// The last revision the sink confirmed.
     pub confirmed_rv: AtomicU64,
+    /// Milliseconds from [`contact_epoch`] to upstream's last answer (a list
+    /// page, a watch opened, a watch frame), plus one; 0: none yet.
+    contact: AtomicU64,
     last_error: Mutex<Option<String>>,
+}
+
+/// The origin of [`ReflectorStatus`] contact times.
+fn contact_epoch() -> Instant {
+    static EPOCH: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    *EPOCH.get_or_init(Instant::now)
 }
 
 impl ReflectorStatus {
@@ -139,6 +151,27 @@ impl ReflectorStatus {
     /// The last failure, if any.
     pub fn last_error(&self) -> Option<String> {
         self.last_error.lock().clone()
+    }
+
+    /// Whether the store holds a list (it is not listing for the first
+    /// time, nor re-listing) and upstream answered within `bound`: only
+    /// then does kache answer from memory. Past the bound (upstream gone),
+    /// reads pass through and fail as the apiserver's would.
+    pub fn synced(&self, bound: Duration) -> bool {
+        self.is_ready() && self.silence().is_some_and(|s| s <= bound)
+    }
+
+    /// How long since upstream last answered; `None` before it ever did.
+    pub fn silence(&self) -> Option<Duration> {
+        match self.contact.load(Ordering::Relaxed) {
+            0 => None,
+            at => Some(contact_epoch().elapsed().saturating_sub(Duration::from_millis(at - 1))),
+        }
+    }
+
+    /// Upstream answered now.
+    fn touch(&self) {
+        self.contact.store(contact_epoch().elapsed().as_millis() as u64 + 1, Ordering::Relaxed);
     }
 
     fn failed(&self, e: &UpstreamError) {
@@ -258,10 +291,19 @@ impl<S: Sink> Reflector<S> {
         let base = format!("{}?limit={}", self.resource.collection_path(), self.config.page_size);
         let mut items = Vec::new();
         let mut path = base.clone();
+        if self.status.ready.swap(false, Ordering::AcqRel) {
+            tracing::info!(resource = %self.resource.qualified(), "not ready while re-listing: reads pass through");
+        }
+        let mut progress = Instant::now();
         let rv = loop {
             let body = self.client.get_bytes(&path).await.map_err(|e| (e, Phase::List))?;
+            self.status.touch();
             let page = ListPage::parse(&body).map_err(|e| (decode(e), Phase::List))?;
             items.extend(page.items);
+            if progress.elapsed() >= LIST_PROGRESS_EVERY {
+                progress = Instant::now();
+                tracing::info!(resource = %self.resource.qualified(), objects = items.len(), "listing");
+            }
             match page.continue_token {
                 Some(token) => path = format!("{base}&continue={}", encode_query(&token)),
                 None => break page.resource_version,
@@ -270,6 +312,7 @@ impl<S: Sink> Reflector<S> {
         self.sink.replace(items, rv).map_err(|e| (UpstreamError::Decode(e), Phase::List))?;
         self.confirm(rv);
         self.status.ready.store(true, Ordering::Release);
+        tracing::info!(resource = %self.resource.qualified(), rv, "listed; ready");
         Ok(())
     }
 
@@ -293,6 +336,7 @@ impl<S: Sink> Reflector<S> {
         self.status.probes.fetch_add(1, Ordering::Relaxed);
         let path = format!("{}?limit=1", self.resource.collection_path());
         let body = self.client.get_bytes(&path).await.map_err(|e| (e, Phase::Probe))?;
+        self.status.touch();
         let page = ListPage::parse(&body).map_err(|e| (decode(e), Phase::Probe))?;
         if page.resource_version < self.rv {
             tracing::warn!(resource = %self.resource.qualified(), ours = self.rv, upstream = page.resource_version, "upstream revision went back");
@@ -336,6 +380,7 @@ impl<S: Sink> Reflector<S> {
             let bytes = body.collect().await.map(|c| c.to_bytes()).unwrap_or_default();
             return classify(UpstreamError::status(status, &bytes));
         }
+        self.status.touch();
         let mut decoder = WatchDecoder::new(self.config.max_frame);
         // Without a byte for this long past its deadline, the watch is dead.
         let idle = timeout + Duration::from_secs(30);
@@ -357,6 +402,7 @@ impl<S: Sink> Reflector<S> {
                 Ok(Some(Ok(frame))) => frame,
             };
             let Ok(data) = frame.into_data() else { continue };
+            self.status.touch();
             decoder.push(&data);
             loop {
                 match decoder.next_frame() {

@@ -145,6 +145,12 @@ impl Process {
         self.request("POST", path, &[("content-type", "application/json")], Some(body.to_string().as_bytes()))
     }
 
+    /// Kills the process (SIGKILL) and reaps it.
+    pub fn child_kill(&mut self) -> std::io::Result<()> {
+        self.child.kill()?;
+        self.child.wait().map(|_| ())
+    }
+
     /// Waits up to `timeout` for the process to exit.
     pub fn wait(&mut self, timeout: Duration) -> std::process::ExitStatus {
         eventually(timeout, "the process to exit", || self.child.try_wait().expect("waitable"))
