@@ -2,7 +2,7 @@
 //! reflector's status. Built once at start-up; the reflectors run as tasks
 //! that end when the [`Cache`] is dropped.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use bytes::Bytes;
@@ -12,6 +12,7 @@ use tokio::task::JoinHandle;
 use apimachinery::resource::Resource;
 use apimachinery::table::{self, Printer};
 
+use crate::budget::Pressure;
 use crate::state::StateDir;
 use crate::store::{CachedObject, StoreConfig, StoreReader, StoreWriter};
 use crate::upstream::client::Client;
@@ -42,6 +43,8 @@ pub struct CachedResource {
     crds: OnceLock<Arc<CachedResource>>,
     /// The Table printer of the CRD revision last read, by that revision.
     crd_printer: Mutex<Option<(u64, Option<Arc<Printer>>)>>,
+    /// Its memory pressure level (a [`Pressure`]), set by the budget task.
+    pressure: AtomicU8,
 }
 
 impl CachedResource {
@@ -62,7 +65,18 @@ impl CachedResource {
             custom: !builtin,
             crds: OnceLock::new(),
             crd_printer: Mutex::new(None),
+            pressure: AtomicU8::new(Pressure::Normal as u8),
         }
+    }
+
+    /// What it gives up for the memory budget now (`crate::budget`).
+    pub fn pressure(&self) -> Pressure {
+        Pressure::from_u8(self.pressure.load(Ordering::Relaxed))
+    }
+
+    /// Sets its memory pressure level (the budget task's decision).
+    pub fn set_pressure(&self, level: Pressure) {
+        self.pressure.store(level as u8, Ordering::Relaxed);
     }
 
     /// Its Table printer: a built-in resource's, or a custom resource's

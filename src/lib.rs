@@ -3,11 +3,13 @@
 //! [`upstream`] follows the apiserver (credentials, discovery, one reflector
 //! per cached resource) into [`store`]s; [`cache`] holds them; [`api`]
 //! answers lists from memory and [`proxy`] passes everything else through;
-//! [`state`] saves and restores the stores for warm restarts;
-//! [`serve`] wires it together. See `DESIGN.md` for how the parts fit.
+//! [`state`] saves and restores the stores for warm restarts; [`budget`]
+//! bounds the memory they hold; [`serve`] wires it together. See
+//! `DESIGN.md` for how the parts fit.
 
 pub mod api;
 pub mod auth;
+pub mod budget;
 pub mod cache;
 pub mod config;
 pub mod logs;

@@ -14,6 +14,7 @@ use tokio_rustls::TlsAcceptor;
 use crate::api::starting::Starting;
 use crate::api::watch::WatchConfig;
 use crate::api::{self, Api, ApiConfig, Waits};
+use crate::budget::BudgetConfig;
 use crate::cache::Cache;
 use crate::state::{Saver, StateDir, Upstream};
 use crate::store::StoreConfig;
@@ -87,6 +88,13 @@ pub struct ServeArgs {
     /// memory; past it, the resource is not ready and its reads pass through (failing as the apiserver's would).
     #[arg(long, default_value_t = 300)]
     pub max_staleness: u64,
+    /// MiB the whole cache may hold (0: no budget). Over it, each resource in turn holds a shorter event log,
+    /// then makes no new continue-token pins, then passes its lists and GETs through.
+    #[arg(long, value_name = "MIB", default_value_t = 0)]
+    pub memory_budget: u64,
+    /// MiB each cached resource may hold (0: no budget); over it, the resource does as under --memory-budget.
+    #[arg(long, value_name = "MIB", default_value_t = 0)]
+    pub resource_memory_budget: u64,
     /// Seconds open requests (long lists, passed-through watches) may take to finish after a shutdown signal; watches from memory end at once.
     #[arg(long, default_value_t = 30)]
     pub shutdown_drain: u64,
@@ -140,7 +148,12 @@ impl ServeArgs {
         }
         let waits = Waits { revision: Duration::from_millis(self.wait_ms), consistent: Duration::from_millis(self.consistent_wait_ms) };
         let watch = WatchConfig { queue: self.watch_queue.max(1), bookmark_interval: Duration::from_secs_f64(self.bookmark_interval) };
-        Ok(ApiConfig { waits, watch, max_staleness: Duration::from_secs(self.max_staleness) })
+        let mib = |flag: &str, v: u64| v.checked_mul(1 << 20).ok_or_else(|| anyhow::anyhow!("--{flag} {v}: too large"));
+        let budget = BudgetConfig {
+            total: mib("memory-budget", self.memory_budget)?,
+            resource: mib("resource-memory-budget", self.resource_memory_budget)?,
+        };
+        Ok(ApiConfig { waits, watch, max_staleness: Duration::from_secs(self.max_staleness), budget })
     }
 
     /// How clients authenticate; `None` when they do not, which only a loopback `--listen` allows.
@@ -209,6 +222,19 @@ pub struct Running {
     stop: Option<oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<()>,
     saver: Option<Saver>,
+    /// Connections opened while kache started, answered by the API since; closed gracefully when dropped.
+    _opened_while_starting: Option<StartingConnections>,
+}
+
+/// Connections handed over from the starting server, kept open until dropped.
+struct StartingConnections {
+    _graceful: hyper_util::server::graceful::GracefulShutdown,
+}
+
+impl std::fmt::Debug for StartingConnections {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StartingConnections")
+    }
 }
 
 impl Running {
@@ -272,19 +298,28 @@ pub async fn start(args: &ServeArgs, listening: impl FnOnce(&str)) -> anyhow::Re
         let _ = discovered.send(());
         resources
     };
-    let answering = api::accept(&listener, &tls, starting.answerer(), async { _ = done.await }, Duration::from_millis(200), || {});
-    let (resources, ()) = tokio::join!(discovering, answering);
+    let answering = api::accept(&listener, &tls, starting.answerer(), async { _ = done.await }, None, || {});
+    let (resources, opened_while_starting) = tokio::join!(discovering, answering);
     let resources = resources?;
     let state = args.state(&client, &creds).await?;
     let cache = Cache::start(&client, resources, &args.store(), &args.reflector(), state.as_ref());
     let saver = state.map(|dir| Saver::start(dir, cache.resources().to_vec(), Duration::from_secs(args.state_interval)));
     let api = Arc::new(Api::new(cache, client, config, auth));
+    crate::budget::start(&api);
+    starting.hand_over(api::answerer(&api));
     let (stop, stopped) = oneshot::channel::<()>();
     let drain = Duration::from_secs(args.shutdown_drain);
     let task = tokio::spawn(api::serve(listener, tls, api.clone(), async move { _ = stopped.await }, drain));
     let names: Vec<String> = api.cache.resources().iter().map(|r| r.info.qualified()).collect();
     tracing::info!(%url, upstream = %creds.server, resources = %names.join(","), "kache serving; loading the initial lists");
-    Ok(Running { url, api, stop: Some(stop), task, saver })
+    Ok(Running {
+        url,
+        api,
+        stop: Some(stop),
+        task,
+        saver,
+        _opened_while_starting: opened_while_starting.map(|g| StartingConnections { _graceful: g }),
+    })
 }
 
 /// The resources to cache, from the apiserver's discovery; until it

@@ -142,10 +142,12 @@ fn the_simulator_serves_nothing_until_its_cluster_is_generated() {
     common::eventually(Duration::from_secs(30), "the port to answer", || std::net::TcpStream::connect(("127.0.0.1", port)).ok());
     let mut refused = 0;
     let pods = common::eventually(Duration::from_secs(120), "a list", || {
+        // Readiness first: generation only ever finishes, so a refused list means it was not ready before either.
+        let ready = common::request(&format!("{url}/readyz"), "GET", &[], None).status;
         let r = common::request(&format!("{url}/api/v1/pods?resourceVersion=0"), "GET", &[], None);
         if r.status == 503 {
             assert_eq!(r.json()["reason"], "ServiceUnavailable", "{}", r.text());
-            assert_eq!(common::request(&format!("{url}/readyz"), "GET", &[], None).status, 503);
+            assert_eq!(ready, 503, "ready, yet refusing lists");
             refused += 1;
             return None;
         }

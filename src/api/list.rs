@@ -12,6 +12,10 @@
 //! confirmed. A page that has more after it pins its snapshot so the next
 //! page reads the same revision without a rebuild; its continue token is in
 //! the apiserver's format, so tokens cross between kache and the apiserver.
+//!
+//! Under memory pressure (`crate::budget`) a page that would make a new pin
+//! is passed through instead (pages of existing pins are still answered),
+//! and at the last level every list of the resource is.
 
 use std::ops::Bound;
 use std::sync::Arc;
@@ -23,6 +27,7 @@ use apimachinery::status::ApiError;
 
 use super::Waits;
 use super::filter::Filter;
+use crate::budget;
 use crate::cache::CachedResource;
 use crate::store::{CachedObject, Snapshot, StoreError};
 
@@ -46,6 +51,9 @@ pub enum Answer {
 
 /// Answers a validated list request for `res` in `namespace` (or all).
 pub async fn list(res: &CachedResource, namespace: Option<&str>, opts: &ListOptions, waits: &Waits) -> Result<Answer, ApiError> {
+    if res.pressure().passes_through() {
+        return Ok(Answer::Upstream(budget::REASON));
+    }
     check_fields(&res.info, opts)?;
     let prefix = res.info.prefix(namespace);
     let plan = ListPlan::of(opts, &prefix)?;
@@ -68,8 +76,9 @@ pub async fn list(res: &CachedResource, namespace: Option<&str>, opts: &ListOpti
         },
     };
     let filter = Filter::new(&res.info, namespace, opts);
-    Ok(Answer::Page(page(res, &snapshot, &prefix, &plan.start, &filter, plan.limit)))
+    Ok(page(res, &snapshot, &prefix, &plan.start, &filter, plan.limit).map_or(Answer::Upstream(budget::REASON), Answer::Page))
 }
+
 /// The snapshot at exactly `rv`, pinned or rebuilt; `None` when it is out of reach.
 async fn exact(res: &CachedResource, rv: u64, wait: Duration) -> Option<Arc<Snapshot>> {
     match res.store.snapshot_at(rv, Instant::now()) {
@@ -79,7 +88,8 @@ async fn exact(res: &CachedResource, rv: u64, wait: Duration) -> Option<Arc<Snap
     }
 }
 
-fn page(res: &CachedResource, snapshot: &Arc<Snapshot>, prefix: &str, start: &str, filter: &Filter, limit: usize) -> Page {
+/// The page from `start`; `None` when it would need a pin the memory budget refuses.
+fn page(res: &CachedResource, snapshot: &Arc<Snapshot>, prefix: &str, start: &str, filter: &Filter, limit: usize) -> Option<Page> {
     let mut items = Vec::new();
     // Without selectors every object in scope is a candidate: `scanned` counts the scope.
     let mut scanned = 0u64;
@@ -96,7 +106,7 @@ fn page(res: &CachedResource, snapshot: &Arc<Snapshot>, prefix: &str, start: &st
     }
     let rv = snapshot.rv();
     let selectors = filter.has_selectors();
-    let Some(last) = last else { return Page { meta: ListMeta::for_page(rv, prefix, None, 0, selectors), items } };
+    let Some(last) = last else { return Some(Page { meta: ListMeta::for_page(rv, prefix, None, 0, selectors), items }) };
     // Without selectors the apiserver reports how many objects remain; with
     // them it only says whether keys remain.
     let (after, cursor) = if selectors {
@@ -107,12 +117,18 @@ fn page(res: &CachedResource, snapshot: &Arc<Snapshot>, prefix: &str, start: &st
     };
     let meta = ListMeta::for_page(rv, prefix, Some(&last), after, selectors);
     if meta.continue_token.is_some() {
-        res.store.pin(snapshot.clone(), Instant::now());
+        let now = Instant::now();
+        if res.pressure().refuses_pins() {
+            // Only a pin made before the pressure lives on (its TTL restarts).
+            res.store.pinned(rv, now)?;
+        } else {
+            res.store.pin(snapshot.clone(), now);
+        }
         if let Some(cursor) = cursor {
             res.store.set_cursor(rv, &format!("{last}\u{0}"), cursor);
         }
     }
-    Page { meta, items }
+    Some(Page { meta, items })
 }
 
 /// How many keys of the list's scope come before `start` (remembered by the pin when kache issued the token).

@@ -9,7 +9,8 @@
 //!   (until the response head), `kache_response_bytes_total`;
 //! - **per resource and process**, read from kache's own state when
 //!   scraped ([`render`]): store size and revisions, the event log's window,
-//!   staleness, upstream lists/watches/events, freshness proofs, watchers.
+//!   staleness, upstream lists/watches/events, freshness proofs, watchers,
+//!   memory pressure (`crate::budget`) and the budgets.
 //!   The hot paths (the store, the dispatcher) keep their plain atomic
 //!   counters; a scrape copies them (`absolute`), so serving costs nothing
 //!   extra.
@@ -112,7 +113,7 @@ fn describe() {
     g!("kache_store_overhead_bytes", metrics::Unit::Bytes, "Estimated bytes besides object data.");
     c!("kache_upstream_lists_total", "Upstream lists (initial and re-lists).");
     c!("kache_upstream_watches_total", "Upstream watches started (the first and every reconnect).");
-    c!("kache_upstream_probes_total", "Upstream revision probes after broken watches.");
+    c!("kache_upstream_probes_total", "Upstream revision probes after broken watches and restored states.");
     c!("kache_upstream_events_total", "Upstream events applied.");
     g!("kache_upstream_watch_open", "1 while the resource's upstream watch is open.");
     c!("kache_consistent_reads_fresh_total", "Consistent reads proven fresh and answered from memory.");
@@ -125,6 +126,12 @@ fn describe() {
     c!("kache_watch_events_delivered_total", "Live watch frames queued to watchers.");
     c!("kache_watchers_closed_slow_total", "Watchers closed because they fell a full queue behind.");
     g!("process_resident_memory_bytes", metrics::Unit::Bytes, "Resident memory of the kache process.");
+    g!(
+        "kache_memory_pressure",
+        "What the resource gives up for the memory budget: 0 nothing, 1 a shorter event log, 2 also new continue-token pins, 3 also lists and GETs from memory."
+    );
+    g!("kache_memory_budget_bytes", metrics::Unit::Bytes, "The whole cache's memory budget (--memory-budget; 0: none).");
+    g!("kache_resource_memory_budget_bytes", metrics::Unit::Bytes, "Each resource's memory budget (--resource-memory-budget; 0: none).");
 }
 
 /// What a request is, for its metrics.
@@ -225,6 +232,7 @@ pub fn render(api: &Api) -> Bytes {
         set("kache_store_overhead_bytes", m.overhead_bytes as f64);
         set("kache_upstream_watch_open", f64::from(u8::from(r.status.is_watching())));
         set("kache_watchers", d.stats().open.load(Ordering::Relaxed) as f64);
+        set("kache_memory_pressure", f64::from(r.pressure() as u8));
         let count = |metric: &'static str, v: u64| counter!(metric, "resource" => name.clone()).absolute(v);
         count("kache_upstream_lists_total", r.status.lists.load(Ordering::Relaxed));
         count("kache_upstream_watches_total", r.status.watches.load(Ordering::Relaxed));
@@ -243,6 +251,8 @@ pub fn render(api: &Api) -> Bytes {
         count("kache_watchers_closed_slow_total", d.stats().closed_slow.load(Ordering::Relaxed));
     }
     gauge!("process_resident_memory_bytes").set(resident_bytes() as f64);
+    gauge!("kache_memory_budget_bytes").set(api.config.budget.total as f64);
+    gauge!("kache_resource_memory_budget_bytes").set(api.config.budget.resource as f64);
     Bytes::from(handle.render())
 }
 

@@ -63,11 +63,18 @@ pub struct ApiConfig {
     pub watch: WatchConfig,
     /// How long after upstream's last answer kache still answers from memory.
     pub max_staleness: Duration,
+    /// The memory budget (`crate::budget`).
+    pub budget: crate::budget::BudgetConfig,
 }
 
 impl Default for ApiConfig {
     fn default() -> ApiConfig {
-        ApiConfig { waits: Waits::default(), watch: WatchConfig::default(), max_staleness: Duration::from_secs(300) }
+        ApiConfig {
+            waits: Waits::default(),
+            watch: WatchConfig::default(),
+            max_staleness: Duration::from_secs(300),
+            budget: crate::budget::BudgetConfig::default(),
+        }
     }
 }
 
@@ -152,34 +159,40 @@ pub type BoxFuture<T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + 
 /// then stops accepting and waits for open connections to finish their
 /// requests (watches and other long requests are ended after `drain`).
 pub async fn serve(listener: TcpListener, tls: Tls, api: Arc<Api>, shutdown: impl std::future::Future<Output = ()>, drain: Duration) {
-    let answer: Answerer = {
-        let api = api.clone();
-        Arc::new(move |req, certificate| {
-            let api = api.clone();
-            Box::pin(async move {
-                let observed = metrics::Request::of(req.method().as_str(), req.uri().path(), req.uri().query().unwrap_or(""));
-                metrics::observe(observed, handle(&api, req, &certificate).await)
-            })
-        })
-    };
     // Watches end at once, as an apiserver's do when it shuts down; other requests get the drain period.
-    accept(&listener, &tls, answer, shutdown, drain, || {
+    accept(&listener, &tls, answerer(&api), shutdown, Some(drain), || {
         api.stopping.send_replace(true);
     })
     .await;
 }
 
+/// The API's answers: every request handled and observed (metrics).
+pub fn answerer(api: &Arc<Api>) -> Answerer {
+    let api = api.clone();
+    Arc::new(move |req, certificate| {
+        let api = api.clone();
+        Box::pin(async move {
+            let observed = metrics::Request::of(req.method().as_str(), req.uri().path(), req.uri().query().unwrap_or(""));
+            metrics::observe(observed, handle(&api, req, &certificate).await)
+        })
+    })
+}
+
 /// Accepts connections on `listener` and answers their requests with
 /// `answer` until `shutdown` completes; then calls `stopping`, stops
-/// accepting and gives open connections `drain` to finish.
+/// accepting and gives open connections `drain` to finish. With `drain`
+/// `None` (a hand-over to the next server on the same listener, which must
+/// not close a connection whose request is on its way) the open
+/// connections are left open, and returned: dropping the handle closes
+/// them gracefully.
 pub async fn accept(
     listener: &TcpListener,
     tls: &Tls,
     answer: Answerer,
     shutdown: impl std::future::Future<Output = ()>,
-    drain: Duration,
+    drain: Option<Duration>,
     stopping: impl FnOnce(),
-) {
+) -> Option<hyper_util::server::graceful::GracefulShutdown> {
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     tokio::pin!(shutdown);
     loop {
@@ -214,9 +227,11 @@ pub async fn accept(
         });
     }
     stopping();
+    let Some(drain) = drain else { return Some(graceful) };
     if tokio::time::timeout(drain, graceful.shutdown()).await.is_err() {
         tracing::info!(?drain, "connections still open after the drain period; closing them");
     }
+    None
 }
 
 /// `certificate`: the connection's client certificate.
@@ -470,6 +485,9 @@ async fn serve_get(
     shape: Shape,
     layout: Layout,
 ) -> Result<Response<ApiBody>, &'static str> {
+    if res.pressure().passes_through() {
+        return Err(crate::budget::REASON);
+    }
     let rv = form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == "resourceVersion").map(|(_, v)| v.into_owned());
     match rv.as_deref() {
         None | Some("") => {

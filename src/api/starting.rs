@@ -6,7 +6,7 @@
 //! own answer while it starts — a 503 `Status` with `Retry-After`, which
 //! clients retry.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use http::{Request, Response, StatusCode};
 use hyper::body::Incoming;
@@ -16,15 +16,24 @@ use super::body::{self, ApiBody};
 use super::{Answerer, health};
 
 /// Why kache is not serving yet.
-#[derive(Debug)]
 pub struct Starting {
     why: Mutex<String>,
+    /// The API's answerer, once kache serves: connections opened while it
+    /// started are answered by it from then on (none is closed under a
+    /// request on its way).
+    next: OnceLock<Answerer>,
+}
+
+impl std::fmt::Debug for Starting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Starting").field("why", &self.why).field("serving", &self.next.get().is_some()).finish()
+    }
 }
 
 impl Starting {
     /// Starting, with nothing tried yet.
     pub fn new() -> Arc<Starting> {
-        Arc::new(Starting { why: Mutex::new("discovering the cached resources".into()) })
+        Arc::new(Starting { why: Mutex::new("discovering the cached resources".into()), next: OnceLock::new() })
     }
 
     /// The last attempt failed with `why`.
@@ -32,12 +41,20 @@ impl Starting {
         *self.why.lock() = why;
     }
 
-    /// The answerer of every request until kache serves.
+    /// kache serves: `api` answers from now on.
+    pub fn hand_over(&self, api: Answerer) {
+        let _ = self.next.set(api);
+    }
+
+    /// The answerer of the connections opened while kache starts.
     pub fn answerer(self: &Arc<Self>) -> Answerer {
         let me = self.clone();
-        Arc::new(move |req, _| {
-            let resp = me.answer(&req);
-            Box::pin(async move { resp })
+        Arc::new(move |req, certificate| match me.next.get() {
+            Some(api) => api(req, certificate),
+            None => {
+                let resp = me.answer(&req);
+                Box::pin(async move { resp })
+            }
         })
     }
 

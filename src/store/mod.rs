@@ -12,7 +12,12 @@
 //!   read the log after a revision, pin snapshots for continue tokens, and
 //!   subscribe to publishes.
 //! - The log is bounded by count and by age ([`StoreConfig`]); pins by TTL
-//!   and count; [`MemoryStats`] accounts for it all.
+//!   and count; [`MemoryStats`] accounts for it all. The count bound can be
+//!   lowered at run time ([`StoreReader::set_event_limit`], the memory
+//!   budget's first step, `crate::budget`): a knob, not a change to the
+//!   store — the writer trims to it at its next event or publish, exactly
+//!   as it trims to `max_events`, so `oldest_rv` only moves up and what
+//!   falls out is refused as too old (never skipped).
 
 mod event;
 mod memory;
@@ -23,6 +28,7 @@ mod view;
 mod writer;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
@@ -116,15 +122,24 @@ struct Shared {
     view: ArcSwap<View>,
     published: tokio::sync::watch::Sender<u64>,
     pins: Mutex<reader::Pins>,
+    /// The run-time bound on the log, read by the writer (see [`Shared::event_limit`]).
+    event_limit: AtomicUsize,
 }
 
 impl Shared {
     fn new(config: StoreConfig) -> Shared {
         Shared {
+            event_limit: AtomicUsize::new(config.max_events),
             config,
             view: ArcSwap::from_pointee(View::default()),
             published: tokio::sync::watch::Sender::new(0),
             pins: Mutex::default(),
         }
+    }
+
+    /// The most events the log keeps now: `max_events`, or less while a
+    /// reader has lowered the bound.
+    fn event_limit(&self) -> usize {
+        self.event_limit.load(Ordering::Relaxed).min(self.config.max_events)
     }
 }

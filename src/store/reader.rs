@@ -101,6 +101,25 @@ impl StoreReader {
         self.shared.pins.lock().get(&rv)?.cursors.get(key).copied()
     }
 
+    /// Lowers (or raises again, up to the configured `max_events`) the
+    /// most events the log keeps. The writer trims to it at its next event
+    /// or publish, as it trims to `max_events`: `oldest_rv` moves up, so
+    /// exact and continue reads below it pass through and watches from
+    /// below it get 410 Expired.
+    pub fn set_event_limit(&self, max: usize) {
+        self.shared.event_limit.store(max, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The most events the log keeps now (see [`StoreReader::set_event_limit`]).
+    pub fn event_limit(&self) -> usize {
+        self.shared.event_limit()
+    }
+
+    /// The configured bound on the log (`StoreConfig::max_events`).
+    pub fn max_events(&self) -> usize {
+        self.shared.config.max_events
+    }
+
     /// Memory held by the store: object bytes and everything around them.
     pub fn memory(&self) -> MemoryStats {
         let view = self.view();

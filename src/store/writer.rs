@@ -71,7 +71,7 @@ impl StoreWriter {
             self.since_checkpoint = 0;
             self.view.checkpoints.push_back(self.view.head.clone());
         }
-        self.trim_to(self.shared.config.max_events);
+        self.trim_to(self.shared.event_limit());
         Ok(())
     }
 
@@ -151,9 +151,54 @@ impl StoreWriter {
         self.view.oldest_rv = self.view.oldest_rv.max(rv);
     }
 
-    /// Makes the working view visible to readers and wakes subscribers.
+    /// Makes the working view visible to readers and wakes subscribers;
+    /// first trims the log to the run-time bound, so a lowered bound takes
+    /// effect on a resource that has no events too.
     pub fn publish(&mut self) {
+        self.trim_to(self.shared.event_limit());
         self.shared.view.store(Arc::new(self.view.clone()));
         self.shared.published.send_replace(self.view.head.rv);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+
+    use super::*;
+
+    fn pod(name: &str, rv: u64) -> CachedObject {
+        let json = format!(r#"{{"metadata":{{"name":"{name}","namespace":"ns","resourceVersion":"{rv}"}}}}"#);
+        CachedObject::parse(Bytes::from(json), &[]).expect("a valid object")
+    }
+
+    #[test]
+    fn a_lowered_event_limit_trims_at_the_next_publish_and_too_old_is_refused_not_skipped() {
+        let (mut writer, reader) = StoreWriter::new(StoreConfig { max_events: 10, ..StoreConfig::default() });
+        writer.replace(vec![pod("a", 1)], 1);
+        let now = Instant::now();
+        for rv in 2..=9 {
+            writer.apply(EventType::Modified, pod("a", rv), now).unwrap();
+        }
+        writer.publish();
+        assert_eq!((reader.view().log_len(), reader.view().oldest_rv()), (8, 1));
+        // Lowered past the configured bound's reach: no event yet, the next publish trims.
+        reader.set_event_limit(3);
+        assert_eq!((reader.event_limit(), reader.max_events()), (3, 10));
+        writer.publish();
+        let view = reader.view();
+        assert_eq!((view.log_len(), view.oldest_rv()), (3, 6));
+        // What fell out is refused as too old; what is left is exact.
+        assert_eq!(view.events_after(5).unwrap_err(), StoreError::TooOld { requested: 5, oldest: 6 });
+        assert_eq!(view.events_after(6).unwrap().iter().map(|e| e.rv()).collect::<Vec<_>>(), [7, 8, 9]);
+        assert_eq!(view.snapshot_at(6).unwrap().get("ns/a").unwrap().resource_version(), 6);
+        // Raised again: capped at the configured bound; the log grows back.
+        reader.set_event_limit(usize::MAX);
+        assert_eq!(reader.event_limit(), 10);
+        for rv in 10..=30 {
+            writer.apply(EventType::Modified, pod("a", rv), now).unwrap();
+        }
+        writer.publish();
+        assert_eq!(reader.view().log_len(), 10);
     }
 }

@@ -262,7 +262,14 @@ impl Freshness {
     }
 
     async fn prove(self: &Arc<Self>, by: Instant) -> Result<u64, NotFresh> {
+        let held = self.store.view().confirmed_rv();
         let x = self.committed(by).await?;
+        // Upstream cannot be behind what kache already holds, unless its
+        // revisions went back (an etcd restore): until the reflector
+        // re-lists, nothing kache holds is proven.
+        if x < held {
+            return Err(NotFresh::Probe);
+        }
         if self.store.view().confirmed_rv() >= x {
             return Ok(x);
         }
