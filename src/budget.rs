@@ -3,22 +3,26 @@
 //! and what kache gives up, in a fixed order, when a resource is over it.
 //!
 //! **What is counted.** A resource's usage is its store's own account,
-//! [`MemoryStats`](crate::store::MemoryStats) (`object_bytes +
+//! [`MemoryStats`](crate::store::MemoryStats): `object_bytes +
 //! overhead_bytes`, exported as `kache_store_object_bytes` and
-//! `kache_store_overhead_bytes`): every
-//! distinct object revision in the head snapshot and in the event log, once,
-//! as upstream sent it, with its parsed parts and its protobuf message once
-//! encoded (`CachedResource::protobuf_of` keeps it with the object); map and
-//! index nodes; log entries; and an estimate of the map nodes checkpoints and
+//! `kache_store_overhead_bytes`. That is every distinct object revision in
+//! the head snapshot and in the event log, once, as upstream sent it, with
+//! its parsed parts and its protobuf message once encoded
+//! (`CachedResource::protobuf_of` keeps it with the object); map and index
+//! nodes; log entries; and an estimate of the map nodes that checkpoints and
 //! pinned snapshots (continue tokens) hold apart from the head. The cache's
-//! usage is the sum over its resources. **Not counted**: object revisions
-//! that nothing but a pin, a response being written, a watch's replay or a
-//! watcher's queued frame still holds (pins are bounded by count and TTL,
-//! queues by `--watch-queue`); response buffers (a list is written from the
-//! stored bytes in 64 KiB frames, gzipped in 64 KiB pieces; its page holds
-//! a pointer and two parts per object); the process's own memory (code,
-//! runtime, connections, TLS) and the allocator's slack. So the budget bounds
-//! the cache, and the process's RSS is the budget plus a baseline plus what
+//! usage is the sum over its resources.
+//!
+//! **Not counted**: object revisions that only a pin, a response being
+//! written, a watch's replay or a watcher's queued frame still holds (pins
+//! are bounded by count and TTL, queues by `--watch-queue`); the bytes around
+//! a revision that share its allocation (the objects of an initial list are
+//! slices of their page's body, which lives while any of them does); what a
+//! list from memory holds while it is written (a pointer and two shared
+//! parts per object, about 72 bytes, never a copy of the objects; a 64 KiB
+//! frame; gzipped, the deflate state); the process's own memory (code,
+//! runtime, connections) and the allocator's slack. So the budget bounds the
+//! cache; the process's RSS is a baseline plus about the budget plus what
 //! requests in flight hold.
 //!
 //! **Levels** ([`Pressure`]), per resource. A check raises a resource's
@@ -48,8 +52,8 @@
 //!
 //! Under the whole-cache budget the resources move together: each
 //! resource's log gives up a share of the excess in proportion to its cost,
-//! and a resource takes the next step only when every resource at its level
-//! or below has done what that level can.
+//! and the resources at the lowest level take the next step together, once
+//! every one of them has done what its level can.
 //!
 //! Invariants: a level only changes what is answered from memory, never how
 //! (a read passed through is the apiserver's answer; a shortened log refuses
@@ -58,10 +62,10 @@
 //! that caused it.
 //!
 //! **Cost.** A check reads every store's `MemoryStats`, which walks its
-//! head and log once (a hash set of the distinct revisions): about 8 ms for
-//! 100,000 pods on one core. Checks run off the async threads, every second,
-//! or less often when a check takes longer than 10 ms, so that the budget
-//! never costs more than 1% of a core.
+//! head and log once (a hash set of the distinct revisions): 11–27 ms for
+//! 100,000 pods (release build; measured). Checks run off the async threads,
+//! every second, or 100 times the last check's time when that is longer, so
+//! the budget costs at most 1% of a core (0.8% measured at 100,000 pods).
 
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};

@@ -183,13 +183,20 @@ fn a_budget_between_the_objects_and_their_log_shortens_the_log_and_keeps_lists_i
     set_churn(&sim, 0);
 }
 
-/// The bytes a list from memory holds per object while it is written: its
-/// page's pointer and the two shared parts of its JSON (72 bytes), with the
-/// vectors' slack — measured at 67–93 bytes.
+/// What a list from memory holds while it is written, per object: its
+/// page's pointer and the two shared parts of its JSON, 72 bytes, with the
+/// vectors' slack (measured: 67–93 bytes an object at 10,000 and 100,000 pods).
 const IN_FLIGHT_PER_OBJECT: f64 = 128.0;
+/// And per list: a 64 KiB frame, hyper's write buffer and, gzipped, the
+/// deflate state and its 64 KiB pieces (measured: about 400 KiB).
+const IN_FLIGHT_PER_LIST: f64 = 512.0 * 1024.0;
 
+/// The budget bounds the cache, not the responses being written: a list
+/// from memory holds a pointer and two parts per object until it is sent
+/// (not the objects' bytes, which it shares). So a storm costs RSS its
+/// lists in flight above what the cache holds, and never a copy of them.
 #[test]
-fn a_list_storm_at_the_budget_costs_rss_only_the_lists_in_flight() {
+fn a_list_storm_costs_rss_only_its_lists_in_flight_above_baseline_and_budget() {
     const LISTS: usize = 20;
     const PODS: usize = 4000;
     // The process's own cost of the same storm (connections, threads), with nothing cached.
@@ -206,27 +213,25 @@ fn a_list_storm_at_the_budget_costs_rss_only_the_lists_in_flight() {
     };
     let kache = Process::kache(&sim.url, &args);
     ready(&kache);
-    // The cache at its budget: churn until the log is held short.
-    set_churn(&sim, 400);
-    eventually(Duration::from_secs(120), "pressure level 1", || (pods(&scrape(&kache), "kache_memory_pressure") == 1.0).then_some(()));
     let served = requests(&scrape(&kache), "list", "memory", None);
+    let before = rss(kache.pid());
     let started = Instant::now();
     let (answers, peak) = storm(&format!("{}/api/v1/pods?resourceVersion=0", kache.url), LISTS, kache.pid());
     let took = started.elapsed();
     let m = scrape(&kache);
-    set_churn(&sim, 0);
     assert!(answers.iter().all(|(status, _)| *status == 200), "{answers:?}");
     assert_eq!(requests(&m, "list", "memory", None), served + LISTS as f64, "every list from memory");
-    assert_eq!(pods(&m, "kache_memory_pressure"), 1.0);
-    let in_flight = LISTS as f64 * pods(&m, "kache_store_objects") * IN_FLIGHT_PER_OBJECT;
-    let bound = baseline + budget as f64 * MIB + in_flight;
+    let in_flight = LISTS as f64 * (pods(&m, "kache_store_objects") * IN_FLIGHT_PER_OBJECT + IN_FLIGHT_PER_LIST);
     eprintln!(
-        "storm of {LISTS} lists in {took:?}: peak RSS {:.1} MiB; baseline {:.1} MiB + budget {budget} MiB + in flight {:.1} MiB = {:.1} MiB; store counts {:.1} MiB",
+        "storm of {LISTS} lists in {took:?}: RSS {:.1} MiB before, {:.1} MiB at the peak (+{:.1} MiB; lists in flight: at most {:.1} MiB); baseline {:.1} MiB, budget {budget} MiB, store counts {:.1} MiB",
+        before / MIB,
         peak / MIB,
-        baseline / MIB,
+        (peak - before) / MIB,
         in_flight / MIB,
-        bound / MIB,
+        baseline / MIB,
         usage(&m) / MIB
     );
-    assert!(peak <= bound, "peak RSS {:.1} MiB over {:.1} MiB", peak / MIB, bound / MIB);
+    assert!(usage(&m) <= budget as f64 * MIB && pods(&m, "kache_memory_pressure") == 0.0, "{m:?}");
+    assert!(before <= baseline + budget as f64 * MIB, "the cache alone fits the budget");
+    assert!(peak - before <= in_flight, "the storm cost {:.1} MiB", (peak - before) / MIB);
 }

@@ -116,6 +116,11 @@ fn describe() {
     c!("kache_upstream_probes_total", "Upstream revision probes after broken watches and restored states.");
     c!("kache_upstream_events_total", "Upstream events applied.");
     g!("kache_upstream_watch_open", "1 while the resource's upstream watch is open.");
+    g!(
+        "kache_upstream_silence_seconds",
+        metrics::Unit::Seconds,
+        "Time since the apiserver last answered for the resource (a list page, a watch frame): its staleness bound's measure."
+    );
     c!("kache_consistent_reads_fresh_total", "Consistent reads proven fresh and answered from memory.");
     c!("kache_consistent_reads_passed_through_total", "Consistent reads passed through, by reason.");
     h!("kache_consistent_wait_seconds", metrics::Unit::Seconds, "How long consistent reads answered from memory waited for proof.");
@@ -231,6 +236,9 @@ pub fn render(api: &Api) -> Bytes {
         set("kache_store_object_bytes", m.object_bytes as f64);
         set("kache_store_overhead_bytes", m.overhead_bytes as f64);
         set("kache_upstream_watch_open", f64::from(u8::from(r.status.is_watching())));
+        if let Some(silence) = r.status.silence() {
+            set("kache_upstream_silence_seconds", silence.as_secs_f64());
+        }
         set("kache_watchers", d.stats().open.load(Ordering::Relaxed) as f64);
         set("kache_memory_pressure", f64::from(r.pressure() as u8));
         let count = |metric: &'static str, v: u64| counter!(metric, "resource" => name.clone()).absolute(v);
