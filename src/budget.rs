@@ -80,7 +80,7 @@ pub const REASON: &str = "memory budget";
 /// The shortest the budget makes an event log: enough for the dispatcher to
 /// read each publish before it is trimmed (a publish carries the events of
 /// one upstream frame), so watchers are not closed for lag — 1,000 events
-/// are a second of a busy resource.
+/// are a second of a resource written 1,000 times a second.
 pub const MIN_EVENTS: usize = 1_000;
 
 /// How often the budget is checked, at most.
@@ -121,7 +121,7 @@ pub enum Pressure {
 }
 
 impl Pressure {
-    /// The level stored as `v` (by [`Pressure`]`as u8`).
+    /// The level stored as `v` (`level as u8`).
     pub fn from_u8(v: u8) -> Pressure {
         match v {
             0 => Pressure::Normal,

@@ -151,3 +151,58 @@ fn scope_len(res: &CachedResource, snapshot: &Snapshot, prefix: &str) -> u64 {
         n
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use apimachinery::resource::Resource;
+    use bytes::Bytes;
+
+    use super::*;
+    use crate::budget::Pressure;
+    use crate::store::{StoreConfig, StoreWriter};
+    use crate::upstream::client::Client;
+    use crate::upstream::connect::ConnectArgs;
+    use crate::upstream::freshness::Freshness;
+
+    /// Pod `p{i}` at revision `rv`.
+    fn pod(info: &Resource, i: u64, rv: u64) -> CachedObject {
+        let json = format!(r#"{{"metadata":{{"name":"p{i}","namespace":"ns","resourceVersion":"{rv}"}}}}"#);
+        CachedObject::parse(Bytes::from(json), &info.field_paths()).expect("a pod")
+    }
+
+    /// Ten pods listed at revision 10, one changed at 11, with no upstream (these lists need none).
+    async fn pods() -> (StoreWriter, CachedResource) {
+        let info = Resource::new("", "v1", "pods", "Pod", true);
+        let (mut writer, reader) = StoreWriter::new(CachedResource::store_config(&info, &StoreConfig::default()));
+        writer.replace((1..=10).map(|i| pod(&info, i, i)).collect(), 10);
+        writer.apply(crate::store::EventType::Modified, pod(&info, 1, 11), std::time::Instant::now()).expect("a change");
+        writer.publish();
+        let nowhere = ConnectArgs { server: Some("http://127.0.0.1:9".into()), ..ConnectArgs::default() };
+        let client = Client::new(&nowhere.resolve().await.expect("credentials")).expect("a client");
+        let fresh = Arc::new(Freshness::new(client, info.clone(), reader.clone(), tokio::sync::mpsc::unbounded_channel().0));
+        (writer, CachedResource::new(info, reader, Arc::default(), fresh))
+    }
+
+    async fn ask(res: &CachedResource, query: &str) -> Answer {
+        let mut opts = ListOptions::decode(query).expect("a list query");
+        opts.validate().expect("a valid list query");
+        list(res, None, &opts, &Waits::default()).await.expect("an answer")
+    }
+
+    #[tokio::test]
+    async fn under_memory_pressure_pages_that_would_pin_then_all_lists_pass_through() {
+        let (_writer, res) = pods().await;
+        let paged = "resourceVersion=10&resourceVersionMatch=Exact&limit=4";
+        // A pin made before the pressure still serves its pages.
+        let Answer::Page(first) = ask(&res, paged).await else { panic!("the first page from memory") };
+        let token = first.meta.continue_token.expect("more pages");
+        res.set_pressure(Pressure::NoPins);
+        let Answer::Page(second) = ask(&res, &format!("limit=4&continue={token}")).await else { panic!("a pinned page from memory") };
+        assert_eq!(second.items.len(), 4);
+        // A page that would make a new pin passes through; a whole list pins nothing and is served.
+        assert!(matches!(ask(&res, "resourceVersion=11&resourceVersionMatch=Exact&limit=4").await, Answer::Upstream(budget::REASON)));
+        assert!(matches!(ask(&res, "resourceVersion=0").await, Answer::Page(p) if p.items.len() == 10));
+        res.set_pressure(Pressure::PassThrough);
+        assert!(matches!(ask(&res, "resourceVersion=0").await, Answer::Upstream(budget::REASON)));
+    }
+}

@@ -41,10 +41,11 @@ impl StoreSink {
         CachedObject::parse(bytes, &self.fields).map_err(|e| e.to_string())
     }
 
-    /// The list-item form of a watch object.
+    /// The list-item form of a watch object, in bytes of its own (not a
+    /// slice of the frame buffer it came in, which other events share).
     fn item_form(&self, object: Bytes) -> Bytes {
         if self.typed_items || !object.starts_with(&self.type_prefix) {
-            return object;
+            return Bytes::copy_from_slice(&object);
         }
         let mut item = BytesMut::with_capacity(object.len() + 1 - self.type_prefix.len());
         item.extend_from_slice(b"{");
@@ -63,7 +64,9 @@ impl Sink for StoreSink {
         if let Some(first) = items.first() {
             self.typed_items = carries_type(first);
         }
-        let objects = items.into_iter().map(|i| self.parse(i)).collect::<Result<Vec<_>, _>>()?;
+        // Each object owns its bytes: a slice would keep its whole page body
+        // alive (uncounted by the memory budget) while any object of the page stays.
+        let objects = items.into_iter().map(|i| self.parse(Bytes::copy_from_slice(&i))).collect::<Result<Vec<_>, _>>()?;
         self.writer.replace(objects, rv);
         self.writer.publish();
         Ok(())
