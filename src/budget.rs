@@ -70,8 +70,7 @@
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use crate::api::Api;
-use crate::cache::CachedResource;
+use crate::cache::{CachedResource, Pressure};
 use crate::store::StoreReader;
 
 /// The reason a read passes through for the memory budget (metrics, logs).
@@ -102,61 +101,6 @@ impl BudgetConfig {
     /// Whether any budget is set.
     pub fn is_set(&self) -> bool {
         self.total > 0 || self.resource > 0
-    }
-}
-
-/// What a resource gives up for the budget; each level includes the ones below.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
-#[repr(u8)]
-pub enum Pressure {
-    /// Within budget: everything as configured.
-    #[default]
-    Normal = 0,
-    /// The event log is held shorter than `--max-events`.
-    ShortLog = 1,
-    /// No new continue-token pins: pages that would pin pass through.
-    NoPins = 2,
-    /// Lists and GETs pass through.
-    PassThrough = 3,
-}
-
-impl Pressure {
-    /// The level stored as `v` (`level as u8`).
-    pub fn from_u8(v: u8) -> Pressure {
-        match v {
-            0 => Pressure::Normal,
-            1 => Pressure::ShortLog,
-            2 => Pressure::NoPins,
-            _ => Pressure::PassThrough,
-        }
-    }
-
-    /// Whether new continue-token pins are refused.
-    pub fn refuses_pins(self) -> bool {
-        self >= Pressure::NoPins
-    }
-
-    /// Whether lists and GETs pass through.
-    pub fn passes_through(self) -> bool {
-        self == Pressure::PassThrough
-    }
-
-    fn up(self) -> Pressure {
-        Pressure::from_u8(self as u8 + 1)
-    }
-
-    fn down(self) -> Pressure {
-        Pressure::from_u8((self as u8).saturating_sub(1))
-    }
-
-    /// What the level does, for the log.
-    fn effect(self) -> &'static str {
-        match self {
-            Pressure::Normal => "the event log keeps --max-events again",
-            Pressure::ShortLog => "the event log is held shorter",
-            Pressure::NoPins => "no new continue-token pins: paged lists pass through",
-            Pressure::PassThrough => "lists and GETs pass through",
-        }
     }
 }
 
@@ -285,20 +229,19 @@ impl Controller {
 }
 
 /// Starts the budget's checks for `api` when a budget is set; they end when the server is gone.
-pub fn start(api: &Arc<Api>) {
-    if api.config.budget.is_set() {
-        tokio::spawn(run(Arc::downgrade(api)));
+pub fn start(resources: &[Arc<CachedResource>], config: BudgetConfig) {
+    if config.is_set() {
+        tokio::spawn(run(resources.iter().map(Arc::downgrade).collect(), config));
     }
 }
 
-/// Checks the budget until `api` is dropped.
-async fn run(api: Weak<Api>) {
-    let Some(config) = api.upgrade().map(|a| a.config.budget) else { return };
+/// Checks the budget until the resources are dropped (kache stopped).
+async fn run(resources: Vec<Weak<CachedResource>>, config: BudgetConfig) {
     let mut controller: Option<Controller> = None;
     let mut delay = INTERVAL;
     loop {
         tokio::time::sleep(delay).await;
-        let Some(resources) = api.upgrade().map(|a| a.cache.resources().to_vec()) else { return };
+        let Some(resources) = resources.iter().map(Weak::upgrade).collect::<Option<Vec<_>>>() else { return };
         // Reading the stores walks them: off the async threads.
         let measured = tokio::task::spawn_blocking(move || {
             let started = Instant::now();

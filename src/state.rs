@@ -53,8 +53,7 @@ use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use tokio::task::JoinHandle;
 
-use crate::cache::CachedResource;
-use crate::store::View;
+use crate::store::{StoreReader, View};
 use crate::upstream::UpstreamError;
 use crate::upstream::client::Client;
 use crate::upstream::connect::Credentials;
@@ -301,7 +300,7 @@ impl StateDir {
     }
 
     /// Saves every resource whose state changed since its last save, one at a time, off the async threads.
-    pub async fn save_all(self: &Arc<Self>, resources: &[Arc<CachedResource>]) {
+    pub async fn save_all(self: &Arc<Self>, resources: &[Kept]) {
         for r in resources {
             let (me, info, view) = (self.clone(), r.info.clone(), r.store.view());
             let started = Instant::now();
@@ -317,18 +316,27 @@ impl StateDir {
     }
 }
 
+/// A resource whose state is saved: what it is and its store.
+#[derive(Debug, Clone)]
+pub struct Kept {
+    /// The resource.
+    pub info: Resource,
+    /// Its store.
+    pub store: StoreReader,
+}
+
 /// Saves the cached resources' states periodically while it lives, and a
 /// last time when [`Saver::finish`]ed.
 #[derive(Debug)]
 pub struct Saver {
     dir: Arc<StateDir>,
-    resources: Vec<Arc<CachedResource>>,
+    resources: Vec<Kept>,
     periodic: Option<JoinHandle<()>>,
 }
 
 impl Saver {
     /// Saves `resources` into `dir` every `interval` (never, when zero) from now on.
-    pub fn start(dir: Arc<StateDir>, resources: Vec<Arc<CachedResource>>, interval: Duration) -> Saver {
+    pub fn start(dir: Arc<StateDir>, resources: Vec<Kept>, interval: Duration) -> Saver {
         let periodic = (!interval.is_zero()).then(|| {
             let (dir, resources) = (dir.clone(), resources.clone());
             tokio::spawn(async move {

@@ -8,21 +8,9 @@ mod common;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use common::{Process, eventually};
+use common::{Process, eventually, scrape};
 
 const MIB: f64 = (1 << 20) as f64;
-
-/// Every sample of a Prometheus text exposition, by series (`name{labels}` as written).
-fn scrape(kache: &Process) -> HashMap<String, f64> {
-    let text = kache.get("/metrics").text();
-    text.lines()
-        .filter(|l| !l.starts_with('#') && !l.is_empty())
-        .map(|l| {
-            let (series, value) = l.rsplit_once(' ').unwrap_or_else(|| panic!("not a sample: {l}"));
-            (series.to_string(), value.parse::<f64>().unwrap_or_else(|e| panic!("{l}: {e}")))
-        })
-        .collect()
-}
 
 /// A per-resource gauge of pods (0 when absent).
 fn pods(m: &HashMap<String, f64>, name: &str) -> f64 {

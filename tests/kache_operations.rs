@@ -7,7 +7,7 @@ mod common;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{Process, eventually};
+use common::{Process, eventually, scrape};
 
 /// A temporary configuration file.
 fn config(text: &str) -> tempfile::NamedTempFile {
@@ -127,18 +127,6 @@ async fn sigterm_under_a_thousand_watches_ends_every_one_cleanly_and_exits_withi
         let lines = w.await.expect("the watch ended cleanly");
         assert_eq!(lines.status, 200);
     }
-}
-
-/// Every sample of a Prometheus text exposition, by series (`name{labels}` as written).
-fn scrape(kache: &Process) -> std::collections::HashMap<String, f64> {
-    let text = kache.get("/metrics").text();
-    text.lines()
-        .filter(|l| !l.starts_with('#') && !l.is_empty())
-        .map(|l| {
-            let (series, value) = l.rsplit_once(' ').unwrap_or_else(|| panic!("not a sample: {l}"));
-            (series.to_string(), value.parse::<f64>().unwrap_or_else(|e| panic!("{l}: {e}")))
-        })
-        .collect()
 }
 
 #[test]

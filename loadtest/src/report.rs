@@ -193,20 +193,7 @@ fn cdf_chart(area: &Area, workload: &str, rows: &[(usize, &Row)]) -> anyhow::Res
         .y_label_area_size(45)
         .build_cartesian_2d((lo..hi).log_scale(), 0.0..1.0)?;
     chart.configure_mesh().x_desc("latency (ms, log scale)").y_desc("fraction ≤").draw()?;
-    for ((i, row), points) in rows.iter().zip(curves) {
-        let s = style(*i);
-        chart
-            .draw_series(LineSeries::new(points, s))?
-            .label(row.target.as_str())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], s));
-    }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()?;
-    Ok(())
+    lines(&mut chart, rows, curves, SeriesLabelPosition::LowerRight)
 }
 
 /// The throughput of `rows` (one workload) over time, each from its own first operation.
@@ -228,6 +215,20 @@ fn throughput_chart(area: &Area, workload: &str, rows: &[(usize, &Row)]) -> anyh
         .y_label_area_size(60)
         .build_cartesian_2d(0.0..seconds, 0.0..peak * 1.1)?;
     chart.configure_mesh().x_desc("seconds from the first operation").y_desc("operations / s").draw()?;
+    lines(&mut chart, rows, series, SeriesLabelPosition::UpperRight)
+}
+
+/// Draws one line per row, labelled with its target, and the legend at `legend`.
+fn lines<'a, X, Y>(
+    chart: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>,
+    rows: &[(usize, &Row)],
+    series: Vec<Vec<(f64, f64)>>,
+    legend: SeriesLabelPosition,
+) -> anyhow::Result<()>
+where
+    X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
+{
     for ((i, row), points) in rows.iter().zip(series) {
         let s = style(*i);
         chart
@@ -235,12 +236,7 @@ fn throughput_chart(area: &Area, workload: &str, rows: &[(usize, &Row)]) -> anyh
             .label(row.target.as_str())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], s));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()?;
+    chart.configure_series_labels().position(legend).background_style(WHITE.mix(0.85)).border_style(BLACK).draw()?;
     Ok(())
 }
 

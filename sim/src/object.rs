@@ -85,6 +85,15 @@ impl Obj {
         }
     }
 
+    /// Its metadata as metadata-only answers carry it (`meta::served_metadata`).
+    pub fn served_metadata(&self, rt: &ResourceType) -> Bytes {
+        let stored = self.metadata();
+        match meta::served_metadata(rt, &stored) {
+            std::borrow::Cow::Owned(served) => Bytes::from(served),
+            std::borrow::Cow::Borrowed(_) => stored,
+        }
+    }
+
     /// The object with its type first: `{"kind":…,"apiVersion":…,"metadata":…}`.
     pub fn with_type(&self, rt: &ResourceType) -> Vec<u8> {
         let prefix = rt.type_prefix();

@@ -340,20 +340,11 @@ fn parse_json(rt: &ResourceType, headers: &HeaderMap, body: &[u8]) -> Result<Val
     Ok(v)
 }
 
-/// `o`'s metadata as metadata-only answers carry it (`meta::served_metadata`).
-pub(crate) fn served_metadata(rt: &ResourceType, o: &crate::object::Obj) -> Bytes {
-    let stored = o.metadata();
-    match apimachinery::meta::served_metadata(rt, &stored) {
-        std::borrow::Cow::Owned(served) => Bytes::from(served),
-        std::borrow::Cow::Borrowed(_) => stored,
-    }
-}
-
 /// What a Table row carries of `o`.
 fn row_object(rt: &ResourceType, o: &crate::object::Obj, include: IncludeObject) -> Option<Vec<Bytes>> {
     match include {
         IncludeObject::None => None,
-        IncludeObject::Metadata => Some(partial::object([served_metadata(rt, o)])),
+        IncludeObject::Metadata => Some(partial::object([o.served_metadata(rt)])),
         IncludeObject::Object => Some(vec![Bytes::from(o.with_type(rt))]),
     }
 }
@@ -439,7 +430,7 @@ async fn resource(state: &Arc<State>, req: Request<Incoming>, t: Target, mut enc
                     let rows = page.items.iter().map(|o| (printer.row(&o.item, now).unwrap_or_default(), row_object(rt, o, include)));
                     table::json_table(&page.meta.json(), &printer, rows)
                 }
-                (None, Some(_)) => partial::list(&page.meta, page.items.iter().map(|o| served_metadata(rt, o))),
+                (None, Some(_)) => partial::list(&page.meta, page.items.iter().map(|o| o.served_metadata(rt))),
                 (None, None) => list::encode(rt, &page),
             };
             Ok(enc.respond(StatusCode::OK, parts))
@@ -464,7 +455,7 @@ async fn resource(state: &Arc<State>, req: Request<Incoming>, t: Target, mut enc
             match partial.as_deref() {
                 Some(partial::KIND) => match &message {
                     Some(m) => Ok(enc.respond(StatusCode::OK, crate::proto::document(rt, m, &o.item, true)?)),
-                    None => Ok(enc.respond(StatusCode::OK, partial::object([served_metadata(rt, &o)]))),
+                    None => Ok(enc.respond(StatusCode::OK, partial::object([o.served_metadata(rt)]))),
                 },
                 Some(other) => Err(partial::wrong_form(other, rt, false)),
                 None => Ok(object_response(enc, StatusCode::OK, rt, &o)),

@@ -61,7 +61,7 @@ impl<'a> Renderer<'a> {
             return crate::proto::frame(self.rt, m, typ, &obj.item, self.partial);
         }
         if self.partial {
-            let parts = partial::object([crate::server::served_metadata(self.rt, obj)]);
+            let parts = partial::object([obj.served_metadata(self.rt)]);
             return frames::json_frame(typ, &parts.iter().map(|b| &b[..]).collect::<Vec<_>>());
         }
         frames::json_frame(typ, &[&obj.with_type(self.rt)])

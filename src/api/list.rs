@@ -158,7 +158,7 @@ mod tests {
     use bytes::Bytes;
 
     use super::*;
-    use crate::budget::Pressure;
+    use crate::cache::Pressure;
     use crate::store::{StoreConfig, StoreWriter};
     use crate::upstream::client::Client;
     use crate::upstream::connect::ConnectArgs;

@@ -174,6 +174,18 @@ impl Drop for Process {
     }
 }
 
+/// Every sample of a Prometheus text exposition at `/metrics`, by series (`name{labels}` as written).
+pub fn scrape(process: &Process) -> std::collections::HashMap<String, f64> {
+    let text = process.get("/metrics").text();
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .map(|l| {
+            let (series, value) = l.rsplit_once(' ').unwrap_or_else(|| panic!("not a sample: {l}"));
+            (series.to_string(), value.parse::<f64>().unwrap_or_else(|e| panic!("{l}: {e}")))
+        })
+        .collect()
+}
+
 /// One HTTP/1.1 request with a plain client that reports every status as a response.
 pub fn request(url: &str, method: &str, headers: &[(&str, &str)], body: Option<&[u8]>) -> Resp {
     let agent: ureq::Agent =
