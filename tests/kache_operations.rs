@@ -157,6 +157,7 @@ fn metrics_count_a_scripted_workload_exactly() {
     // Per resource, read from the store when scraped.
     assert_eq!(m[r#"kache_store_objects{resource="pods"}"#], 30.0);
     assert_eq!(m[r#"kache_resource_ready{resource="pods"}"#], 1.0);
+    assert_eq!(m[r#"kache_watch_queued_frames{resource="pods"}"#], 0.0, "no watcher, nothing queued");
     assert_eq!(m[r#"kache_upstream_lists_total{resource="pods"}"#], 1.0, "one initial list, no re-list");
     assert_eq!(m[r#"kache_store_confirmed_revision{resource="pods"}"#], sim.revision() as f64);
     assert!(m["process_resident_memory_bytes"] > 1e6);

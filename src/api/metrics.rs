@@ -128,6 +128,7 @@ fn describe() {
     c!("kache_freshness_catch_ups_total", "Catch-up watches opened to prove a quiet resource fresh.");
     c!("kache_freshness_proofs_total", "Catch-up watches that proved a revision.");
     g!("kache_watchers", "Watches open from memory.");
+    g!("kache_watch_queued_frames", "Frames queued to watchers and not yet taken by their streams (all watchers of the resource).");
     c!("kache_watch_events_delivered_total", "Live watch frames queued to watchers.");
     c!("kache_watchers_closed_slow_total", "Watchers closed because they fell a full queue behind.");
     g!("process_resident_memory_bytes", metrics::Unit::Bytes, "Resident memory of the kache process.");
@@ -240,6 +241,7 @@ pub fn render(api: &Api) -> Bytes {
             set("kache_upstream_silence_seconds", silence.as_secs_f64());
         }
         set("kache_watchers", d.stats().open.load(Ordering::Relaxed) as f64);
+        set("kache_watch_queued_frames", d.stats().queued() as f64);
         set("kache_memory_pressure", f64::from(r.pressure() as u8));
         let count = |metric: &'static str, v: u64| counter!(metric, "resource" => name.clone()).absolute(v);
         count("kache_upstream_lists_total", r.status.lists.load(Ordering::Relaxed));

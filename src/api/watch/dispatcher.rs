@@ -65,6 +65,20 @@ pub struct WatchStats {
     pub delivered: AtomicU64,
     /// Watchers closed because their queue was full.
     pub closed_slow: AtomicU64,
+    /// Frames watchers took from their queues.
+    pub taken: AtomicU64,
+    /// Frames left in the queues of watchers that went away.
+    pub discarded: AtomicU64,
+}
+
+impl WatchStats {
+    /// Frames queued to watchers and not yet taken: every delivered frame is
+    /// taken or discarded in the end (the three counters are read one after
+    /// another, so a figure taken under load is approximate).
+    pub fn queued(&self) -> u64 {
+        let delivered = self.delivered.load(Ordering::Relaxed);
+        delivered.saturating_sub(self.taken.load(Ordering::Relaxed) + self.discarded.load(Ordering::Relaxed))
+    }
 }
 
 /// What watchers read without asking the dispatcher.
@@ -100,6 +114,11 @@ pub struct Subscription {
 }
 
 impl Subscription {
+    /// The watcher took `n` frames from its queue.
+    pub fn took(&self, n: usize) {
+        self.shared.stats.taken.fetch_add(n as u64, Ordering::Relaxed);
+    }
+
     /// The revision up to which every event has been offered to this
     /// watcher's queue (see the module invariants).
     pub fn dispatched(&self) -> u64 {
@@ -109,6 +128,7 @@ impl Subscription {
 
 impl Drop for Subscription {
     fn drop(&mut self) {
+        self.shared.stats.discarded.fetch_add(self.frames.len() as u64, Ordering::Relaxed);
         // The dispatcher may be gone already; then there is nothing to forget.
         let _ = self.control.send(Control::Unregister(self.id));
     }

@@ -476,6 +476,7 @@ impl Stream {
                 Err(_) => break,
             }
         }
+        self.sub.took(frames.len());
         frames.retain(|f| f.rv > self.start);
         self.last = self.last.max(frames.last()?.rv);
         if frames.len() == 1 {
