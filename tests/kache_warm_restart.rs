@@ -38,6 +38,17 @@ fn kache(sim: &Process, state: &Path) -> Process {
     Process::kache(&sim.url, &["--resources", "pods", "--state-dir", state, "--state-interval", "1", "--shutdown-drain", "5"])
 }
 
+/// A kache that synced with `sim`, saved its state into a new directory and
+/// stopped: the directory and the revision saved.
+fn saved_and_stopped(sim: &Process) -> (tempfile::TempDir, u64) {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let first = kache(sim, dir.path());
+    ready(&first);
+    let saved = same_as_sim(&first, sim);
+    terminate(first);
+    (dir, saved)
+}
+
 /// Stops kache as Kubernetes does, and waits for it to exit cleanly.
 fn terminate(mut kache: Process) {
     let pid = kache.pid().to_string();
@@ -128,11 +139,7 @@ fn a_restart_resumes_from_the_saved_state_without_listing() {
 #[test]
 fn a_restart_after_upstream_compacted_past_the_saved_state_lists_again() {
     let sim = Process::sim(&["--pods", "300", "--compact-interval", "0"]);
-    let dir = tempfile::tempdir().expect("a temp dir");
-    let first = kache(&sim, dir.path());
-    ready(&first);
-    let saved = same_as_sim(&first, &sim);
-    terminate(first);
+    let (dir, saved) = saved_and_stopped(&sim);
     write(&sim, "while-down", &["app-00000-0000000"]);
     assert_eq!(sim.request("POST", "/_sim/compact", &[], None).status, 200);
     let second = kache(&sim, dir.path());
@@ -169,11 +176,7 @@ fn a_restart_after_upstream_revisions_went_back_lists_again() {
 #[test]
 fn a_corrupt_state_or_another_upstreams_is_never_served() {
     let sim = Process::sim(&["--pods", "300", "--compact-interval", "0"]);
-    let dir = tempfile::tempdir().expect("a temp dir");
-    let first = kache(&sim, dir.path());
-    ready(&first);
-    let saved = same_as_sim(&first, &sim);
-    terminate(first);
+    let (dir, saved) = saved_and_stopped(&sim);
     write(&sim, "while-down", &[]);
     // One byte changed in the middle of the compressed objects.
     let file = dir.path().join("pods.v1.core.state");
