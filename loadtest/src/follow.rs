@@ -85,6 +85,18 @@ impl Signals {
         };
         (signals, stop_tx, storm_tx)
     }
+
+    /// Waits until `total` followers have started (listed or connected), at most `within`.
+    pub async fn all_started(&self, total: usize, within: Duration) -> anyhow::Result<()> {
+        let deadline = Instant::now() + within;
+        while self.started.load(Ordering::Relaxed) < total {
+            if Instant::now() > deadline {
+                anyhow::bail!("only {} of {total} clients started in {within:?}", self.started.load(Ordering::Relaxed));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        Ok(())
+    }
 }
 
 /// Follows `collection` with `selector` (a `&…` query part) from `start` until stopped.

@@ -19,7 +19,6 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use anyhow::bail;
 use clap::Args;
 use serde_json::json;
 
@@ -101,13 +100,7 @@ async fn measure(args: &MixedArgs, fleet: &Fleet, target: &Target, objects: &Obj
         .map(|(sel, start)| tokio::spawn(follow::follow(target.http.clone(), objects.collection(), sel, start, signals.clone(), epoch)))
         .collect();
     let total = followers.len();
-    let deadline = Instant::now() + Duration::from_secs(180);
-    while signals.started.load(Ordering::Relaxed) < total {
-        if Instant::now() > deadline {
-            bail!("only {} of {total} clients started on {} in 180 s", signals.started.load(Ordering::Relaxed), target.name);
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    signals.all_started(total, Duration::from_secs(180)).await.map_err(|e| anyhow::anyhow!("{e} on {}", target.name))?;
     signals.floor.store(head(fleet.direct(), objects).await?, Ordering::Relaxed);
     let started = Instant::now();
     let write_stop = started + Duration::from_secs(args.duration);

@@ -13,7 +13,7 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use clap::Args;
 use serde_json::json;
 
@@ -88,13 +88,7 @@ async fn measure(args: &WatchArgs, fleet: &Fleet, target: &Target, objects: &Obj
         .map(|sel| tokio::spawn(follow::follow(target.http.clone(), objects.collection(), sel, Start::At(from), signals.clone(), epoch)))
         .collect();
     let total = followers.len();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while signals.started.load(Ordering::Relaxed) < total {
-        if Instant::now() > deadline {
-            bail!("only {} of {total} watchers connected to {} in 120 s", signals.started.load(Ordering::Relaxed), target.name);
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    signals.all_started(total, Duration::from_secs(120)).await.map_err(|e| anyhow::anyhow!("{e} on {}", target.name))?;
     tokio::time::sleep(Duration::from_secs(1)).await;
     signals.floor.store(head(fleet.direct(), objects).await?, Ordering::Relaxed);
     let usage = Usage::start(target);
