@@ -2,7 +2,8 @@
 //! (the resource's store) exactly in step with the apiserver.
 //!
 //! ```text
-//!   Restore(saved rv) ──▶ Probe (ready) ──────────────────────┐  (warm restart)
+//!   Restore(saved rv) ──▶ Watch(saved rv) ─first event: ready─┐ (warm restart)
+//!                           └─quiet 1 s─▶ Probe (ready) ──────┤
 //!   Restore(nothing usable) ──▶ List                          ▼
 //!   List ──ok──▶ Watch(rv) ──closed──▶ Watch(last rv)          (resume, no gap)
 //!    ▲             │  └──broken/error──▶ backoff ▶ Probe ▶ Watch(last rv)
@@ -23,15 +24,21 @@
 //!   restored from a snapshot renumbers revisions and a watch from the old
 //!   revision would wait silently); if it has, the reflector re-lists.
 //! - A state saved by an earlier run ([`Saved`], a warm restart) is handed
-//!   to the sink like a list taken at its revision, and the reflector goes
-//!   on as after a broken watch: a probe, then a watch from the saved
-//!   revision; upstream's 410 (compacted past it) re-lists as usual. The
-//!   resource is ready only once the probe shows upstream's revision has not
-//!   gone back below the saved one (etcd restored while kache was down): a
-//!   store ahead of upstream would pass every freshness check, so its state
-//!   must never be served; it is re-listed instead. A saved state moves
-//!   `confirmed_rv` only to its own revision: it proves nothing about
-//!   upstream's present.
+//!   to the sink like a list taken at its revision, and the reflector
+//!   resumes the watch from the saved revision; upstream's 410 (compacted
+//!   past it) re-lists as usual. The resource is ready only once upstream
+//!   has shown that its revision has not gone back below the saved one
+//!   (etcd restored while kache was down): a store ahead of upstream would
+//!   pass every freshness check, so its state must never be served; it is
+//!   re-listed instead. The resumed watch shows it with its first event or
+//!   bookmark (a revision above the saved one, which upstream has); a
+//!   resource written while kache was down gets one at once, so a warm
+//!   restart reads no list at all. A quiet resource's watch stays silent
+//!   (upstream sends nothing it has not got, and a watch from a revision it
+//!   has not reached yet waits for it), so after [`PROOF_WAIT`] the probe
+//!   decides. The two proofs are equally strong: both see upstream's
+//!   revision at or above the saved one. A saved state moves `confirmed_rv`
+//!   only to its own revision: it proves nothing about upstream's present.
 //! - Failures back off exponentially with jitter, up to a bound.
 
 use std::sync::Arc;
@@ -106,6 +113,10 @@ impl Default for ReflectorConfig {
         }
     }
 }
+
+/// How long a watch resumed from a saved state may stay silent before a
+/// probe checks upstream's revision instead (see the module docs).
+const PROOF_WAIT: Duration = Duration::from_secs(1);
 
 /// How often a long list logs its progress.
 const LIST_PROGRESS_EVERY: Duration = Duration::from_secs(5);
@@ -188,6 +199,8 @@ enum WatchEnd {
     Broken(UpstreamError),
     /// The revision is gone or unusable: re-list.
     Relist(String),
+    /// Resumed from a saved state, it brought nothing in [`PROOF_WAIT`]: probe.
+    Quiet,
 }
 
 enum Phase {
@@ -253,6 +266,7 @@ impl<S: Sink> Reflector<S> {
                 Phase::Probe => self.probe().await,
                 Phase::Watch => match self.watch().await {
                     WatchEnd::Timeout => Ok(Phase::Watch),
+                    WatchEnd::Quiet => Ok(Phase::Probe),
                     WatchEnd::Broken(e) => Err((e, Phase::Probe)),
                     WatchEnd::Relist(why) => {
                         tracing::info!(resource = %self.resource.qualified(), rv = self.rv, %why, "re-listing");
@@ -316,9 +330,9 @@ impl<S: Sink> Reflector<S> {
         Ok(())
     }
 
-    /// Hands a saved state to the sink; the phase to go on with: a probe
-    /// (which makes the resource ready), then a watch from the saved
-    /// revision; or a list when nothing usable was saved.
+    /// Hands a saved state to the sink; the phase to go on with: a watch
+    /// from the saved revision (its first event or bookmark makes the
+    /// resource ready), or a list when nothing usable was saved.
     async fn restore(&mut self, saved: JoinHandle<Option<Saved>>) -> Phase {
         let Ok(Some(Saved { items, rv })) = saved.await else { return Phase::List };
         let objects = items.len();
@@ -328,7 +342,7 @@ impl<S: Sink> Reflector<S> {
         }
         self.confirm(rv);
         tracing::info!(resource = %self.resource.qualified(), rv, objects, "restored the saved state; resuming the watch from it");
-        Phase::Probe
+        Phase::Watch
     }
 
     /// Checks upstream's current revision against ours after a broken watch.
@@ -345,6 +359,14 @@ impl<S: Sink> Reflector<S> {
         // A restored state becomes ready here (a listed one already is).
         self.status.ready.store(true, Ordering::Release);
         Ok(Phase::Watch)
+    }
+
+    /// Upstream sent a revision at or above the store's: a restored state is
+    /// ready (a listed one already is).
+    fn proven(&self) {
+        if !self.status.ready.swap(true, Ordering::AcqRel) {
+            tracing::info!(resource = %self.resource.qualified(), rv = self.rv, "the resumed watch reached the saved state; ready");
+        }
     }
 
     fn confirm(&mut self, rv: u64) {
@@ -384,9 +406,11 @@ impl<S: Sink> Reflector<S> {
         let mut decoder = WatchDecoder::new(self.config.max_frame);
         // Without a byte for this long past its deadline, the watch is dead.
         let idle = timeout + Duration::from_secs(30);
+        let proof_by = started + PROOF_WAIT;
         loop {
             let next = tokio::select! {
                 frame = tokio::time::timeout(idle, body.frame()) => frame,
+                _ = tokio::time::sleep_until(proof_by), if !self.status.is_ready() => return WatchEnd::Quiet,
                 Some(proof) = next_proof(&mut self.proofs) => {
                     self.pending.push(proof);
                     self.apply_proofs();
@@ -446,6 +470,7 @@ impl<S: Sink> Reflector<S> {
                 Ok(rv) if rv >= self.rv => {
                     self.sink.bookmark(rv);
                     self.confirm(rv);
+                    self.proven();
                     None
                 }
                 // Older than a proven revision: nothing new.
@@ -456,6 +481,7 @@ impl<S: Sink> Reflector<S> {
                 Ok(rv) if rv > self.rv => {
                     self.status.events.fetch_add(1, Ordering::Relaxed);
                     self.confirm(rv);
+                    self.proven();
                     None
                 }
                 Ok(rv) => Some(WatchEnd::Relist(format!("an event at {rv} after {}", self.rv))),
