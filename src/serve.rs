@@ -30,6 +30,11 @@ pub struct ServeArgs {
     /// loopback address is accepted: every client would act with kache's credentials.
     #[arg(long, default_value = "127.0.0.1:8001")]
     pub listen: String,
+    /// Also serve /livez, /readyz, /healthz and /metrics — nothing else, in plain HTTP, without
+    /// authentication — on this address (e.g. 0.0.0.0:8081 for the kubelet's probes and Prometheus
+    /// while --listen stays on loopback).
+    #[arg(long)]
+    pub health_listen: Option<String>,
     /// Authenticate clients by certificate: one signed by this CA (PEM) is user CN in groups O. Needs TLS.
     #[arg(long, requires = "tls_cert_file")]
     pub client_ca_file: Option<PathBuf>,
@@ -290,8 +295,18 @@ pub async fn start(args: &ServeArgs, listening: impl FnOnce(&str)) -> anyhow::Re
     let listener = TcpListener::bind(&args.listen).await.map_err(|e| anyhow::anyhow!("--listen {}: {e}", args.listen))?;
     let scheme = if tls.is_some() { "https" } else { "http" };
     let url = format!("{scheme}://{}", listener.local_addr()?);
+    let probes = match &args.health_listen {
+        Some(addr) => Some(TcpListener::bind(addr).await.map_err(|e| anyhow::anyhow!("--health-listen {addr}: {e}"))?),
+        None => None,
+    };
     listening(&url);
     let starting = Starting::new();
+    if let Some(probes) = probes {
+        tracing::info!(url = %format!("http://{}", probes.local_addr()?), "health checks and metrics served");
+        let answerer = api::probes::answerer(&starting);
+        // Until the process ends: probes must keep answering while kache drains.
+        tokio::spawn(async move { api::accept(&probes, &None, answerer, std::future::pending(), None, || {}).await });
+    }
     let (discovered, done) = oneshot::channel::<()>();
     let discovering = async {
         let resources = discover(&client, &creds, &args.resources, &starting).await;
@@ -306,8 +321,8 @@ pub async fn start(args: &ServeArgs, listening: impl FnOnce(&str)) -> anyhow::Re
     let kept = cache.resources().iter().map(|r| Kept { info: r.info.clone(), store: r.store.clone() }).collect();
     let saver = state.map(|dir| Saver::start(dir, kept, Duration::from_secs(args.state_interval)));
     let api = Arc::new(Api::new(cache, client, config, auth));
-    crate::budget::start(api.cache.resources(), api.config.budget);
-    starting.hand_over(api::answerer(&api));
+    crate::budget::start(api.cache.resources(), api.config.budget, api.room.clone());
+    starting.hand_over(&api);
     let (stop, stopped) = oneshot::channel::<()>();
     let drain = Duration::from_secs(args.shutdown_drain);
     let task = tokio::spawn(api::serve(listener, tls, api.clone(), async move { _ = stopped.await }, drain));

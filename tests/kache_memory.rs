@@ -171,22 +171,17 @@ fn a_budget_between_the_objects_and_their_log_shortens_the_log_and_keeps_lists_i
     set_churn(&sim, 0);
 }
 
-/// What a list from memory holds while it is written, per object: its
-/// page's pointer and the two shared parts of its JSON, 72 bytes, with the
-/// vectors' slack (measured: 67–93 bytes an object at 10,000 and 100,000 pods).
-const IN_FLIGHT_PER_OBJECT: f64 = 128.0;
-/// And per list: a 64 KiB frame, hyper's write buffer and, gzipped, the
-/// deflate state and its 64 KiB pieces (measured: about 400 KiB).
-const IN_FLIGHT_PER_LIST: f64 = 512.0 * 1024.0;
-
-/// The budget bounds the cache, not the responses being written: a list
-/// from memory holds a pointer and two parts per object until it is sent
-/// (not the objects' bytes, which it shares). So a storm costs RSS its
-/// lists in flight above what the cache holds, and never a copy of them.
+/// The budget bounds the cache and the lists being written together: a
+/// list from memory reserves what it holds while it is written (a pointer
+/// per object and its buffers, never a copy of the objects) from what the
+/// store leaves of the budget, and waits for room when a storm has taken
+/// it. So a storm larger than the room costs RSS no more than the room
+/// above the resting process, and every list is still answered from memory
+/// (or, past the wait, with the apiserver's 429) — none is sent upstream.
 #[test]
-fn a_list_storm_costs_rss_only_its_lists_in_flight_above_baseline_and_budget() {
-    const LISTS: usize = 20;
-    const PODS: usize = 4000;
+fn a_list_storm_stays_within_the_memory_budget() {
+    const LISTS: usize = 24;
+    const PODS: usize = 2000;
     // The process's own cost of the same storm (connections, threads), with nothing cached.
     let empty = Process::sim(&["--pods", "0"]);
     let sim = Process::sim(&["--pods", &PODS.to_string()]);
@@ -201,25 +196,47 @@ fn a_list_storm_costs_rss_only_its_lists_in_flight_above_baseline_and_budget() {
     };
     let kache = Process::kache(&sim.url, &args);
     ready(&kache);
-    let served = requests(&scrape(&kache), "list", "memory", None);
+    // The room is what the store leaves of the budget, from a check after the list.
+    let m = eventually(Duration::from_secs(30), "the room for lists set", || {
+        let m = scrape(&kache);
+        (m.get("kache_list_room_bytes") == Some(&(budget as f64 * MIB - usage(&m)))).then_some(m)
+    });
+    let room = m["kache_list_room_bytes"];
+    let served = requests(&m, "list", "memory", None);
+    let passed = requests(&m, "list", "upstream", None);
+    // A first storm brings the process to its working size (threads for
+    // gzip, their stacks and allocator arenas); the second is measured.
+    let url = format!("{}/api/v1/pods?resourceVersion=0", kache.url);
+    let resting = rss(kache.pid());
+    assert!(resting <= baseline + budget as f64 * MIB, "the cache alone fits the budget");
+    let (first, first_peak) = storm(&url, LISTS, kache.pid());
+    assert!(first.iter().all(|(status, _)| [200, 429].contains(status)), "{first:?}");
     let before = rss(kache.pid());
     let started = Instant::now();
-    let (answers, peak) = storm(&format!("{}/api/v1/pods?resourceVersion=0", kache.url), LISTS, kache.pid());
+    let (answers, peak) = storm(&url, LISTS, kache.pid());
     let took = started.elapsed();
     let m = scrape(&kache);
-    assert!(answers.iter().all(|(status, _)| *status == 200), "{answers:?}");
-    assert_eq!(requests(&m, "list", "memory", None), served + LISTS as f64, "every list from memory");
-    let in_flight = LISTS as f64 * (pods(&m, "kache_store_objects") * IN_FLIGHT_PER_OBJECT + IN_FLIGHT_PER_LIST);
+    let ok = answers.iter().filter(|(status, _)| *status == 200).count();
     eprintln!(
-        "storm of {LISTS} lists in {took:?}: RSS {:.1} MiB before, {:.1} MiB at the peak (+{:.1} MiB; lists in flight: at most {:.1} MiB); baseline {:.1} MiB, budget {budget} MiB, store counts {:.1} MiB",
+        "storm of {LISTS} lists in {took:?} ({ok} answered, the rest 429): RSS {:.1} MiB at rest, {:.1} MiB at the first storm's peak, {:.1} MiB before the second, {:.1} MiB at its peak (+{:.1} MiB; room {:.1} MiB); baseline {:.1} MiB, budget {budget} MiB, store counts {:.1} MiB",
+        resting / MIB,
+        first_peak / MIB,
         before / MIB,
         peak / MIB,
         (peak - before) / MIB,
-        in_flight / MIB,
+        room / MIB,
         baseline / MIB,
         usage(&m) / MIB
     );
+    assert!(answers.iter().all(|(status, _)| [200, 429].contains(status)), "{answers:?}");
+    assert!(ok >= LISTS / 2, "most lists wait for room rather than fail: {answers:?}");
+    assert_eq!(requests(&m, "list", "memory", None), served + 2.0 * LISTS as f64, "every list answered by kache");
+    assert_eq!(requests(&m, "list", "upstream", None), passed, "none sent upstream");
+    assert_eq!(m["kache_list_bytes_in_flight"], 0.0, "every list gave its room back");
     assert!(usage(&m) <= budget as f64 * MIB && pods(&m, "kache_memory_pressure") == 0.0, "{m:?}");
-    assert!(before <= baseline + budget as f64 * MIB, "the cache alone fits the budget");
-    assert!(peak - before <= in_flight, "the storm cost {:.1} MiB", (peak - before) / MIB);
+    // The storm needed more than the room: lists waited for each other.
+    let gzip = LISTS / 2;
+    let needed = (LISTS - gzip) as f64 * (512.0 * 1024.0 + 8.0 * PODS as f64) + gzip as f64 * (960.0 * 1024.0 + 8.0 * PODS as f64);
+    assert!(needed > room, "the storm fits the room ({:.1} of {:.1} MiB): it tests nothing", needed / MIB, room / MIB);
+    assert!(peak - before <= room, "the storm cost {:.1} MiB above the resting process, more than the room", (peak - before) / MIB);
 }

@@ -186,12 +186,23 @@ fn metrics_count_a_scripted_workload_exactly() {
     assert!(queried >= 14, "the dashboard queries {queried} metrics");
 }
 
+/// A loopback port nothing listens on (yet).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
 #[test]
 fn kache_started_before_its_apiserver_answers_alive_not_ready_then_serves() {
-    // A port nothing listens on yet.
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = free_port();
     let upstream = format!("http://127.0.0.1:{port}");
-    let kache = Process::kache(&upstream, &["--resources", "pods"]);
+    let probes = format!("127.0.0.1:{}", free_port());
+    let kache = Process::kache(&upstream, &["--resources", "pods", "--health-listen", &probes]);
+    // The probe listener: checks and metrics only, never an object.
+    let probe = |method: &str, path: &str| common::request(&format!("http://{probes}{path}"), method, &[], None);
+    assert_eq!(probe("GET", "/livez").status, 200);
+    assert_eq!(probe("GET", "/readyz").status, 503);
+    assert_eq!(probe("GET", "/metrics").status, 503, "no metrics before kache serves");
+    assert_eq!(probe("GET", "/api/v1/pods").status, 404);
     assert_eq!(kache.get("/livez").status, 200, "alive while the apiserver is away");
     let ready = kache.get("/readyz?verbose");
     assert_eq!(ready.status, 503);
@@ -209,6 +220,14 @@ fn kache_started_before_its_apiserver_answers_alive_not_ready_then_serves() {
     let pods = kache.get("/api/v1/pods?resourceVersion=0").json();
     assert_eq!(pods["items"].as_array().unwrap().len(), 12);
     assert_eq!(sim.served("pods", "list"), 1, "one initial list");
+    let ready = probe("GET", "/readyz?verbose");
+    assert_eq!((ready.status, ready.text()), (200, kache.get("/readyz?verbose").text()), "the same checks as the API listener's");
+    let metrics = probe("GET", "/metrics");
+    assert_eq!(metrics.header("content-type"), Some("text/plain; version=0.0.4"));
+    assert!(metrics.text().lines().any(|l| l == r#"kache_store_objects{resource="pods"} 12"#), "{}", metrics.text());
+    for (method, path) in [("GET", "/api/v1/pods?resourceVersion=0"), ("GET", "/api"), ("POST", "/readyz"), ("GET", "/")] {
+        assert_eq!(probe(method, path).status, 404, "{method} {path} on the probe listener");
+    }
 }
 
 #[test]

@@ -271,19 +271,29 @@ fn port_number(container: &Value, port: &Value) -> Option<u64> {
     })
 }
 
-/// What's wrong with one of `probe`'s: it must GET `path` on kache's own address.
-fn probe_problem(probe: &Value, path: &str, container: &Value, listen: &str, tls: bool) -> Option<String> {
+/// Whether an address is a loopback one (the kubelet's probes, sent to the pod IP, cannot reach it).
+fn is_loopback(address: &str) -> bool {
+    address.starts_with("127.") || address.starts_with("[::1]") || address.starts_with("localhost:")
+}
+
+/// What's wrong with one of `probe`'s: it must GET `path` on an address of
+/// kache's the kubelet reaches — its API listener (`listen`, `tls`) or its
+/// probe listener (`health`, plain HTTP) — or fetch it from inside.
+fn probe_problem(probe: &Value, path: &str, container: &Value, listen: &str, tls: bool, health: Option<&str>) -> Option<String> {
     let scheme = if tls { "https" } else { "http" };
-    let port = listen.rsplit_once(':').map_or("", |(_, p)| p);
+    let port = |address: &str| address.rsplit_once(':').map_or("", |(_, p)| p).to_string();
     if probe.is_null() {
         return Some("missing".into());
     }
     if let Some(get) = probe.get("httpGet") {
-        let want_scheme = if tls { "HTTPS" } else { "HTTP" };
+        let reachable: Vec<(&str, String)> = [(Some(listen), if tls { "HTTPS" } else { "HTTP" }), (health, "HTTP")]
+            .into_iter()
+            .filter_map(|(address, scheme)| Some((scheme, port(address.filter(|a| !is_loopback(a))?))))
+            .collect();
         let got_scheme = get["scheme"].as_str().unwrap_or("HTTP");
-        let got_port = port_number(container, &get["port"]).map(|p| p.to_string());
-        return (get["path"] != path || got_scheme != want_scheme || got_port.as_deref() != Some(port))
-            .then(|| format!("GETs {got_scheme} {} on port {got_port:?}, not {want_scheme} {path} on port {port}", get["path"]));
+        let got_port = port_number(container, &get["port"]).map(|p| p.to_string()).unwrap_or_default();
+        let ok = get["path"] == path && reachable.iter().any(|(s, p)| *s == got_scheme && *p == got_port);
+        return (!ok).then(|| format!("GETs {got_scheme} {} on port {got_port}, not {path} on any of {reachable:?}", get["path"]));
     }
     // An exec probe fetches the URL it names (a loopback address the kubelet cannot reach).
     let url = format!("{scheme}://{listen}{path}");
@@ -316,8 +326,7 @@ fn kache_problems(objects: &[Value], help: &Help) -> Vec<String> {
             // Where it listens, and who may connect.
             let listen = args.value("--listen").map(str::to_string).or_else(|| help.default("--listen")).unwrap_or_default();
             let authenticated = args.has("--token-review") || args.has("--client-ca-file");
-            let loopback = listen.starts_with("127.") || listen.starts_with("[::1]") || listen.starts_with("localhost:");
-            if !loopback && !authenticated {
+            if !is_loopback(&listen) && !authenticated {
                 problem(format!("--listen={listen} without --token-review or --client-ca-file: kache refuses to start"));
             }
             let tls = args.has("--tls-cert-file");
@@ -325,7 +334,7 @@ fn kache_problems(objects: &[Value], help: &Help) -> Vec<String> {
                 problem("--client-ca-file needs --tls-cert-file".into());
             }
             for (kind, path) in [("livenessProbe", "/livez"), ("readinessProbe", "/readyz")] {
-                if let Some(p) = probe_problem(&c[kind], path, c, &listen, tls) {
+                if let Some(p) = probe_problem(&c[kind], path, c, &listen, tls, args.value("--health-listen")) {
                     problem(format!("{kind}: {p}"));
                 }
             }
@@ -547,7 +556,7 @@ fn the_checks_fail_a_misspelled_field_a_wrong_type_an_unknown_kind_and_a_kache_m
     assert!(err.contains(r#"no matches for kind "Deploymnet" in version "apps/v1""#), "{err}");
 
     // What kache needs.
-    let cases: [(&str, Vec<Value>, &str); 6] = [
+    let cases: [(&str, Vec<Value>, &str); 7] = [
         (
             "no liveness probe",
             changed(&|o| {
@@ -556,6 +565,11 @@ fn the_checks_fail_a_misspelled_field_a_wrong_type_an_unknown_kind_and_a_kache_m
             "livenessProbe: missing",
         ),
         ("a misspelled flag", changed(&|o| set_arg(o, "--max-events=20000", "--max-event=20000")), "no flag --max-event"),
+        (
+            "probes on a loopback health listener",
+            changed(&|o| set_arg(o, "--health-listen=0.0.0.0:8081", "--health-listen=127.0.0.1:8081")),
+            "readinessProbe: GETs HTTP \"/readyz\" on port 8081, not /readyz on any of []",
+        ),
         ("a resource without RBAC", changed(&|o| set_arg(o, "--resources=pods", "--resources=pods,secrets")), "may not list secrets"),
         (
             "the pod network without client authentication",

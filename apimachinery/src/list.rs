@@ -138,32 +138,26 @@ impl ListMeta {
 /// A JSON list as parts that share the items' bytes: the envelope's head,
 /// the items separated by commas, the tail.
 pub fn json_list<'a>(res: &Resource, meta: &ListMeta, items: impl IntoIterator<Item = &'a Bytes>) -> Vec<Bytes> {
-    json_list_of(&res.list_kind(), &res.api_version(), meta, items.into_iter().map(|item| [item.clone()]))
+    json_list_parts(&res.list_kind(), &res.api_version(), meta, items.into_iter().map(|item| [item.clone()])).collect()
 }
 
-/// A JSON list of kind `kind`, each item written from its parts.
-pub fn json_list_of<I: IntoIterator<Item = Bytes>>(
+/// A JSON list of kind `kind` as parts in order, each item written from its
+/// parts; an item's parts are made only when the iterator reaches it, so a
+/// list written as it is read holds one item's parts at a time.
+pub fn json_list_parts<I: IntoIterator<Item = Bytes>, T: IntoIterator<Item = I>>(
     kind: &str,
     api_version: &str,
     meta: &ListMeta,
-    items: impl IntoIterator<Item = I>,
-) -> Vec<Bytes> {
-    let items = items.into_iter();
-    let mut parts = Vec::with_capacity(items.size_hint().0 * 2 + 2);
-    parts.push(Bytes::from(format!(
+    items: T,
+) -> impl Iterator<Item = Bytes> + use<I, T> {
+    let head = Bytes::from(format!(
         "{{\"kind\":{},\"apiVersion\":{},\"metadata\":{},\"items\":[",
         serde_json::Value::from(kind),
         serde_json::Value::from(api_version),
         meta.json()
-    )));
-    for (i, item) in items.enumerate() {
-        if i > 0 {
-            parts.push(Bytes::from_static(b","));
-        }
-        parts.extend(item);
-    }
-    parts.push(Bytes::from_static(b"]}"));
-    parts
+    ));
+    let items = items.into_iter().enumerate().flat_map(|(i, item)| (i > 0).then(|| Bytes::from_static(b",")).into_iter().chain(item));
+    std::iter::once(head).chain(items).chain([Bytes::from_static(b"]}")])
 }
 
 /// Why a list body could not be read.

@@ -12,7 +12,7 @@
 
 use bytes::Bytes;
 
-use crate::list::{ListMeta, json_list_of};
+use crate::list::{ListMeta, json_list_parts};
 use crate::resource::{Resource, builtin};
 use crate::status::ApiError;
 use crate::watch::{EventType, bookmark_metadata, json_frame};
@@ -32,9 +32,10 @@ pub fn object(metadata: impl IntoIterator<Item = Bytes>) -> Vec<Bytes> {
     std::iter::once(Bytes::from_static(HEAD)).chain(metadata).chain([Bytes::from_static(b"}")]).collect()
 }
 
-/// A `PartialObjectMetadataList` of the objects whose `metadata` bytes are given, in order.
-pub fn list(meta: &ListMeta, metadata: impl IntoIterator<Item = Bytes>) -> Vec<Bytes> {
-    json_list_of(LIST_KIND, API_VERSION, meta, metadata.into_iter().map(|m| object([m])))
+/// A `PartialObjectMetadataList` of the objects whose `metadata` bytes are
+/// given, in order, as parts made as they are reached (see [`json_list_parts`]).
+pub fn list<T: IntoIterator<Item = Bytes>>(meta: &ListMeta, metadata: T) -> impl Iterator<Item = Bytes> + use<T> {
+    json_list_parts(LIST_KIND, API_VERSION, meta, metadata.into_iter().map(|m| object([m])))
 }
 
 /// A metadata-only watch's BOOKMARK frame at `rv`.
@@ -83,7 +84,7 @@ mod tests {
         let full = crate::list::ListPage::parse(&Bytes::from(capture("pods/list.json"))).unwrap();
         let meta = ListMeta { resource_version: full.resource_version, continue_token: None, remaining_item_count: None };
         let metadata = full.items.iter().map(|item| Bytes::copy_from_slice(crate::meta::parse(item, &[]).unwrap().metadata.as_bytes()));
-        let got = list(&meta, metadata).concat();
+        let got = list(&meta, metadata).collect::<Vec<_>>().concat();
         assert_eq!([&got[..], b"\n"].concat(), capture("pods/list-metadata.json"));
     }
 

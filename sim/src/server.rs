@@ -430,7 +430,7 @@ async fn resource(state: &Arc<State>, req: Request<Incoming>, t: Target, mut enc
                     let rows = page.items.iter().map(|o| (printer.row(&o.item, now).unwrap_or_default(), row_object(rt, o, include)));
                     table::json_table(&page.meta.json(), &printer, rows)
                 }
-                (None, Some(_)) => partial::list(&page.meta, page.items.iter().map(|o| o.served_metadata(rt))),
+                (None, Some(_)) => partial::list(&page.meta, page.items.iter().map(|o| o.served_metadata(rt))).collect(),
                 (None, None) => list::encode(rt, &page),
             };
             Ok(enc.respond(StatusCode::OK, parts))

@@ -1,6 +1,7 @@
 //! Response bodies: whole buffers, lists written from the objects' shared
-//! bytes (never assembled into one buffer; small ones gathered into 64 KiB
-//! frames as the client reads, or indented as they go), gzip streamed from those chunks
+//! bytes (never assembled into one buffer: parts taken from an iterator as
+//! the client reads, small ones gathered into 64 KiB frames, or indented as
+//! they go), gzip streamed from those parts
 //! by a blocking task through a bounded channel, and upstream bodies passed
 //! through: streams (watches, followed logs) frame by frame as they arrive,
 //! documents gathered into frames of up to 64 KiB, never held longer than
@@ -37,8 +38,8 @@ const FRAME: usize = 64 * 1024;
 
 /// A body of shared chunks, written in order, gathered into frames lazily
 /// (at most one frame is built ahead of the client).
-pub fn chunks(parts: Vec<Bytes>) -> ApiBody {
-    let stream = futures_util::stream::unfold(parts.into_iter().peekable(), |mut parts| async move {
+pub fn chunks(parts: impl Iterator<Item = Bytes> + Send + Sync + 'static) -> ApiBody {
+    let stream = futures_util::stream::unfold(parts.peekable(), |mut parts| async move {
         let first = parts.next()?;
         if first.len() >= FRAME || parts.peek().is_none_or(|next| first.len() + next.len() > FRAME) {
             return Some((Ok::<_, BoxError>(Frame::data(first)), parts));
@@ -54,8 +55,8 @@ pub fn chunks(parts: Vec<Bytes>) -> ApiBody {
 }
 
 /// A JSON document of shared chunks, indented as it is read, in frames of about [`FRAME`] bytes.
-pub fn indented(parts: Vec<Bytes>) -> ApiBody {
-    let stream = futures_util::stream::unfold((parts.into_iter(), Indenter::default()), |(mut parts, mut indenter)| async move {
+pub fn indented(parts: impl Iterator<Item = Bytes> + Send + Sync + 'static) -> ApiBody {
+    let stream = futures_util::stream::unfold((parts, Indenter::default()), |(mut parts, mut indenter)| async move {
         let mut frame = Vec::with_capacity(FRAME + FRAME / 2);
         while frame.len() < FRAME {
             let Some(part) = parts.next() else { break };
@@ -70,8 +71,9 @@ pub fn indented(parts: Vec<Bytes>) -> ApiBody {
 }
 
 /// `parts` (indented first when `indent`) gzipped as they are read, a piece at a time.
-pub fn gzip(parts: Vec<Bytes>, indent: bool) -> ApiBody {
-    let (tx, rx) = mpsc::channel::<Result<Bytes, BoxError>>(4);
+pub fn gzip(parts: impl Iterator<Item = Bytes> + Send + 'static, indent: bool) -> ApiBody {
+    // One piece queued: the compressor waits for the client rather than holding more.
+    let (tx, rx) = mpsc::channel::<Result<Bytes, BoxError>>(1);
     tokio::task::spawn_blocking(move || {
         let mut enc = flate2::write::GzEncoder::new(Vec::with_capacity(GZIP_PIECE * 2), flate2::Compression::fast());
         let mut indenter = indent.then(Indenter::default);

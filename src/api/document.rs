@@ -8,7 +8,7 @@
 //! [`Wire`].
 
 use apimachinery::json;
-use apimachinery::list::json_list;
+use apimachinery::list::json_list_parts;
 use apimachinery::negotiate;
 use apimachinery::status::ApiError;
 use std::sync::Arc;
@@ -57,17 +57,32 @@ pub fn error_frame(e: &ApiError, protobuf: bool) -> Bytes {
     if protobuf { proto::error_frame(e) } else { json_error(e) }
 }
 
+/// A document's parts in order, made as its body is written: a list page
+/// holds its objects (a pointer each) and makes an item's parts when the
+/// writer reaches it, so a list in flight never holds a part per object.
+pub type Parts = Box<dyn Iterator<Item = Bytes> + Send + Sync>;
+
 /// A list page in `shape` (in protobuf when asked); `None` when an object
-/// does not fit its Table's printer or has no protobuf encoding.
-pub fn page_parts(res: &CachedResource, page: &Page, shape: &Shape, protobuf: bool) -> Option<Vec<Bytes>> {
+/// does not fit its Table's printer or has no protobuf encoding — known
+/// before the first byte is written. Objects and their metadata (JSON or,
+/// for objects, protobuf) are made as they are written; Table rows and
+/// metadata-only protobuf, which are made afresh per request and may fail,
+/// are made first.
+pub fn page_parts(res: &Arc<CachedResource>, page: Page, shape: &Shape, protobuf: bool) -> Option<Parts> {
     if let (true, Shape::Form(form)) = (protobuf, shape) {
         return proto::page(res, page, *form);
     }
     Some(match shape {
         Shape::Form(Form::MetadataList | Form::Metadata) => {
-            apimachinery::partial::list(&page.meta, page.items.iter().map(|o| res.metadata_bytes(o)))
+            let res = res.clone();
+            Box::new(apimachinery::partial::list(&page.meta, page.items.into_iter().map(move |o| res.metadata_bytes(&o))))
         }
-        Shape::Form(Form::Objects) => json_list(&res.info, &page.meta, page.items.iter().map(|o| o.bytes())),
+        Shape::Form(Form::Objects) => Box::new(json_list_parts(
+            &res.info.list_kind(),
+            &res.info.api_version(),
+            &page.meta,
+            page.items.into_iter().map(|o| [o.bytes().clone()]),
+        )),
         Shape::Table(printer, include) => {
             let now = unix_now();
             let rows = page
@@ -75,7 +90,7 @@ pub fn page_parts(res: &CachedResource, page: &Page, shape: &Shape, protobuf: bo
                 .iter()
                 .map(|o| Some((printer.row(o.bytes(), now)?, row_object(res, o, *include))))
                 .collect::<Option<Vec<_>>>()?;
-            table::json_table(&page.meta.json(), printer, rows)
+            Box::new(table::json_table(&page.meta.json(), printer, rows).into_iter())
         }
     })
 }
@@ -150,13 +165,26 @@ impl Layout {
         }
     }
 
-    /// A document written from `parts` (compact JSON or protobuf, in order).
-    pub fn respond(self, status: StatusCode, mut parts: Vec<Bytes>) -> Response<ApiBody> {
-        if !self.pretty && !self.protobuf {
-            parts.push(Bytes::from_static(json::END));
+    /// A document written from `parts` (compact JSON or protobuf, in order),
+    /// taken from the iterator as the client reads.
+    pub fn respond<P>(self, status: StatusCode, parts: P) -> Response<ApiBody>
+    where
+        P: IntoIterator<Item = Bytes>,
+        P::IntoIter: Send + Sync + 'static,
+    {
+        let end = (!self.pretty && !self.protobuf).then(|| Bytes::from_static(json::END));
+        let mut parts = parts.into_iter().chain(end);
+        // Whether it is over the threshold, from the parts up to it (held
+        // only for gzip). Indenting only lengthens a document, so a compact
+        // one over the threshold is over it indented too.
+        let mut first = Vec::new();
+        let mut len = 0;
+        while self.gzip && len <= GZIP_THRESHOLD {
+            let Some(part) = parts.next() else { break };
+            len += part.len();
+            first.push(part);
         }
-        // Indenting only lengthens a document, so a compact one over the threshold is over it indented too.
-        let len: usize = parts.iter().map(Bytes::len).sum();
+        let parts = first.into_iter().chain(parts);
         let mut resp = Response::builder().status(status).header(CONTENT_TYPE, self.content_type(false));
         let body = if self.gzip && len > GZIP_THRESHOLD {
             resp = resp.header(CONTENT_ENCODING, "gzip").header(VARY, "Accept-Encoding");

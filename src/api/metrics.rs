@@ -138,6 +138,12 @@ fn describe() {
     );
     g!("kache_memory_budget_bytes", metrics::Unit::Bytes, "The whole cache's memory budget (--memory-budget; 0: none).");
     g!("kache_resource_memory_budget_bytes", metrics::Unit::Bytes, "Each resource's memory budget (--resource-memory-budget; 0: none).");
+    g!("kache_list_bytes_in_flight", metrics::Unit::Bytes, "Memory reserved by lists from memory being written (within --memory-budget).");
+    g!(
+        "kache_list_room_bytes",
+        metrics::Unit::Bytes,
+        "What the store leaves of --memory-budget for lists being written (absent: no budget)."
+    );
 }
 
 /// What a request is, for its metrics.
@@ -198,8 +204,15 @@ pub fn from(source: Source, mut resp: Response<ApiBody>) -> Response<ApiBody> {
     resp
 }
 
+/// `GET /metrics`: the exposition text, as Prometheus reads it.
+pub fn response(api: &Api) -> http::Response<super::body::ApiBody> {
+    let mut resp = http::Response::new(super::body::full(render(api)));
+    resp.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("text/plain; version=0.0.4"));
+    resp
+}
+
 /// The exposition text: kache's state copied into the recorder, then rendered.
-pub fn render(api: &Api) -> Bytes {
+fn render(api: &Api) -> Bytes {
     let Some(Some(handle)) = HANDLE.get() else { return Bytes::from_static(b"# metrics are off\n") };
     let c = &api.counters;
     for (name, v) in [
@@ -263,6 +276,10 @@ pub fn render(api: &Api) -> Bytes {
     gauge!("process_resident_memory_bytes").set(resident_bytes() as f64);
     gauge!("kache_memory_budget_bytes").set(api.config.budget.total as f64);
     gauge!("kache_resource_memory_budget_bytes").set(api.config.budget.resource as f64);
+    gauge!("kache_list_bytes_in_flight").set(api.room.reserved() as f64);
+    if let Some(limit) = api.room.limit() {
+        gauge!("kache_list_room_bytes").set(limit as f64);
+    }
     Bytes::from(handle.render())
 }
 

@@ -19,6 +19,7 @@ pub mod form;
 mod health;
 pub mod list;
 pub mod metrics;
+pub mod probes;
 mod proto;
 pub mod starting;
 pub mod watch;
@@ -45,6 +46,7 @@ use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
 use crate::auth::Certificate;
+use crate::budget::room;
 use crate::cache::{Cache, CachedResource};
 use crate::upstream::client::Client;
 use body::ApiBody;
@@ -129,6 +131,8 @@ pub struct Api {
     stopping: tokio::sync::watch::Sender<bool>,
     /// Client authentication and authorization (`None`: none, loopback only).
     pub gate: Option<Arc<crate::auth::Gate>>,
+    /// The memory lists from memory hold while they are written.
+    pub room: Arc<room::Room>,
 }
 
 impl Api {
@@ -137,7 +141,8 @@ impl Api {
         let dispatchers = cache.resources().iter().map(|r| Dispatcher::start(r.clone())).collect();
         let gate = auth.map(|a| Arc::new(crate::auth::Gate::new(client.clone(), a)));
         metrics::install();
-        Api { cache, dispatchers, client, config, counters: Counters::default(), stopping: tokio::sync::watch::Sender::new(false), gate }
+        let (counters, stopping, room) = (Counters::default(), tokio::sync::watch::Sender::new(false), Arc::default());
+        Api { cache, dispatchers, client, config, counters, stopping, gate, room }
     }
 }
 
@@ -346,9 +351,7 @@ async fn handle(api: &Api, req: Request<Incoming>, certificate: &Certificate) ->
         if let Err(e) = authorize(api, user.as_ref(), &Attributes::of("GET", &path, &query)).await {
             return Layout::default().error(&e);
         }
-        let mut resp = Response::new(body::full(metrics::render(api)));
-        resp.headers_mut().insert(CONTENT_TYPE, http::HeaderValue::from_static("text/plain; version=0.0.4"));
-        return resp;
+        return metrics::response(api);
     }
     let cached = target(&api.cache, &path);
     let why = match (req.method() == Method::GET, cached) {
@@ -454,16 +457,23 @@ async fn serve_collection(
         return Err("encoding");
     }
     match list::list(t.res, t.namespace, &opts, &api.config.waits).await {
-        Ok(Answer::Page(page)) => match document::page_parts(t.res, &page, &shape, layout.protobuf) {
-            Some(parts) => {
-                api.counters.lists_served.fetch_add(1, Ordering::Relaxed);
-                Ok(layout.respond(StatusCode::OK, parts))
+        Ok(Answer::Page(page)) => {
+            let cost = room::cost(page.items.len(), layout.gzip);
+            let Some(reservation) = api.room.reserve(cost, room::WAIT).await else {
+                tracing::debug!(resource = %t.res.info.qualified(), "no room for a list in the memory budget: 429");
+                return Ok(too_many_requests());
+            };
+            match document::page_parts(t.res, page, &shape, layout.protobuf) {
+                Some(parts) => {
+                    api.counters.lists_served.fetch_add(1, Ordering::Relaxed);
+                    Ok(layout.respond(StatusCode::OK, room::Held::new(parts, reservation)))
+                }
+                None => {
+                    tracing::debug!(resource = %t.res.info.qualified(), "list passed through: an object its printer or protobuf cannot express");
+                    Err("encoding")
+                }
             }
-            None => {
-                tracing::debug!(resource = %t.res.info.qualified(), "list passed through: an object its printer or protobuf cannot express");
-                Err("encoding")
-            }
-        },
+        }
         Ok(Answer::Upstream(why)) => {
             tracing::debug!(resource = %t.res.info.qualified(), why, "list passed through");
             Err(why)
@@ -512,6 +522,15 @@ async fn serve_get(
     };
     let parts = document::get_parts(res, o, &shape, layout.protobuf).ok_or("encoding")?;
     Ok(layout.respond(StatusCode::OK, parts))
+}
+
+/// The apiserver's answer to overload (its max-in-flight and APF filters):
+/// plain text, `Retry-After: 1`.
+fn too_many_requests() -> Response<ApiBody> {
+    let mut resp = text(StatusCode::TOO_MANY_REQUESTS, "Too many requests, please try again later.\n");
+    resp.headers_mut().insert(http::header::RETRY_AFTER, http::HeaderValue::from_static("1"));
+    resp.headers_mut().insert(http::header::X_CONTENT_TYPE_OPTIONS, http::HeaderValue::from_static("nosniff"));
+    resp
 }
 
 fn text(status: StatusCode, s: impl Into<Bytes>) -> Response<ApiBody> {

@@ -9,11 +9,12 @@
 //! request through or ends the stream — never a partial answer.
 
 use apimachinery::list::ListMeta;
-use apimachinery::protobuf::{self, document_parts, list_parts};
+use apimachinery::protobuf::{self, document_parts, list_head, list_item, list_parts, list_tail};
 use apimachinery::status::ApiError;
 use apimachinery::watch::EventType;
 use bytes::Bytes;
 
+use super::document::Parts;
 use super::form::Form;
 use super::list::Page;
 use crate::cache::CachedResource;
@@ -29,21 +30,24 @@ pub fn object(res: &CachedResource, o: &CachedObject, form: Form, at: Option<u64
     })
 }
 
-/// A list page in `form`.
-pub fn page(res: &CachedResource, page: &Page, form: Form) -> Option<Vec<Bytes>> {
-    let items = page
-        .items
-        .iter()
-        .map(|o| match form {
-            Form::Objects => Some(vec![res.protobuf_of(o, None)?]),
-            Form::Metadata | Form::MetadataList => res.metadata_protobuf(o, None),
-        })
-        .collect::<Option<Vec<_>>>()?;
+/// A list page in `form`, as parts made as they are written (the objects'
+/// messages) or first (metadata-only messages, which may be made afresh).
+pub fn page(res: &CachedResource, page: Page, form: Form) -> Option<Parts> {
     let meta = list_meta(&page.meta);
-    Some(match form {
-        Form::Objects => list_parts(&res.info.api_version(), &format!("{}List", res.info.kind), &meta, items),
-        Form::Metadata | Form::MetadataList => list_parts(META_API_VERSION, apimachinery::partial::LIST_KIND, &meta, items),
-    })
+    if let Form::Metadata | Form::MetadataList = form {
+        let items = page.items.iter().map(|o| res.metadata_protobuf(o, None)).collect::<Option<Vec<_>>>()?;
+        return Some(Box::new(list_parts(META_API_VERSION, apimachinery::partial::LIST_KIND, &meta, items).into_iter()));
+    }
+    // Every item's message is made (and kept with its object) before the
+    // head, which carries their lengths; the items then share them as they
+    // are written. Read back by the schema's name, not through `res`: a
+    // later object without an encoding turns the resource's protobuf off,
+    // but never these ones'.
+    let message = res.protobuf_message()?.to_string();
+    let lens = page.items.iter().map(|o| Some(res.protobuf_of(o, None)?.len())).collect::<Option<Vec<_>>>()?;
+    let head = list_head(&res.info.api_version(), &format!("{}List", res.info.kind), &meta, lens);
+    let items = page.items.into_iter().flat_map(move |o| list_item(vec![o.protobuf(&message).cloned().unwrap_or_default()]));
+    Some(Box::new(std::iter::once(head).chain(items).chain(list_tail())))
 }
 
 fn list_meta(meta: &ListMeta) -> Vec<u8> {

@@ -13,7 +13,7 @@ use hyper::body::Incoming;
 use parking_lot::Mutex;
 
 use super::body::{self, ApiBody};
-use super::{Answerer, health};
+use super::{Answerer, Api, answerer, health};
 
 /// Why kache is not serving yet.
 pub struct Starting {
@@ -22,6 +22,8 @@ pub struct Starting {
     /// started are answered by it from then on (none is closed under a
     /// request on its way).
     next: OnceLock<Answerer>,
+    /// The API itself, once kache serves (for the probe listener).
+    api: OnceLock<Arc<Api>>,
 }
 
 impl std::fmt::Debug for Starting {
@@ -33,7 +35,7 @@ impl std::fmt::Debug for Starting {
 impl Starting {
     /// Starting, with nothing tried yet.
     pub fn new() -> Arc<Starting> {
-        Arc::new(Starting { why: Mutex::new("discovering the cached resources".into()), next: OnceLock::new() })
+        Arc::new(Starting { why: Mutex::new("discovering the cached resources".into()), next: OnceLock::new(), api: OnceLock::new() })
     }
 
     /// The last attempt failed with `why`.
@@ -42,8 +44,26 @@ impl Starting {
     }
 
     /// kache serves: `api` answers from now on.
-    pub fn hand_over(&self, api: Answerer) {
-        let _ = self.next.set(api);
+    pub fn hand_over(&self, api: &Arc<Api>) {
+        let _ = self.next.set(answerer(api));
+        let _ = self.api.set(api.clone());
+    }
+
+    /// The API, once kache serves.
+    pub fn api(&self) -> Option<&Arc<Api>> {
+        self.api.get()
+    }
+
+    /// The answer to a health check while kache starts (`None`: not a health path).
+    pub fn health(&self, path: &str, query: &str) -> Option<(StatusCode, String)> {
+        let why = self.why.lock().clone();
+        health::answer_with(path, query, |endpoint| {
+            let mut checks: Vec<health::Check> = vec![("ping".into(), None)];
+            if endpoint == "readyz" {
+                checks.push(("upstream".into(), Some(why)));
+            }
+            checks
+        })
     }
 
     /// The answerer of the connections opened while kache starts.
@@ -59,14 +79,8 @@ impl Starting {
     }
 
     fn answer(&self, req: &Request<Incoming>) -> Response<ApiBody> {
+        let health = self.health(req.uri().path(), req.uri().query().unwrap_or(""));
         let why = self.why.lock().clone();
-        let health = health::answer_with(req.uri().path(), req.uri().query().unwrap_or(""), |endpoint| {
-            let mut checks: Vec<health::Check> = vec![("ping".into(), None)];
-            if endpoint == "readyz" {
-                checks.push(("upstream".into(), Some(why.clone())));
-            }
-            checks
-        });
         let (status, content_type, body) = match health {
             Some((status, text)) => (status, "text/plain; charset=utf-8", text.into_bytes()),
             None => {

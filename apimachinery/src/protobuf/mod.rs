@@ -94,26 +94,38 @@ pub fn partial_object(object: &Bytes) -> Option<Vec<Bytes>> {
 /// followed by the item's own parts (shared, not copied), then its tail.
 /// Each item is the parts that concatenate to one item message.
 pub fn list_parts(api_version: &str, kind: &str, list_meta: &[u8], items: Vec<Vec<Bytes>>) -> Vec<Bytes> {
+    let lens = items.iter().map(|item| item.iter().map(Bytes::len).sum());
+    let head = list_head(api_version, kind, list_meta, lens);
+    std::iter::once(head).chain(items.into_iter().flat_map(list_item)).chain(list_tail()).collect()
+}
+
+/// A list document's head, for items of lengths `item_lens` (the head
+/// carries the length of everything after it). Followed by [`list_item`] of
+/// each item, in the same order, then [`list_tail`]: so a list can be
+/// written as it is read, one item at a time.
+pub fn list_head(api_version: &str, kind: &str, list_meta: &[u8], item_lens: impl IntoIterator<Item = usize>) -> Bytes {
     let field_len = |len: usize| 1 + varint_len(len) + len;
-    let item_len = |item: &Vec<Bytes>| item.iter().map(Bytes::len).sum::<usize>();
-    let raw_len = field_len(list_meta.len()) + items.iter().map(|i| field_len(item_len(i))).sum::<usize>();
+    let raw_len = field_len(list_meta.len()) + item_lens.into_iter().map(field_len).sum::<usize>();
     let mut head = Vec::with_capacity(64 + list_meta.len());
     head.extend_from_slice(MAGIC);
     wire::len_field(&mut head, 1, &type_meta(api_version, kind));
     wire::key(&mut head, 2, wire::LEN);
     wire::varint(&mut head, raw_len as u64);
     wire::len_field(&mut head, 1, list_meta);
-    let mut parts = Vec::with_capacity(3 * items.len() + 2);
-    parts.push(Bytes::from(head));
-    for item in items {
-        let mut key = Vec::with_capacity(6);
-        wire::key(&mut key, 2, wire::LEN);
-        wire::varint(&mut key, item_len(&item) as u64);
-        parts.push(Bytes::from(key));
-        parts.extend(item);
-    }
-    parts.push(Bytes::from_static(EMPTY_CONTENT_FIELDS));
-    parts
+    Bytes::from(head)
+}
+
+/// One list item: its key and length, then its own parts (shared).
+pub fn list_item(parts: Vec<Bytes>) -> impl Iterator<Item = Bytes> {
+    let mut key = Vec::with_capacity(6);
+    wire::key(&mut key, 2, wire::LEN);
+    wire::varint(&mut key, parts.iter().map(Bytes::len).sum::<usize>() as u64);
+    std::iter::once(Bytes::from(key)).chain(parts)
+}
+
+/// A list document's tail.
+pub fn list_tail() -> [Bytes; 1] {
+    [Bytes::from_static(EMPTY_CONTENT_FIELDS)]
 }
 
 fn varint_len(len: usize) -> usize {

@@ -13,17 +13,20 @@
 //! pinned snapshots (continue tokens) hold apart from the head. The cache's
 //! usage is the sum over its resources.
 //!
+//! **Lists in flight** ([`room`]): what a list from memory holds while it
+//! is written (a pointer per object, never a copy of the objects; a 64 KiB
+//! frame and hyper's queue; gzipped, the deflate state) is reserved from
+//! what the store leaves of the whole cache's budget, set at each check; a
+//! list without room waits for it, then gets 429 as from an overloaded
+//! apiserver.
+//!
 //! **Not counted**: object revisions that only a pin, a response being
 //! written, a watch's replay or a watcher's queued frame still holds (pins
-//! are bounded by count and TTL, queues by `--watch-queue`); the bytes around
-//! a revision that share its allocation (the objects of an initial list are
-//! slices of their page's body, which lives while any of them does); what a
-//! list from memory holds while it is written (a pointer and two shared
-//! parts per object, about 72 bytes, never a copy of the objects; a 64 KiB
-//! frame; gzipped, the deflate state); the process's own memory (code,
-//! runtime, connections) and the allocator's slack. So the budget bounds the
-//! cache; the process's RSS is a baseline plus about the budget plus what
-//! requests in flight hold.
+//! are bounded by count and TTL, queues by `--watch-queue`); answers passed
+//! through, GETs and watch streams in flight; the process's own memory
+//! (code, runtime, connections) and the allocator's slack. So the process's
+//! RSS is a baseline (the process's own, and the allocator's slack around
+//! what the store holds) plus at most the budget.
 //!
 //! **Levels** ([`Pressure`]), per resource. A check raises a resource's
 //! level one step while the resource is over a budget (its usage above its
@@ -72,6 +75,10 @@ use std::time::{Duration, Instant};
 
 use crate::cache::{CachedResource, Pressure};
 use crate::store::StoreReader;
+
+pub mod room;
+
+use room::Room;
 
 /// The reason a read passes through for the memory budget (metrics, logs).
 pub const REASON: &str = "memory budget";
@@ -228,15 +235,17 @@ impl Controller {
     }
 }
 
-/// Starts the budget's checks for `api` when a budget is set; they end when the server is gone.
-pub fn start(resources: &[Arc<CachedResource>], config: BudgetConfig) {
+/// Starts the budget's checks for `api` when a budget is set; they end when
+/// the server is gone. Each check gives lists in flight the `room` the
+/// store leaves of the whole cache's budget.
+pub fn start(resources: &[Arc<CachedResource>], config: BudgetConfig, room: Arc<Room>) {
     if config.is_set() {
-        tokio::spawn(run(resources.iter().map(Arc::downgrade).collect(), config));
+        tokio::spawn(run(resources.iter().map(Arc::downgrade).collect(), config, room));
     }
 }
 
 /// Checks the budget until the resources are dropped (kache stopped).
-async fn run(resources: Vec<Weak<CachedResource>>, config: BudgetConfig) {
+async fn run(resources: Vec<Weak<CachedResource>>, config: BudgetConfig, room: Arc<Room>) {
     let mut controller: Option<Controller> = None;
     let mut delay = INTERVAL;
     loop {
@@ -254,6 +263,9 @@ async fn run(resources: Vec<Weak<CachedResource>>, config: BudgetConfig) {
         let before = controller.controls.clone();
         controller.check(&readings);
         let cache_usage: u64 = readings.iter().map(|r| r.usage).sum();
+        if config.total > 0 {
+            room.set_limit(config.total.saturating_sub(cache_usage));
+        }
         tracing::debug!(took = ?took, cache_usage, "memory budget checked");
         for (((res, r), was), now) in resources.iter().zip(&readings).zip(&before).zip(&controller.controls) {
             apply(res, r, *was, *now, (cache_usage, config));
