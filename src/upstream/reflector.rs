@@ -3,7 +3,7 @@
 //!
 //! ```text
 //!   Restore(saved rv) ──▶ Watch(saved rv) ─first event: ready─┐ (warm restart)
-//!                           └─quiet 1 s─▶ Probe (ready) ──────┤
+//!                           └─quiet ½ s─▶ Probe (ready) ──────┤
 //!   Restore(nothing usable) ──▶ List                          ▼
 //!   List ──ok──▶ Watch(rv) ──closed──▶ Watch(last rv)          (resume, no gap)
 //!    ▲             │  └──broken/error──▶ backoff ▶ Probe ▶ Watch(last rv)
@@ -116,7 +116,7 @@ impl Default for ReflectorConfig {
 
 /// How long a watch resumed from a saved state may stay silent before a
 /// probe checks upstream's revision instead (see the module docs).
-const PROOF_WAIT: Duration = Duration::from_secs(1);
+const PROOF_WAIT: Duration = Duration::from_millis(500);
 
 /// How often a long list logs its progress.
 const LIST_PROGRESS_EVERY: Duration = Duration::from_secs(5);
@@ -323,7 +323,7 @@ impl<S: Sink> Reflector<S> {
                 None => break page.resource_version,
             }
         };
-        self.sink.replace(items, rv).map_err(|e| (UpstreamError::Decode(e), Phase::List))?;
+        self.replace(items, rv).map_err(|e| (UpstreamError::Decode(e), Phase::List))?;
         self.confirm(rv);
         self.status.ready.store(true, Ordering::Release);
         tracing::info!(resource = %self.resource.qualified(), rv, "listed; ready");
@@ -336,7 +336,7 @@ impl<S: Sink> Reflector<S> {
     async fn restore(&mut self, saved: JoinHandle<Option<Saved>>) -> Phase {
         let Ok(Some(Saved { items, rv })) = saved.await else { return Phase::List };
         let objects = items.len();
-        if let Err(e) = self.sink.replace(items, rv) {
+        if let Err(e) = self.replace(items, rv) {
             tracing::warn!(resource = %self.resource.qualified(), error = %e, "saved state not restored; listing");
             return Phase::List;
         }
@@ -359,6 +359,15 @@ impl<S: Sink> Reflector<S> {
         // A restored state becomes ready here (a listed one already is).
         self.status.ready.store(true, Ordering::Release);
         Ok(Phase::Watch)
+    }
+
+    /// [`Sink::replace`]: parsing and indexing every object takes seconds
+    /// at 100,000 objects, so on a multi-threaded runtime the worker hands
+    /// its other tasks (requests, health checks, other resources) to the
+    /// rest meanwhile.
+    fn replace(&mut self, items: Vec<Bytes>, rv: u64) -> Result<(), String> {
+        let multi_thread = tokio::runtime::Handle::current().runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread;
+        if multi_thread { tokio::task::block_in_place(|| self.sink.replace(items, rv)) } else { self.sink.replace(items, rv) }
     }
 
     /// Upstream sent a revision at or above the store's: a restored state is
