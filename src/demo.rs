@@ -2,6 +2,14 @@
 //! and kache in front of it, with kubectl commands to try. The simulator is
 //! linked into the `kache` binary only (the `sim` feature), never into the
 //! library.
+//!
+//! Memory, one process for both: kache's stores (the objects and a
+//! `--max-age` 5-minute event log, `kache_store_*_bytes`), the simulator's
+//! store (every object, and each version history still holds) and the
+//! allocator's slack around both. The simulator compacts every minute
+//! rather than the apiserver's five (its history is only the oracle's; kache
+//! keeps its own window), so both are bounded by a few minutes of changes
+//! and RSS levels off once kache's window is full.
 
 use std::io::Write;
 use std::time::Duration;
@@ -50,6 +58,8 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         &configmaps,
         "--churn",
         &churn,
+        "--compact-interval",
+        "60",
     ])?;
     let sim = sim::cli::start(&sim_args).await.map_err(anyhow::Error::msg)?;
     let url = sim.url();

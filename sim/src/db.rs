@@ -59,6 +59,17 @@ pub struct Preconditions {
     pub resource_version: Option<String>,
 }
 
+/// What [`Db::held`] counts.
+#[derive(Debug, Clone, Copy)]
+pub struct Held {
+    /// Object versions kept.
+    pub versions: usize,
+    /// Their JSON bytes.
+    pub json_bytes: usize,
+    /// Events in history.
+    pub events: usize,
+}
+
 /// The simulated storage. Guarded by one `RwLock` in [`crate::Sim`].
 #[derive(Debug)]
 pub struct Db {
@@ -110,6 +121,15 @@ impl Db {
     /// The oldest revision still readable (the compaction revision).
     pub fn oldest(&self) -> u64 {
         self.oldest
+    }
+
+    /// What the store holds: object versions kept (the live ones and those
+    /// history still needs, each once — history events share them) and
+    /// their JSON bytes; and the events of history.
+    pub fn held(&self) -> Held {
+        let kept = self.tables.iter().flat_map(|t| t.values().flatten()).filter_map(|v| v.obj.as_ref());
+        let (versions, json_bytes) = kept.fold((0, 0), |(n, b), o| (n + 1, b + o.item.len()));
+        Held { versions, json_bytes, events: self.history.len() }
     }
 
     /// A receiver of every event committed from now on.
@@ -493,8 +513,15 @@ mod tests {
         db.create(cm, "ns", json!({"metadata": {"name": "b"}}), "t").unwrap();
         db.delete(cm, "ns", "b", &Preconditions::default(), "t").unwrap();
         let at = db.rev();
-        db.update(cm, "ns", "a", json!({"metadata": {"name": "a"}, "data": {"x": "y"}}), false).unwrap();
+        let a2 = db.update(cm, "ns", "a", json!({"metadata": {"name": "a"}, "data": {"x": "y"}}), false).unwrap();
+        // The namespace, a twice, b once (its deletion holds no object); five events.
+        let held = db.held();
+        assert_eq!((held.versions, held.events), (4, 5));
         db.compact(at);
+        // The namespace, a at `at` and after it; b is gone; one event after `at`.
+        let ns = db.get(db.registry.builtin("", "namespaces"), "ns", at).unwrap();
+        let held = db.held();
+        assert_eq!((held.versions, held.json_bytes, held.events), (3, ns.item.len() + a.item.len() + a2.item.len(), 1));
         assert_eq!(db.oldest(), at);
         assert_eq!(db.get(cm, "ns/a", at).unwrap().rv, a.rv);
         assert!(db.events_after(cm, at - 1).is_none());

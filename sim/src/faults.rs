@@ -53,13 +53,14 @@ pub async fn compact_periodically(state: Arc<State>, interval: Duration) {
     }
 }
 
-/// Revision, compaction revision and request counts, as `/_sim/stats` shows them.
+/// Revision, compaction revision, what the store holds and request counts, as `/_sim/stats` shows them.
 pub fn stats(state: &State) -> Value {
-    let (rev, oldest) = {
+    let (rev, oldest, held) = {
         let db = state.db.read();
-        (db.rev(), db.oldest())
+        (db.rev(), db.oldest(), db.held())
     };
     let requests: Vec<Value> =
         state.counts().into_iter().map(|((resource, verb), count)| json!({"resource": resource, "verb": verb, "count": count})).collect();
-    json!({"revision": rev, "oldest": oldest, "requests": requests})
+    let held = json!({"versions": held.versions, "jsonBytes": held.json_bytes, "historyEvents": held.events});
+    json!({"revision": rev, "oldest": oldest, "held": held, "requests": requests})
 }

@@ -18,6 +18,9 @@ use apimachinery::watch::EventType as FrameType;
 use super::reflector::Sink;
 use crate::store::{CachedObject, EventType, StoreWriter};
 
+/// Lists shorter than this are parsed on one thread.
+const PARSE_CHUNK: usize = 2_000;
+
 /// Feeds one resource's store.
 #[derive(Debug)]
 pub struct StoreSink {
@@ -39,6 +42,33 @@ impl StoreSink {
 
     fn parse(&self, bytes: Bytes) -> Result<CachedObject, String> {
         CachedObject::parse(bytes, &self.fields).map_err(|e| e.to_string())
+    }
+
+    /// Parses a list's items, in order, on every core: 100,000 objects take
+    /// seconds on one. Each object owns its bytes: a slice would keep its
+    /// whole page body alive (uncounted by the memory budget) while any
+    /// object of the page stays.
+    fn parse_all(&self, items: &[Bytes]) -> Result<Vec<CachedObject>, String> {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let chunk = items.len().div_ceil(cores).max(PARSE_CHUNK);
+        let fields = &self.fields;
+        let parse = |chunk: &[Bytes]| {
+            chunk
+                .iter()
+                .map(|i| CachedObject::parse(Bytes::copy_from_slice(i), fields).map_err(|e| e.to_string()))
+                .collect::<Result<Vec<_>, _>>()
+        };
+        if items.len() <= chunk {
+            return parse(items);
+        }
+        std::thread::scope(|s| {
+            let parsers: Vec<_> = items.chunks(chunk).map(|c| s.spawn(move || parse(c))).collect();
+            let mut objects = Vec::with_capacity(items.len());
+            for parser in parsers {
+                objects.extend(parser.join().map_err(|_| "a parser thread panicked".to_string())??);
+            }
+            Ok(objects)
+        })
     }
 
     /// The list-item form of a watch object, in bytes of its own (not a
@@ -64,9 +94,8 @@ impl Sink for StoreSink {
         if let Some(first) = items.first() {
             self.typed_items = carries_type(first);
         }
-        // Each object owns its bytes: a slice would keep its whole page body
-        // alive (uncounted by the memory budget) while any object of the page stays.
-        let objects = items.into_iter().map(|i| self.parse(Bytes::copy_from_slice(&i))).collect::<Result<Vec<_>, _>>()?;
+        let objects = self.parse_all(&items)?;
+        drop(items);
         self.writer.replace(objects, rv);
         self.writer.publish();
         Ok(())
