@@ -47,23 +47,31 @@ impl StoreSink {
     /// Parses a list's items, in order, on every core: 100,000 objects take
     /// seconds on one. Each object owns its bytes: a slice would keep its
     /// whole page body alive (uncounted by the memory budget) while any
-    /// object of the page stays.
-    fn parse_all(&self, items: &[Bytes]) -> Result<Vec<CachedObject>, String> {
+    /// object of the page stays. Each item is dropped once copied, so the
+    /// pages' bodies are freed as parsing goes, not all at the end.
+    fn parse_all(&self, mut items: Vec<Bytes>) -> Result<Vec<CachedObject>, String> {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let chunk = items.len().div_ceil(cores).max(PARSE_CHUNK);
         let fields = &self.fields;
-        let parse = |chunk: &[Bytes]| {
+        let parse = |chunk: Vec<Bytes>| {
             chunk
-                .iter()
-                .map(|i| CachedObject::parse(Bytes::copy_from_slice(i), fields).map_err(|e| e.to_string()))
+                .into_iter()
+                .map(|i| CachedObject::parse(Bytes::copy_from_slice(&i), fields).map_err(|e| e.to_string()))
                 .collect::<Result<Vec<_>, _>>()
         };
-        if items.len() <= chunk {
+        let total = items.len();
+        if total <= chunk {
             return parse(items);
         }
+        let mut chunks = Vec::new();
+        while items.len() > chunk {
+            let rest = items.split_off(chunk);
+            chunks.push(std::mem::replace(&mut items, rest));
+        }
+        chunks.push(items);
         std::thread::scope(|s| {
-            let parsers: Vec<_> = items.chunks(chunk).map(|c| s.spawn(move || parse(c))).collect();
-            let mut objects = Vec::with_capacity(items.len());
+            let parsers: Vec<_> = chunks.into_iter().map(|c| s.spawn(move || parse(c))).collect();
+            let mut objects = Vec::with_capacity(total);
             for parser in parsers {
                 objects.extend(parser.join().map_err(|_| "a parser thread panicked".to_string())??);
             }
@@ -94,8 +102,7 @@ impl Sink for StoreSink {
         if let Some(first) = items.first() {
             self.typed_items = carries_type(first);
         }
-        let objects = self.parse_all(&items)?;
-        drop(items);
+        let objects = self.parse_all(items)?;
         self.writer.replace(objects, rv);
         self.writer.publish();
         Ok(())
