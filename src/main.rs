@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use clap::{CommandFactory, Parser, Subcommand};
 use kache::config;
 
+mod allocator;
 #[cfg(feature = "sim")]
 mod demo;
 
@@ -84,8 +85,13 @@ fn check(path: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
+    // Before any thread exists: the arenas are set up as threads first allocate.
+    allocator::limit_arenas();
+    tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(run())
+}
+
+async fn run() -> anyhow::Result<()> {
     let mut cli = Cli::parse();
     if let Command::Serve(Serve { config: Some(path), .. }) = &cli.command {
         cli = with_config(&path.clone())?;
