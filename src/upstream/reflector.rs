@@ -66,6 +66,11 @@ use apimachinery::watch::{EventType, WatchDecoder, object_revision};
 pub trait Sink: Send {
     /// Replaces the whole state with a list taken at `rv`.
     fn replace(&mut self, items: Vec<Bytes>, rv: u64) -> Result<(), String>;
+    /// Replaces the whole state with a saved one at `rv`, whose items each
+    /// own their allocation (no page body behind them).
+    fn restore(&mut self, items: Vec<Bytes>, rv: u64) -> Result<(), String> {
+        self.replace(items, rv)
+    }
     /// Applies one watch event; its revision is the object's.
     fn apply(&mut self, typ: EventType, object: Bytes) -> Result<u64, String>;
     /// Every event up to `rv` has been applied.
@@ -323,7 +328,7 @@ impl<S: Sink> Reflector<S> {
                 None => break page.resource_version,
             }
         };
-        self.replace(items, rv).map_err(|e| (UpstreamError::Decode(e), Phase::List))?;
+        self.off_workers(|sink| sink.replace(items, rv)).map_err(|e| (UpstreamError::Decode(e), Phase::List))?;
         self.confirm(rv);
         self.status.ready.store(true, Ordering::Release);
         tracing::info!(resource = %self.resource.qualified(), rv, "listed; ready");
@@ -336,7 +341,7 @@ impl<S: Sink> Reflector<S> {
     async fn restore(&mut self, saved: JoinHandle<Option<Saved>>) -> Phase {
         let Ok(Some(Saved { items, rv })) = saved.await else { return Phase::List };
         let objects = items.len();
-        if let Err(e) = self.replace(items, rv) {
+        if let Err(e) = self.off_workers(|sink| sink.restore(items, rv)) {
             tracing::warn!(resource = %self.resource.qualified(), error = %e, "saved state not restored; listing");
             return Phase::List;
         }
@@ -361,13 +366,13 @@ impl<S: Sink> Reflector<S> {
         Ok(Phase::Watch)
     }
 
-    /// [`Sink::replace`]: parsing and indexing every object takes seconds
-    /// at 100,000 objects, so on a multi-threaded runtime the worker hands
-    /// its other tasks (requests, health checks, other resources) to the
-    /// rest meanwhile.
-    fn replace(&mut self, items: Vec<Bytes>, rv: u64) -> Result<(), String> {
+    /// Runs `f` (a whole list or saved state into the sink: parsing and
+    /// indexing every object takes seconds at 100,000 objects) so that, on a
+    /// multi-threaded runtime, the worker hands its other tasks (requests,
+    /// health checks, other resources) to the rest meanwhile.
+    fn off_workers<T>(&mut self, f: impl FnOnce(&mut S) -> T) -> T {
         let multi_thread = tokio::runtime::Handle::current().runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread;
-        if multi_thread { tokio::task::block_in_place(|| self.sink.replace(items, rv)) } else { self.sink.replace(items, rv) }
+        if multi_thread { tokio::task::block_in_place(|| f(&mut self.sink)) } else { f(&mut self.sink) }
     }
 
     /// Upstream sent a revision at or above the store's: a restored state is

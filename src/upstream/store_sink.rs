@@ -18,6 +18,15 @@ use apimachinery::watch::EventType as FrameType;
 use super::reflector::Sink;
 use crate::store::{CachedObject, EventType, StoreWriter};
 
+/// Whether items need copies of their own (see [`StoreSink::parse_all`]).
+#[derive(Debug, Clone, Copy)]
+enum Own {
+    /// Slices of a page body: copied.
+    Copy,
+    /// Each its own allocation (a saved state): kept.
+    Already,
+}
+
 /// Lists shorter than this are parsed on one thread.
 const PARSE_CHUNK: usize = 2_000;
 
@@ -44,19 +53,39 @@ impl StoreSink {
         CachedObject::parse(bytes, &self.fields).map_err(|e| e.to_string())
     }
 
+    fn replace_with(&mut self, items: Vec<Bytes>, rv: u64, own: Own) -> Result<(), String> {
+        if let Some(first) = items.first() {
+            self.typed_items = carries_type(first);
+        }
+        let objects = self.parse_all(items, own)?;
+        self.writer.replace(objects, rv);
+        self.writer.publish();
+        Ok(())
+    }
+
     /// Parses a list's items, in order, on every core: 100,000 objects take
     /// seconds on one. Each object owns its bytes: a slice would keep its
     /// whole page body alive (uncounted by the memory budget) while any
-    /// object of the page stays. Each item is dropped once copied, so the
-    /// pages' bodies are freed as parsing goes, not all at the end.
-    fn parse_all(&self, mut items: Vec<Bytes>) -> Result<Vec<CachedObject>, String> {
+    /// object of the page stays, so list items are copied, and each is
+    /// dropped once copied, so the pages' bodies are freed as parsing goes.
+    /// Saved items own their bytes already: copying them would only leave
+    /// their freed allocations scattered among the copies, which the
+    /// allocator cannot give back (measured: +170–370 MB of RSS after a
+    /// warm restart at 100,000 pods with two arenas).
+    fn parse_all(&self, mut items: Vec<Bytes>, own: Own) -> Result<Vec<CachedObject>, String> {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let chunk = items.len().div_ceil(cores).max(PARSE_CHUNK);
         let fields = &self.fields;
         let parse = |chunk: Vec<Bytes>| {
             chunk
                 .into_iter()
-                .map(|i| CachedObject::parse(Bytes::copy_from_slice(&i), fields).map_err(|e| e.to_string()))
+                .map(|i| {
+                    let bytes = match own {
+                        Own::Copy => Bytes::copy_from_slice(&i),
+                        Own::Already => i,
+                    };
+                    CachedObject::parse(bytes, fields).map_err(|e| e.to_string())
+                })
                 .collect::<Result<Vec<_>, _>>()
         };
         let total = items.len();
@@ -99,13 +128,11 @@ pub fn carries_type(item: &[u8]) -> bool {
 
 impl Sink for StoreSink {
     fn replace(&mut self, items: Vec<Bytes>, rv: u64) -> Result<(), String> {
-        if let Some(first) = items.first() {
-            self.typed_items = carries_type(first);
-        }
-        let objects = self.parse_all(items)?;
-        self.writer.replace(objects, rv);
-        self.writer.publish();
-        Ok(())
+        self.replace_with(items, rv, Own::Copy)
+    }
+
+    fn restore(&mut self, items: Vec<Bytes>, rv: u64) -> Result<(), String> {
+        self.replace_with(items, rv, Own::Already)
     }
 
     fn apply(&mut self, typ: FrameType, object: Bytes) -> Result<u64, String> {
