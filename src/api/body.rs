@@ -24,6 +24,11 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// Every response body kache sends.
 pub type ApiBody = BoxBody<Bytes, BoxError>;
 
+/// A document's parts in order, made as its body is written: a list page
+/// holds its objects (a pointer each) and makes an item's parts when the
+/// writer reaches it, so a list in flight never holds a part per object.
+pub type Parts = Box<dyn Iterator<Item = Bytes> + Send + Sync>;
+
 /// Compressed output is sent on in pieces of about this size.
 const GZIP_PIECE: usize = 64 * 1024;
 

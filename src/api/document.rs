@@ -19,7 +19,7 @@ use bytes::Bytes;
 use http::header::{ACCEPT_ENCODING, CONTENT_ENCODING, CONTENT_TYPE, RETRY_AFTER, USER_AGENT, VARY};
 use http::{HeaderMap, HeaderValue, Response, StatusCode};
 
-use super::body::{self, ApiBody};
+use super::body::{self, ApiBody, Parts};
 use super::form::{Form, Wire};
 use super::list::Page;
 use super::proto;
@@ -56,11 +56,6 @@ pub fn bookmark_frame(res: &CachedResource, rv: u64, initial_events_end: bool, w
 pub fn error_frame(e: &ApiError, protobuf: bool) -> Bytes {
     if protobuf { proto::error_frame(e) } else { json_error(e) }
 }
-
-/// A document's parts in order, made as its body is written: a list page
-/// holds its objects (a pointer each) and makes an item's parts when the
-/// writer reaches it, so a list in flight never holds a part per object.
-pub type Parts = Box<dyn Iterator<Item = Bytes> + Send + Sync>;
 
 /// A list page in `shape` (in protobuf when asked); `None` when an object
 /// does not fit its Table's printer or has no protobuf encoding — known

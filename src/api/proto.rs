@@ -14,7 +14,7 @@ use apimachinery::status::ApiError;
 use apimachinery::watch::EventType;
 use bytes::Bytes;
 
-use super::document::Parts;
+use super::body::Parts;
 use super::form::Form;
 use super::list::Page;
 use crate::cache::CachedResource;
