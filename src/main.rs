@@ -88,11 +88,7 @@ fn check(path: &Path) -> anyhow::Result<()> {
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     // Before any thread exists: the arenas are set up as threads first allocate.
-    #[cfg(feature = "sim")]
-    let simulates = matches!(cli.command, Command::Demo(_) | Command::Sim(_));
-    #[cfg(not(feature = "sim"))]
-    let simulates = false;
-    allocator::limit_arenas(if simulates { allocator::Arenas::Simulator } else { allocator::Arenas::Server });
+    allocator::limit_arenas();
     tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(run(cli))
 }
 
