@@ -19,7 +19,7 @@ use bytes::Bytes;
 use clap::Args;
 use http::{Method, Request, Response};
 use http_body_util::{BodyExt, Full};
-use hyper::body::Incoming;
+use kache::upstream::client::Body;
 use kache::upstream::client::{Client, UpBody};
 use kache::upstream::connect::{ConnectArgs, Credentials};
 
@@ -111,7 +111,7 @@ impl Http {
         path: &str,
         headers: &[(&str, &str)],
         body: Option<Bytes>,
-    ) -> anyhow::Result<Response<Incoming>> {
+    ) -> anyhow::Result<Response<Body>> {
         let mut req = Request::builder().method(method).uri(self.client.uri(path)?);
         for (k, v) in headers {
             req = req.header(*k, *v);

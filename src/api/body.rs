@@ -16,7 +16,7 @@ use apimachinery::json::Indenter;
 use bytes::{Bytes, BytesMut};
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, StreamBody};
-use hyper::body::{Body, Frame, Incoming};
+use hyper::body::{Body, Frame};
 use tokio::sync::mpsc;
 
 /// Any error a body can fail with.
@@ -114,7 +114,7 @@ pub const HOLD: Duration = Duration::from_millis(2);
 /// of up to [`FRAME`] bytes. Upstream may send one chunk per object (the
 /// apiserver's streaming list encoder does), and each chunk handed on alone
 /// would cost a write system call of its own.
-pub fn relay(incoming: Incoming, stream: bool) -> ApiBody {
+pub fn relay(incoming: crate::upstream::client::Body, stream: bool) -> ApiBody {
     let incoming = incoming.map_err(|e| Box::new(e) as BoxError);
     if stream {
         return incoming.boxed();

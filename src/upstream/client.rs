@@ -1,8 +1,15 @@
-//! One pooled HTTP client to the apiserver: HTTP/2 when TLS negotiates it
-//! (HTTP/1.1 otherwise), kache's credentials on every request, and URLs
-//! built under the server's base path. Shared by the reflectors and the
-//! pass-through proxy.
+//! The HTTP client to the apiserver, shared by everything kache sends
+//! upstream (reflectors, probes, catch-up watches, reviews, pass-through)
+//! and by the load test: kache's credentials on every request, URLs built
+//! under the server's base path, and connections as Go's transport keeps
+//! them — over TLS, HTTP/2 on as many connections as the server's stream
+//! limit needs ([`super::pool`]); HTTP/1.1 when the server is plain HTTP
+//! or ALPN chooses it (a connection per request in flight), and for
+//! connection upgrades (exec, attach, port-forward), an HTTP/1.1 mechanism.
+//! No request waits for another to end.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -11,7 +18,6 @@ use http::uri::PathAndQuery;
 use http::{Request, Response, StatusCode, Uri};
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Empty, Limited};
-use hyper::body::Incoming;
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -20,7 +26,10 @@ use hyper_util::rt::{TokioExecutor, TokioTimer};
 use super::UpstreamError;
 use super::auth::Auth;
 use super::connect::Credentials;
+use super::pool::{Pool, PoolError, PoolStats};
 use super::tls::client_config;
+
+pub use super::pool::Body;
 
 /// A request body of any kind.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -34,14 +43,21 @@ const READ_BUFFER: usize = 256 * 1024;
 /// The most a non-streaming response (discovery, a list page) may hold.
 const MAX_BODY: usize = 1 << 30;
 
-/// The apiserver connection pool plus credentials.
+/// How many times a request the server did not process (its stream
+/// refused, or ended by GOAWAY before the server read it) is sent again,
+/// when its body can be (Go's transport retries such requests too).
+const RESEND: usize = 3;
+
+/// The apiserver's client: connections plus credentials. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Client {
     base: Uri,
     auth: Auth,
-    http: HyperClient<HttpsConnector<HttpConnector>, UpBody>,
-    /// HTTP/1.1 only: connection upgrades (exec, attach, port-forward) are
-    /// an HTTP/1.1 mechanism, so ALPN must not pick HTTP/2 for them.
+    /// HTTP/2 connections, for an HTTPS server.
+    h2: Option<Pool>,
+    /// Set once the server chose HTTP/1.1 by ALPN: everything goes to `http1`.
+    http1_only: Arc<AtomicBool>,
+    /// HTTP/1.1 connections, a connection per request in flight, pooled.
     http1: HyperClient<HttpsConnector<HttpConnector>, UpBody>,
 }
 
@@ -53,18 +69,24 @@ impl Client {
         tcp.enforce_http(false);
         tcp.set_nodelay(true);
         tcp.set_connect_timeout(Some(Duration::from_secs(10)));
-        let connector = || hyper_rustls::HttpsConnectorBuilder::new().with_tls_config(tls.clone()).https_or_http();
-        let all_versions = connector().enable_all_versions().wrap_connector(tcp.clone());
-        let http1 = connector().enable_http1().wrap_connector(tcp);
-        let mut builder = HyperClient::builder(TokioExecutor::new());
-        builder
+        let http1 =
+            hyper_rustls::HttpsConnectorBuilder::new().with_tls_config(tls.clone()).https_or_http().enable_http1().wrap_connector(tcp);
+        let http1 = HyperClient::builder(TokioExecutor::new())
             .timer(TokioTimer::new())
             .pool_timer(TokioTimer::new())
-            .pool_idle_timeout(Duration::from_secs(90))
-            .http1_read_buf_exact_size(READ_BUFFER);
-        let http1 = builder.build(http1);
-        let http = builder.http2_keep_alive_interval(Duration::from_secs(30)).http2_keep_alive_while_idle(true).build(all_versions);
-        Ok(Client { base: creds.server.clone(), auth: creds.auth.clone(), http, http1 })
+            .pool_idle_timeout(super::pool::IDLE)
+            .http1_read_buf_exact_size(READ_BUFFER)
+            .build(http1);
+        let h2 = match creds.server.scheme_str() {
+            Some("https") => Some(Pool::new(&creds.server, tls).map_err(UpstreamError::Config)?),
+            _ => None,
+        };
+        Ok(Client { base: creds.server.clone(), auth: creds.auth.clone(), h2, http1_only: Arc::default(), http1 })
+    }
+
+    /// The HTTP/2 connections' counters and how many are open (`None`: no HTTP/2).
+    pub fn connections(&self) -> Option<(&PoolStats, usize)> {
+        self.h2.as_ref().filter(|_| !self.http1_only.load(Ordering::Relaxed)).map(|p| (p.stats(), p.connections()))
     }
 
     /// The apiserver URL for `path_and_query` (which starts with `/`).
@@ -79,29 +101,60 @@ impl Client {
     }
 
     /// Sends `req` with kache's credentials in place of any the request had.
-    pub async fn send(&self, req: Request<UpBody>) -> Result<Response<Incoming>, UpstreamError> {
-        self.send_with(&self.http, req).await
+    pub async fn send(&self, req: Request<UpBody>) -> Result<Response<Body>, UpstreamError> {
+        let mut req = self.credentials(req);
+        if let Some(pool) = self.h2.as_ref().filter(|_| !self.http1_only.load(Ordering::Relaxed)) {
+            // What it takes to send a body-less request again.
+            let again =
+                hyper::body::Body::is_end_stream(req.body()).then(|| (req.method().clone(), req.uri().clone(), req.headers().clone()));
+            let mut resent = 0;
+            loop {
+                match pool.send(req).await {
+                    Ok((resp, slot)) => return Ok(resp.map(|b| Body::new(b, slot))),
+                    Err(PoolError::NotHttp2(unsent)) => {
+                        tracing::info!(upstream = %self.base, "the apiserver chose HTTP/1.1: a connection per request from now on");
+                        self.http1_only.store(true, Ordering::Relaxed);
+                        req = *unsent;
+                        break;
+                    }
+                    Err(PoolError::Connect(e)) => return Err(UpstreamError::Transport(e)),
+                    Err(PoolError::Request(e)) => match &again {
+                        Some((method, uri, headers)) if resent < RESEND && unprocessed(&e) => {
+                            resent += 1;
+                            let mut next = Request::new(Empty::new().map_err(|never| match never {}).boxed());
+                            (*next.method_mut(), *next.uri_mut(), *next.headers_mut()) = (method.clone(), uri.clone(), headers.clone());
+                            req = next;
+                        }
+                        _ => return Err(UpstreamError::Transport(error_chain(&e))),
+                    },
+                }
+            }
+        }
+        self.send_http1(req).await
     }
 
     /// Sends a connection-upgrade request over HTTP/1.1, with kache's credentials.
-    pub async fn send_upgrade(&self, req: Request<UpBody>) -> Result<Response<Incoming>, UpstreamError> {
-        self.send_with(&self.http1, req).await
+    pub async fn send_upgrade(&self, req: Request<UpBody>) -> Result<Response<Body>, UpstreamError> {
+        self.send_http1(self.credentials(req)).await
     }
 
-    async fn send_with(
-        &self,
-        http: &HyperClient<HttpsConnector<HttpConnector>, UpBody>,
-        mut req: Request<UpBody>,
-    ) -> Result<Response<Incoming>, UpstreamError> {
+    async fn send_http1(&self, mut req: Request<UpBody>) -> Result<Response<Body>, UpstreamError> {
+        *req.version_mut() = http::Version::HTTP_11;
+        let resp = self.http1.request(req).await.map_err(|e| UpstreamError::Transport(error_chain(&e)))?;
+        Ok(resp.map(|b| Body::new(b, None)))
+    }
+
+    /// `req` with kache's credentials in place of any it had.
+    fn credentials(&self, mut req: Request<UpBody>) -> Request<UpBody> {
         req.headers_mut().remove(AUTHORIZATION);
         if let Some(v) = self.auth.header() {
             req.headers_mut().insert(AUTHORIZATION, v);
         }
-        http.request(req).await.map_err(|e| UpstreamError::Transport(error_chain(&e)))
+        req
     }
 
     /// A GET of `path_and_query` accepting JSON.
-    pub async fn get(&self, path_and_query: &str) -> Result<Response<Incoming>, UpstreamError> {
+    pub async fn get(&self, path_and_query: &str) -> Result<Response<Body>, UpstreamError> {
         let req = Request::get(self.uri(path_and_query)?)
             .header(http::header::ACCEPT, HeaderValue::from_static("application/json"))
             .body(Empty::new().map_err(|never| match never {}).boxed())
@@ -132,6 +185,19 @@ impl Client {
             Limited::new(resp.into_body(), MAX_BODY).collect().await.map_err(|e| UpstreamError::Transport(e.to_string()))?.to_bytes();
         if status.is_success() { Ok(body) } else { Err(UpstreamError::status(status, &body)) }
     }
+}
+
+/// Whether the server cannot have processed the request: its stream was
+/// refused, or a GOAWAY ended it before the server read it.
+fn unprocessed(e: &hyper::Error) -> bool {
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        if let Some(h2) = s.downcast_ref::<h2::Error>() {
+            return h2.reason() == Some(h2::Reason::REFUSED_STREAM) || (h2.is_go_away() && h2.is_remote());
+        }
+        source = s.source();
+    }
+    false
 }
 
 /// An error and its sources on one line.

@@ -8,6 +8,7 @@ pub mod client;
 pub mod connect;
 pub mod discovery;
 pub mod freshness;
+pub mod pool;
 pub mod reflector;
 pub mod store_sink;
 pub mod tls;
