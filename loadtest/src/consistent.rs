@@ -154,7 +154,7 @@ pub async fn run_all(args: ConsistentArgs) -> anyhow::Result<()> {
         ("pods written", Some(Objects::SimPods { count: args.pods, nodes: args.pods / 100 })),
         ("configmaps written", Some(Objects::SimConfigMaps { count: 1000 })),
     ];
-    let writer_http = Http::local(&sim.url).await?;
+    let writer_http = Http::local(&sim.url, None).await?;
     let workloads = [Workload::FullList, Workload::Page, Workload::Get, Workload::StreamingList, Workload::Paging];
     println!("consistent reads of {} pods; writes at {}/s where written; {} requests per cell\n", args.pods, args.rate, args.requests);
     println!("{:<19} {:<15} {:<6} {:>10} {:>10} {:>11} {:>12}", "load", "workload", "target", "p50", "p99", "cpu ms/req", "from memory");

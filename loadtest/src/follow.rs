@@ -14,7 +14,9 @@
 //!   bookmark at the list revision (a controller's informer in 1.36).
 //!
 //! A watch the server ends is resumed from the last revision seen (a
-//! bookmark's too); a `410 Gone` (an ERROR event or answer) re-lists.
+//! bookmark's too); a `410 Gone` (an ERROR event or answer) re-lists; an
+//! answer with `Retry-After` (a 429 from API Priority and Fairness) is
+//! retried no sooner than it says.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -23,12 +25,23 @@ use std::time::{Duration, Instant};
 
 use http::Method;
 use http_body_util::BodyExt;
+use indicatif::ProgressBar;
 use tokio::sync::watch;
 
 use crate::objects::Write;
 use crate::procs::first_revision;
+use crate::progress::note;
 use crate::record::Recorder;
-use crate::target::Http;
+use crate::target::{Http, retry_after};
+
+/// How long clients may go without one more starting before the run
+/// fails: kube-apiserver's request timeout, past which a request still
+/// waiting in its queues has failed. There is no deadline for all of them:
+/// one would cap how many clients a slow or shedding server can start.
+const STALL: Duration = Duration::from_secs(60);
+
+/// How often starting clients are counted on stderr.
+const NOTE_EVERY: Duration = Duration::from_secs(5);
 
 /// How a follower starts, and starts again after a relist storm.
 #[derive(Debug, Clone, Copy)]
@@ -86,16 +99,31 @@ impl Signals {
         (signals, stop_tx, storm_tx)
     }
 
-    /// Waits until `total` followers have started (listed or connected), at most `within`.
-    pub async fn all_started(&self, total: usize, within: Duration) -> anyhow::Result<()> {
-        let deadline = Instant::now() + within;
-        while self.started.load(Ordering::Relaxed) < total {
-            if Instant::now() > deadline {
-                anyhow::bail!("only {} of {total} clients started in {within:?}", self.started.load(Ordering::Relaxed));
+    /// Waits until `total` followers have started (listed or connected) on
+    /// `target`, counting them on stderr every [`NOTE_EVERY`] and when all
+    /// have; fails when none has for [`STALL`].
+    pub async fn all_started(&self, total: usize, target: &str, bar: &ProgressBar) -> anyhow::Result<()> {
+        let begun = Instant::now();
+        let (mut count, mut progressed, mut noted) = (0, begun, begun);
+        loop {
+            let now = Instant::now();
+            let started = self.started.load(Ordering::Relaxed);
+            if started >= total {
+                note(bar, format!("all {total} clients started on {target} in {:.1?}", begun.elapsed()));
+                return Ok(());
+            }
+            if started > count {
+                (count, progressed) = (started, now);
+            }
+            if now - progressed > STALL {
+                anyhow::bail!("only {started} of {total} clients started on {target}, none in the last {STALL:?}");
+            }
+            if now - noted >= NOTE_EVERY {
+                note(bar, format!("{started} of {total} clients started on {target}"));
+                noted = now;
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        Ok(())
     }
 }
 
@@ -111,7 +139,8 @@ pub async fn follow(http: Http, collection: String, selector: String, start: Sta
     // Whether the last watch was ended by the server (the next one resumes it).
     let mut ended = false;
     let mut first = true;
-    while !*stop.borrow() {
+    // A dropped sender (the scenario was aborted) stops it too; `changed()` then fails at once.
+    while !*stop.borrow() && stop.has_changed().is_ok() {
         if restart && matches!(start, Start::List | Start::At(_)) {
             let t = Instant::now();
             let Ok((status, body)) = http.get(&format!("{collection}?resourceVersion=0{selector}"), &[]).await else {
@@ -149,7 +178,8 @@ pub async fn follow(http: Http, collection: String, selector: String, start: Sta
                     out.lists.record(t.elapsed(), r.status().as_u16(), 0);
                     restart = true;
                 }
-                tokio::time::sleep(Duration::from_millis(200)).await;
+                // Thousands of watchers coming back sooner than a shedding server asks would keep it shedding.
+                tokio::time::sleep(retry_after(r.headers()).unwrap_or(Duration::from_millis(200))).await;
                 continue;
             }
             Err(_) => {
@@ -173,7 +203,7 @@ pub async fn follow(http: Http, collection: String, selector: String, start: Sta
             let frame = tokio::select! {
                 f = body.frame() => f,
                 _ = stop.changed() => return out,
-                _ = storm.changed() => { restart = true; break }
+                Ok(()) = storm.changed() => { restart = true; break }
             };
             let Some(Ok(frame)) = frame else {
                 ended = true;

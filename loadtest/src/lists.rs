@@ -326,7 +326,7 @@ pub async fn run_all(args: ListsArgs) -> anyhow::Result<()> {
             .collect();
         let body = http_body_util::BodyExt::collect(resp.into_body()).await?.to_bytes();
         let (plain_url, plain_task) = plain_server(body, headers).await?;
-        let plain = Target { name: "plain".into(), role: Role::Plain, http: Http::local(&plain_url).await?, pid: None };
+        let plain = Target { name: "plain".into(), role: Role::Plain, http: Http::local(&plain_url, None).await?, pid: None };
         for target in fleet.targets.iter().chain([&plain]) {
             bar.set_message(format!("{} on {}", w.name, target.name));
             warm_up(&target.http, w).await;

@@ -16,9 +16,11 @@
 //!   on with cold review caches, and on with warm ones.
 //!
 //! Bounded in count and time; without a kubeconfig, loopback only; the
-//! processes it starts are killed at the end.
+//! processes it starts are killed at the end, and what it creates on a
+//! cluster is deleted on every way out, Ctrl-C included (see `cleanup`).
 
 mod auth;
+mod cleanup;
 mod consistent;
 mod follow;
 mod lists;
@@ -31,7 +33,11 @@ mod report;
 mod target;
 mod watch;
 
+use std::process::ExitCode;
+
 use clap::{Parser, Subcommand};
+
+use crate::cleanup::Cleanup;
 
 #[derive(Debug, Parser)]
 #[command(name = "loadtest", about = "Load generator and latency benchmark for kache")]
@@ -55,11 +61,17 @@ enum Cmd {
 }
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
-    match Cli::parse().command {
+async fn main() -> ExitCode {
+    let command = Cli::parse().command;
+    cleanup::supervise(|cleanup| run(command, cleanup)).await
+}
+
+/// Runs one scenario; those that create objects record them in `cleanup`.
+async fn run(command: Cmd, cleanup: Cleanup) -> anyhow::Result<()> {
+    match command {
         Cmd::Lists(args) => lists::run_all(args).await,
-        Cmd::Watch(args) => watch::run_all(args).await,
-        Cmd::Mixed(args) => mixed::run_all(args).await,
+        Cmd::Watch(args) => watch::run_all(args, cleanup).await,
+        Cmd::Mixed(args) => mixed::run_all(args, cleanup).await,
         Cmd::Consistent(args) => consistent::run_all(args).await,
         Cmd::Auth(args) => auth::run_all(args).await,
     }

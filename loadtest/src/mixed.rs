@@ -19,9 +19,12 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use anyhow::Context;
 use clap::Args;
+use indicatif::ProgressBar;
 use serde_json::json;
 
+use crate::cleanup::Cleanup;
 use crate::follow::{self, Followed, Signals, Start, Tally};
 use crate::lists::{Encoding, continue_token};
 use crate::objects::{self, Objects, Write};
@@ -87,7 +90,7 @@ fn watch_rows(kind: &str, t: Tally, target: &Target, wall: Duration, usage: (Opt
 }
 
 /// Runs every client kind against `target` while writing to the direct target.
-async fn measure(args: &MixedArgs, fleet: &Fleet, target: &Target, objects: &Objects) -> anyhow::Result<Vec<Row>> {
+async fn measure(args: &MixedArgs, fleet: &Fleet, target: &Target, objects: &Objects, bar: &ProgressBar) -> anyhow::Result<Vec<Row>> {
     head(target, objects).await?;
     let epoch = Instant::now();
     let usage = Usage::start(target);
@@ -100,7 +103,7 @@ async fn measure(args: &MixedArgs, fleet: &Fleet, target: &Target, objects: &Obj
         .map(|(sel, start)| tokio::spawn(follow::follow(target.http.clone(), objects.collection(), sel, start, signals.clone(), epoch)))
         .collect();
     let total = followers.len();
-    signals.all_started(total, Duration::from_secs(180)).await.map_err(|e| anyhow::anyhow!("{e} on {}", target.name))?;
+    signals.all_started(total, &target.name, bar).await?;
     signals.floor.store(head(fleet.direct(), objects).await?, Ordering::Relaxed);
     let started = Instant::now();
     let write_stop = started + Duration::from_secs(args.duration);
@@ -151,21 +154,22 @@ async fn measure(args: &MixedArgs, fleet: &Fleet, target: &Target, objects: &Obj
     Ok(rows)
 }
 
-/// Runs the mixed clients against every target.
-pub async fn run_all(args: MixedArgs) -> anyhow::Result<()> {
-    let (fleet, objects) = setup(&args.targets, args.kubelets, args.pods_per_node, &[]).await?;
-    let bar = crate::progress::bar("mixed", fleet.targets.len());
+/// Runs the mixed clients against every target; what it creates is recorded in `cleanup`.
+pub async fn run_all(args: MixedArgs, cleanup: Cleanup) -> anyhow::Result<()> {
+    let bar = crate::progress::bar("mixed", 0);
+    let clients = args.kubelets + args.controllers + args.kubectl;
+    let (fleet, objects) = setup(&args.targets, args.kubelets, args.pods_per_node, clients, &cleanup, &bar).await?;
+    bar.set_length(fleet.targets.len() as u64);
     let mut rows = Vec::new();
     for target in &fleet.targets {
         bar.set_message(format!(
             "{} kubelets, {} controllers, {} kubectl on {}",
             args.kubelets, args.controllers, args.kubectl, target.name
         ));
-        rows.extend(measure(&args, &fleet, target, &objects).await?);
+        rows.extend(measure(&args, &fleet, target, &objects, &bar).await.with_context(|| format!("measuring {}", target.name))?);
         bar.inc(1);
     }
     bar.finish_and_clear();
-    objects.delete(&fleet.direct().http).await?;
     // Group by client kind, the direct target first.
     rows.sort_by_key(|r| (r.workload.clone(), r.role != Role::Direct));
     let params = json!({

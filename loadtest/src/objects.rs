@@ -8,20 +8,26 @@
 //! - On a real cluster: ConfigMaps the tool creates in a namespace of its
 //!   own (`kache-loadtest-PID`), labelled `kache-loadtest/shard=S`, watched
 //!   by shard (`labelSelector`, the kubelet-like partition) and
-//!   namespace-wide; the namespace is deleted at the end. Pods would need
+//!   namespace-wide; recorded in the run's [`Cleanup`] before the first is
+//!   created, which deletes them however the run ends. Pods would need
 //!   real nodes (the pod GC deletes pods bound to nodes that do not exist).
 //!
 //! Writes are merge patches of one annotation; each acknowledged write
 //! carries the revision it committed at.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use anyhow::bail;
 use bytes::Bytes;
 use http::Method;
 use rand::Rng;
+use tokio::task::JoinSet;
 
+use crate::cleanup::Cleanup;
 use crate::procs::first_revision;
-use crate::target::Http;
+use crate::target::{Http, Target};
 
 /// Which objects, and how many.
 #[derive(Debug, Clone)]
@@ -86,43 +92,93 @@ impl Objects {
         }
     }
 
-    /// Creates what the tool owns (a real cluster's namespace and configmaps), 16 at a time.
-    pub async fn create(&self, http: &Http) -> anyhow::Result<()> {
+    /// Creates what the tool owns (a real cluster's namespace and
+    /// configmaps) on `target`, recorded in `cleanup` first. The tasks
+    /// creating stop when this future is dropped.
+    pub async fn create(&self, target: &Target, cleanup: &Cleanup) -> anyhow::Result<()> {
         let Objects::OwnConfigMaps { namespace, count, .. } = self else { return Ok(()) };
+        cleanup.record(target, self);
         let ns = format!(r#"{{"apiVersion":"v1","kind":"Namespace","metadata":{{"name":"{namespace}"}}}}"#);
-        http.json(Method::POST, "/api/v1/namespaces", "application/json", ns).await?;
-        let next = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let tasks: Vec<_> = (0..16)
-            .map(|_| {
-                let (http, next, me, namespace, count) = (http.clone(), next.clone(), self.clone(), namespace.clone(), *count);
-                tokio::spawn(async move {
-                    loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        if i >= count {
-                            return Ok::<_, anyhow::Error>(());
-                        }
-                        let body = format!(
-                            r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"load-{i:06}","labels":{{"{SHARD_LABEL}":"{}"}}}},"data":{{"k":"v"}}}}"#,
-                            me.shard_of(i)
-                        );
-                        http.json(Method::POST, &format!("/api/v1/namespaces/{namespace}/configmaps"), "application/json", body).await?;
+        target.http.create("/api/v1/namespaces", ns).await?;
+        let next = Arc::new(AtomicUsize::new(0));
+        let mut tasks = JoinSet::new();
+        // 16 in flight: well under the concurrency kube-apiserver's priority
+        // levels give a user by default, so it does not shed them (and
+        // `Http::create` retries when it does).
+        for _ in 0..16 {
+            let (http, next, me, count) = (target.http.clone(), next.clone(), self.clone(), *count);
+            tasks.spawn(async move {
+                let collection = me.collection();
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= count {
+                        return Ok::<_, anyhow::Error>(());
                     }
-                })
-            })
-            .collect();
-        for t in tasks {
-            t.await??;
+                    let body = format!(
+                        r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"load-{i:06}","labels":{{"{SHARD_LABEL}":"{}"}}}},"data":{{"k":"v"}}}}"#,
+                        me.shard_of(i)
+                    );
+                    http.create(&collection, body).await?;
+                }
+            });
+        }
+        while let Some(done) = tasks.join_next().await {
+            done??;
         }
         Ok(())
     }
 
-    /// Deletes what [`Objects::create`] made.
-    pub async fn delete(&self, http: &Http) -> anyhow::Result<()> {
-        if let Objects::OwnConfigMaps { namespace, .. } = self {
-            http.send(Method::DELETE, &format!("/api/v1/namespaces/{namespace}"), &[], None).await?;
+    /// What [`Objects::create`] makes, for messages (the simulator's own objects are not the tool's).
+    pub fn describe(&self) -> String {
+        match self {
+            Objects::OwnConfigMaps { namespace, .. } => format!("namespace {namespace} and its ConfigMaps"),
+            Objects::SimPods { .. } | Objects::SimConfigMaps { .. } => "nothing".into(),
         }
-        Ok(())
     }
+
+    /// How a person deletes it.
+    pub fn by_hand(&self) -> String {
+        match self {
+            Objects::OwnConfigMaps { namespace, .. } => format!("delete it with `kubectl delete namespace {namespace}`"),
+            Objects::SimPods { .. } | Objects::SimConfigMaps { .. } => String::new(),
+        }
+    }
+
+    /// Deletes what [`Objects::create`] made and waits until it is gone:
+    /// the namespace first, then its configmaps in one `deletecollection`,
+    /// then until none is left and the namespace is gone or terminating.
+    ///
+    /// The namespace first, because then no configmap can be created in it
+    /// any more (kube-apiserver refuses creates in a terminating namespace,
+    /// the simulator in a missing one), and if the tool stops before the
+    /// `deletecollection` ends, kube-apiserver's namespace controller
+    /// finishes it. The `deletecollection`, because nothing may depend on a
+    /// namespace controller: the simulator has none (a deleted namespace is
+    /// gone at once and the objects in it stay).
+    pub async fn delete(&self, http: &Http) -> anyhow::Result<()> {
+        let Objects::OwnConfigMaps { namespace, .. } = self else { return Ok(()) };
+        let ns_path = format!("/api/v1/namespaces/{namespace}");
+        for path in [&ns_path, &self.collection()] {
+            let status = http.send(Method::DELETE, path, &[], None).await?.status();
+            if !(status.is_success() || status == http::StatusCode::NOT_FOUND) {
+                bail!("DELETE {path}: {status}");
+            }
+        }
+        loop {
+            let (status, list) = http.get(&format!("{}?limit=1", self.collection()), &[]).await?;
+            let empty = status == 404 || (status == 200 && json(&list)["items"].as_array().is_some_and(Vec::is_empty));
+            let (status, ns) = http.get(&ns_path, &[]).await?;
+            // Terminating: kube-apiserver's namespace controller removes it once it is empty.
+            if empty && (status == 404 || (status == 200 && !json(&ns)["metadata"]["deletionTimestamp"].is_null())) {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+}
+
+fn json(body: &[u8]) -> serde_json::Value {
+    serde_json::from_slice(body).unwrap_or_default()
 }
 
 /// One acknowledged write.
@@ -173,13 +229,16 @@ fn unique() -> u64 {
     next.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
-/// `writers` tasks writing `rate` per second in all until `stop`; every acknowledged write.
+/// `writers` tasks writing `rate` per second in all until `stop`; every
+/// acknowledged write. The tasks stop when this future is dropped.
 pub async fn write_all(http: &Http, objects: &Objects, rate: f64, writers: usize, stop: Instant) -> anyhow::Result<Vec<Write>> {
-    let tasks: Vec<_> =
-        (0..writers.max(1)).map(|_| tokio::spawn(write(http.clone(), objects.clone(), rate / writers.max(1) as f64, stop))).collect();
+    let mut tasks = JoinSet::new();
+    for _ in 0..writers.max(1) {
+        tasks.spawn(write(http.clone(), objects.clone(), rate / writers.max(1) as f64, stop));
+    }
     let mut writes = Vec::new();
-    for t in tasks {
-        writes.extend(t.await?);
+    while let Some(done) = tasks.join_next().await {
+        writes.extend(done?);
     }
     Ok(writes)
 }

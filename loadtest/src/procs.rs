@@ -17,7 +17,7 @@ use hyper_util::rt::TokioExecutor;
 #[derive(Debug)]
 pub struct Proc {
     child: Child,
-    /// `http://127.0.0.1:PORT`.
+    /// `http://127.0.0.1:PORT` (`https://` when it serves TLS).
     pub url: String,
 }
 
@@ -26,11 +26,19 @@ impl Proc {
     pub fn spawn(bin: &str, args: &[&str]) -> anyhow::Result<Proc> {
         let mut child =
             Command::new(bin).args(args).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().with_context(|| format!("running {bin}"))?;
+        let stdout = child.stdout.take().context("stdout")?;
+        // Killed on drop from here on, also when it printed no address.
+        let mut proc = Proc { child, url: String::new() };
         let mut line = String::new();
-        BufReader::new(child.stdout.take().context("stdout")?).read_line(&mut line)?;
-        let url =
-            line.split_whitespace().find(|w| w.starts_with("http://")).with_context(|| format!("no address in {line:?}"))?.to_string();
-        Ok(Proc { child, url })
+        BufReader::new(stdout).read_line(&mut line)?;
+        let Some(url) = line.split_whitespace().find(|w| w.starts_with("http://") || w.starts_with("https://")) else {
+            // Nothing at all: it closed its output by exiting.
+            let status = if line.is_empty() { Some(proc.child.wait()?) } else { proc.child.try_wait()? };
+            let status = status.map_or("running".to_string(), |s| s.to_string());
+            bail!("`{bin} {}` printed no address ({line:?}; {status}): run it by hand to see why", args.join(" "));
+        };
+        proc.url = url.to_string();
+        Ok(proc)
     }
 
     /// `kache sim` on loopback with `pods` pods on `nodes` nodes, no periodic compaction, and `extra` arguments.
@@ -173,6 +181,12 @@ pub async fn ready(client: &HttpClient, url: &str, within: Duration) -> anyhow::
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     Ok(())
+}
+
+/// This process's soft limit on open files (`None`: unlimited or unknown).
+pub fn open_files_limit() -> Option<u64> {
+    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
+    limits.lines().find_map(|l| l.strip_prefix("Max open files")?.split_whitespace().next()?.parse().ok())
 }
 
 /// The first `metadata.resourceVersion` in a body, without parsing it.

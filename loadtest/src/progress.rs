@@ -1,7 +1,8 @@
 //! The progress bar: one step per (workload, target) cell, the cell being
 //! run as its message. Drawn on stderr only when it is a terminal, so
-//! tables on stdout and files stay clean.
+//! tables on stdout and files stay clean; notes go to stderr above it.
 
+use std::fmt::Display;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
@@ -16,4 +17,9 @@ pub fn bar(scenario: &str, cells: usize) -> ProgressBar {
     bar.set_prefix(format!("loadtest {scenario}"));
     bar.enable_steady_tick(Duration::from_millis(250));
     bar
+}
+
+/// Says `line` on stderr, above `bar` (hidden or not), which is then redrawn.
+pub fn note(bar: &ProgressBar, line: impl Display) {
+    bar.suspend(|| eprintln!("loadtest: {line}"));
 }

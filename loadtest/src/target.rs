@@ -1,7 +1,8 @@
 //! The servers a scenario measures side by side, and how to talk to them.
 //!
 //! Without `--kubeconfig` the tool starts its own: the simulator (the
-//! direct target, standing in for kube-apiserver) and kache in front of it,
+//! direct target, standing in for kube-apiserver; over HTTPS with
+//! `--https`, trusted through the CA it writes) and kache in front of it,
 //! both processes on loopback killed at the end. With `--kubeconfig`
 //! (and `--context`) the direct target is that cluster's apiserver, with
 //! the context's credentials, and `--kache URL` names a kache the user runs
@@ -11,19 +12,19 @@
 //! Invariant: without a kubeconfig every address is loopback; the tool
 //! refuses anything else.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
 use bytes::Bytes;
 use clap::Args;
-use http::{Method, Request, Response};
+use http::{HeaderMap, Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use kache::upstream::client::Body;
 use kache::upstream::client::{Client, UpBody};
 use kache::upstream::connect::{ConnectArgs, Credentials};
 
-use crate::procs::{Proc, cpu_seconds, memory};
+use crate::procs::{Proc, cpu_seconds, memory, open_files_limit};
 
 /// Where the targets come from, and where the results go.
 #[derive(Debug, Clone, Args)]
@@ -43,6 +44,15 @@ pub struct TargetArgs {
     /// CA bundle (PEM) for the --kache URL's certificate (default: the cluster's CA).
     #[arg(long, value_name = "PATH", requires = "kache")]
     pub kache_certificate_authority: Option<PathBuf>,
+    /// Serve the simulator the tool starts over HTTPS (HTTP/2 by ALPN, 100
+    /// streams a connection, as kube-apiserver) with a certificate of its own,
+    /// which the tool and kache trust.
+    #[arg(long, conflicts_with = "kubeconfig")]
+    pub https: bool,
+    /// One more argument for the simulator the tool starts (repeatable), e.g.
+    /// `--sim-arg=--list-mb-per-second=50 --sim-arg=--consistent-read-latency-ms=5`.
+    #[arg(long = "sim-arg", value_name = "ARG", allow_hyphen_values = true, conflicts_with = "kubeconfig")]
+    pub sim_args: Vec<String>,
     /// Write every figure as JSON to this file.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -92,8 +102,9 @@ impl Http {
         Ok(Http { client: Client::new(creds)? })
     }
 
-    /// A client for a server the tool started (or a plain server): `url` must be loopback.
-    pub async fn local(url: &str) -> anyhow::Result<Http> {
+    /// A client for a server the tool started (or a plain server): `url`
+    /// must be loopback; an `https` one's certificate must chain to `ca` (PEM).
+    pub async fn local(url: &str, ca: Option<&Path>) -> anyhow::Result<Http> {
         let uri: http::Uri = url.parse()?;
         let loopback = uri.host().is_some_and(|h| {
             h.trim_matches(|c| c == '[' || c == ']').parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback()) || h == "localhost"
@@ -101,17 +112,18 @@ impl Http {
         if !loopback {
             bail!("{url} is not a loopback address: give --kubeconfig to benchmark a real cluster");
         }
-        Http::new(&ConnectArgs { server: Some(url.to_string()), ..Default::default() }.resolve().await?)
+        let connect = ConnectArgs { server: Some(url.to_string()), certificate_authority: ca.map(Path::to_path_buf), ..Default::default() };
+        Http::new(&connect.resolve().await?)
+    }
+
+    /// Whether every request in flight takes a connection of its own: plain
+    /// `http` is HTTP/1.1 (HTTP/2 comes only by ALPN, over TLS).
+    pub fn connection_per_request(&self) -> bool {
+        self.client.uri("/").is_ok_and(|u| u.scheme_str() == Some("http"))
     }
 
     /// Sends `method path` with `headers` and `body`; the response streams.
-    pub async fn send(
-        &self,
-        method: Method,
-        path: &str,
-        headers: &[(&str, &str)],
-        body: Option<Bytes>,
-    ) -> anyhow::Result<Response<Body>> {
+    pub async fn send(&self, method: Method, path: &str, headers: &[(&str, &str)], body: Option<Bytes>) -> anyhow::Result<Response<Body>> {
         let mut req = Request::builder().method(method).uri(self.client.uri(path)?);
         for (k, v) in headers {
             req = req.header(*k, *v);
@@ -127,17 +139,42 @@ impl Http {
         Ok((status, resp.into_body().collect().await?.to_bytes()))
     }
 
-    /// A JSON request whose answer must be 2xx; returns the body.
-    pub async fn json(&self, method: Method, path: &str, content_type: &str, body: String) -> anyhow::Result<Bytes> {
-        let resp =
-            self.send(method.clone(), path, &[("content-type", content_type), ("accept", "application/json")], Some(body.into())).await?;
-        let status = resp.status();
-        let body = resp.into_body().collect().await?.to_bytes();
-        if !status.is_success() {
-            bail!("{method} {path}: {status}: {}", String::from_utf8_lossy(&body[..body.len().min(300)]));
+    /// POSTs the JSON object `body` to `collection`, retrying as client-go
+    /// does: a 429 or 5xx answer after its `Retry-After` (else 1 s), a
+    /// transport error after 1 s, at most [`RETRIES`] times. A 409 counts as
+    /// created: it answers a retry of a create the server had already made.
+    pub async fn create(&self, collection: &str, body: String) -> anyhow::Result<()> {
+        let (headers, body) = ([("content-type", "application/json"), ("accept", "application/json")], Bytes::from(body));
+        let mut retries = 0;
+        loop {
+            let last = retries == RETRIES;
+            retries += 1;
+            let wait = match self.send(Method::POST, collection, &headers, Some(body.clone())).await {
+                Ok(resp) if resp.status().is_success() || resp.status() == StatusCode::CONFLICT => return Ok(()),
+                Ok(resp) if !last && (resp.status() == StatusCode::TOO_MANY_REQUESTS || resp.status().is_server_error()) => {
+                    retry_after(resp.headers()).unwrap_or(Duration::from_secs(1))
+                }
+                Ok(resp) => {
+                    let status = resp.status();
+                    let body = resp.into_body().collect().await?.to_bytes();
+                    bail!("POST {collection}: {status}: {}", String::from_utf8_lossy(&body[..body.len().min(300)]));
+                }
+                Err(_) if !last => Duration::from_secs(1),
+                Err(e) => return Err(e.context(format!("POST {collection}"))),
+            };
+            tokio::time::sleep(wait).await;
         }
-        Ok(body)
     }
+}
+
+/// Retries of a request the server shed or failed: client-go's `maxRetries`.
+const RETRIES: u32 = 10;
+
+/// The wait a `Retry-After: SECONDS` header asks for (kube-apiserver sends
+/// seconds with 429s from API Priority and Fairness and with some 5xx).
+pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let secs: u64 = headers.get(http::header::RETRY_AFTER)?.to_str().ok()?.trim().parse().ok()?;
+    Some(Duration::from_secs(secs))
 }
 
 /// One server measured.
@@ -173,11 +210,14 @@ pub struct Fleet {
     /// The simulator's URL, when the tool started it (its `/_sim/stats` counts upstream requests).
     pub sim_url: Option<String>,
     _procs: Vec<Proc>,
+    /// With `--https`: the directory of the simulator's CA certificate, removed on drop.
+    _ca_dir: Option<tempfile::TempDir>,
 }
 
 impl Fleet {
     /// The targets for `args`: a real cluster (and the user's kache), or
-    /// the simulator started with `sim_args` and kache in front of it.
+    /// the simulator started with `sim_args` (then the user's `--sim-arg`s)
+    /// and kache in front of it started with `kache_args`.
     pub async fn start(args: &TargetArgs, sim_args: &[String], kache_args: &[&str]) -> anyhow::Result<Fleet> {
         if let Some(kubeconfig) = &args.kubeconfig {
             let connect = ConnectArgs { kubeconfig: Some(kubeconfig.clone()), context: args.context.clone(), ..Default::default() };
@@ -192,20 +232,49 @@ impl Fleet {
                 }
                 targets.push(Target { name: "kache".into(), role: Role::Kache, http: Http::new(&creds)?, pid: None });
             }
-            return Ok(Fleet { targets, sim_url: None, _procs: Vec::new() });
+            return Ok(Fleet { targets, sim_url: None, _procs: Vec::new(), _ca_dir: None });
         }
-        let sim_args: Vec<&str> = sim_args.iter().map(String::as_str).collect();
-        let sim = Proc::spawn(&args.kache_bin, &[&["sim", "--listen", "127.0.0.1:0", "--compact-interval", "0"], &sim_args[..]].concat())?;
-        let kache = Proc::kache(&args.kache_bin, &sim.url, kache_args)?;
-        let direct = Target { name: "sim".into(), role: Role::Direct, http: Http::local(&sim.url).await?, pid: Some(sim.pid()) };
-        let cached = Target { name: "kache".into(), role: Role::Kache, http: Http::local(&kache.url).await?, pid: Some(kache.pid()) };
+        let ca_dir = args.https.then(tempfile::tempdir).transpose().context("a directory for the simulator's CA")?;
+        let ca = ca_dir.as_ref().map(|d| d.path().join("ca.crt"));
+        let ca_arg = ca.as_deref().map(|p| p.to_str().context("a UTF-8 temporary path")).transpose()?;
+        let mut sim_cmd = vec!["sim", "--listen", "127.0.0.1:0", "--compact-interval", "0"];
+        sim_cmd.extend(sim_args.iter().chain(&args.sim_args).map(String::as_str));
+        let mut kache_cmd = kache_args.to_vec();
+        if let Some(ca) = ca_arg {
+            // The simulator writes its CA before it prints its address, which `Proc::spawn` waits for.
+            sim_cmd.extend(["--https-ca-out", ca]);
+            kache_cmd.extend(["--certificate-authority", ca]);
+        }
+        let sim = Proc::spawn(&args.kache_bin, &sim_cmd)?;
+        let kache = Proc::kache(&args.kache_bin, &sim.url, &kache_cmd)?;
+        let direct =
+            Target { name: "sim".into(), role: Role::Direct, http: Http::local(&sim.url, ca.as_deref()).await?, pid: Some(sim.pid()) };
+        let cached = Target { name: "kache".into(), role: Role::Kache, http: Http::local(&kache.url, None).await?, pid: Some(kache.pid()) };
         wait_ready(&cached.http, Duration::from_secs(600)).await?;
-        Ok(Fleet { targets: vec![direct, cached], sim_url: Some(sim.url.clone()), _procs: vec![sim, kache] })
+        Ok(Fleet { targets: vec![direct, cached], sim_url: Some(sim.url.clone()), _procs: vec![sim, kache], _ca_dir: ca_dir })
     }
 
     /// The direct target (where the tool writes).
     pub fn direct(&self) -> &Target {
         &self.targets[0]
+    }
+
+    /// Fails, before anything is created, when `clients` requests in flight
+    /// at once to a target over plain HTTP (a connection each) would pass
+    /// this process's open-files limit: they would fail to connect, and the
+    /// run with them. The tool's own simulator and kache inherit the limit
+    /// and hold the other ends.
+    pub fn check_open_files(&self, clients: usize) -> anyhow::Result<()> {
+        // The rest a run holds: standard streams, the runtime's, pipes, HTTP/2 connections (one per 100 streams).
+        let needed = (clients + clients / 100 + 64) as u64;
+        let Some(limit) = open_files_limit().filter(|l| *l < needed) else { return Ok(()) };
+        if let Some(t) = self.targets.iter().find(|t| t.http.connection_per_request()) {
+            bail!(
+                "{clients} clients over plain HTTP to {} need about {needed} open files, and this process may open {limit}: raise the limit (`ulimit -n {needed}`)",
+                t.name
+            );
+        }
+        Ok(())
     }
 }
 
@@ -225,16 +294,55 @@ pub async fn wait_ready(http: &Http, within: Duration) -> anyhow::Result<()> {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
     use super::*;
 
     #[tokio::test]
     async fn without_a_kubeconfig_only_loopback_is_reached() {
         for url in ["http://127.0.0.1:1", "http://[::1]:1", "http://localhost:1"] {
-            assert!(Http::local(url).await.is_ok(), "{url}");
+            assert!(Http::local(url, None).await.is_ok(), "{url}");
         }
         for url in ["http://10.0.0.1:6443", "https://example.com", "http://0.0.0.0:80"] {
-            let err = Http::local(url).await.unwrap_err().to_string();
+            let err = Http::local(url, None).await.unwrap_err().to_string();
             assert!(err.contains("not a loopback address"), "{url}: {err}");
         }
+    }
+
+    /// A loopback server answering its `i`-th request with `statuses[i]`
+    /// (`Retry-After: 0` on each): its client, and how many requests came.
+    async fn scripted(statuses: &'static [u16]) -> (Http, Arc<AtomicUsize>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let seen = Arc::new(AtomicUsize::new(0));
+        let counter = seen.clone();
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let counter = counter.clone();
+                let svc = hyper::service::service_fn(move |_req| {
+                    let status = statuses[counter.fetch_add(1, Ordering::Relaxed).min(statuses.len() - 1)];
+                    let resp = Response::builder().status(status).header("retry-after", "0").body(Full::new(Bytes::new()));
+                    async move { resp }
+                });
+                tokio::spawn(hyper::server::conn::http1::Builder::new().serve_connection(hyper_util::rt::TokioIo::new(stream), svc));
+            }
+        });
+        (Http::local(&url, None).await.unwrap(), seen)
+    }
+
+    #[tokio::test]
+    async fn a_create_the_server_shed_is_sent_again_and_a_conflict_after_it_counts_as_created() {
+        let (http, seen) = scripted(&[429, 503, 409]).await;
+        http.create("/api/v1/namespaces", "{}".into()).await.unwrap();
+        assert_eq!(seen.load(Ordering::Relaxed), 3);
+    }
+
+    #[tokio::test]
+    async fn a_create_the_server_refuses_fails_at_once() {
+        let (http, seen) = scripted(&[403]).await;
+        let err = http.create("/api/v1/namespaces", "{}".into()).await.unwrap_err().to_string();
+        assert!(err.contains("403"), "{err}");
+        assert_eq!(seen.load(Ordering::Relaxed), 1);
     }
 }

@@ -7,7 +7,8 @@
 //! and out-of-order events. Every target in one run: kache and the direct
 //! target, with the same clients.
 //!
-//! Bounded: writes last `--duration` seconds; the drain after them ends
+//! Bounded: watchers start until all have (failing when none has for a
+//! minute); writes last `--duration` seconds; the drain after them ends
 //! when every expected event has arrived or after 10 s.
 
 use std::sync::atomic::Ordering;
@@ -15,11 +16,14 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Args;
+use indicatif::ProgressBar;
 use serde_json::json;
 
+use crate::cleanup::Cleanup;
 use crate::follow::{self, Signals, Start};
 use crate::objects::{self, Objects};
 use crate::procs::first_revision;
+use crate::progress::note;
 use crate::record::{Row, Usage};
 use crate::report::Report;
 use crate::target::{Fleet, Target, TargetArgs};
@@ -49,18 +53,34 @@ pub struct WatchArgs {
 /// How long after the writes the watchers may take to receive them.
 const DRAIN: Duration = Duration::from_secs(10);
 
-/// Starts the targets and the objects of a watch scenario: the simulator's
-/// pods over `shards` nodes, or the tool's configmaps on a real cluster.
-pub async fn setup(targets: &TargetArgs, shards: usize, per_shard: usize, kache_args: &[&str]) -> anyhow::Result<(Fleet, Objects)> {
+/// Starts the targets and the objects of a watch scenario for `clients`
+/// clients: the simulator's pods over `shards` nodes, or the tool's
+/// configmaps on a real cluster, recorded in `cleanup`.
+pub async fn setup(
+    targets: &TargetArgs,
+    shards: usize,
+    per_shard: usize,
+    clients: usize,
+    cleanup: &Cleanup,
+    bar: &ProgressBar,
+) -> anyhow::Result<(Fleet, Objects)> {
     let count = shards.max(1) * per_shard.max(1);
     if targets.real() {
-        let objects = Objects::OwnConfigMaps { namespace: format!("kache-loadtest-{}", std::process::id()), count, shards: shards.max(1) };
-        let fleet = Fleet::start(targets, &[], kache_args).await?;
-        objects.create(&fleet.direct().http).await.context("creating the tool's configmaps")?;
+        let namespace = format!("kache-loadtest-{}", std::process::id());
+        let fleet = Fleet::start(targets, &[], &[]).await?;
+        fleet.check_open_files(clients)?;
+        let direct = fleet.direct();
+        note(bar, format!("creating namespace {namespace} and {count} ConfigMaps in it on {}", direct.name));
+        let objects = Objects::OwnConfigMaps { namespace, count, shards: shards.max(1) };
+        let begun = Instant::now();
+        objects.create(direct, cleanup).await.context("creating the tool's configmaps")?;
+        note(bar, format!("created {count} ConfigMaps in {:.1?}", begun.elapsed()));
         return Ok((fleet, objects));
     }
     let sim_args = ["--pods", &count.to_string(), "--nodes", &shards.max(1).to_string(), "--namespaces", "10"].map(String::from);
-    Ok((Fleet::start(targets, &sim_args, kache_args).await?, Objects::SimPods { count, nodes: shards.max(1) }))
+    let fleet = Fleet::start(targets, &sim_args, &[]).await?;
+    fleet.check_open_files(clients)?;
+    Ok((fleet, Objects::SimPods { count, nodes: shards.max(1) }))
 }
 
 /// The newest revision of `objects` as `target` lists it.
@@ -78,7 +98,7 @@ pub async fn upstream_watches(fleet: &Fleet) -> Option<f64> {
 }
 
 /// Runs the watchers against `target` while writing to the direct target.
-async fn measure(args: &WatchArgs, fleet: &Fleet, target: &Target, objects: &Objects) -> anyhow::Result<Row> {
+async fn measure(args: &WatchArgs, fleet: &Fleet, target: &Target, objects: &Objects, bar: &ProgressBar) -> anyhow::Result<Row> {
     let from = head(target, objects).await?;
     let epoch = Instant::now();
     let (signals, stop_tx, _storm_tx) = Signals::new();
@@ -88,7 +108,7 @@ async fn measure(args: &WatchArgs, fleet: &Fleet, target: &Target, objects: &Obj
         .map(|sel| tokio::spawn(follow::follow(target.http.clone(), objects.collection(), sel, Start::At(from), signals.clone(), epoch)))
         .collect();
     let total = followers.len();
-    signals.all_started(total, Duration::from_secs(120)).await.map_err(|e| anyhow::anyhow!("{e} on {}", target.name))?;
+    signals.all_started(total, &target.name, bar).await?;
     tokio::time::sleep(Duration::from_secs(1)).await;
     signals.floor.store(head(fleet.direct(), objects).await?, Ordering::Relaxed);
     let usage = Usage::start(target);
@@ -124,23 +144,24 @@ async fn measure(args: &WatchArgs, fleet: &Fleet, target: &Target, objects: &Obj
     Ok(row)
 }
 
-/// Runs the watchers against every target.
-pub async fn run_all(args: WatchArgs) -> anyhow::Result<()> {
-    let (fleet, objects) = setup(&args.targets, args.watchers, args.pods_per_node, &[]).await?;
-    let bar = crate::progress::bar("watch", fleet.targets.len());
+/// Runs the watchers against every target; what it creates is recorded in `cleanup`.
+pub async fn run_all(args: WatchArgs, cleanup: Cleanup) -> anyhow::Result<()> {
+    let bar = crate::progress::bar("watch", 0);
+    let clients = args.watchers + args.cluster_watchers;
+    let (fleet, objects) = setup(&args.targets, args.watchers, args.pods_per_node, clients, &cleanup, &bar).await?;
+    bar.set_length(fleet.targets.len() as u64);
     let mut rows = Vec::new();
     for target in &fleet.targets {
-        bar.set_message(format!("{} watchers on {}", args.watchers + args.cluster_watchers, target.name));
+        bar.set_message(format!("{clients} watchers on {}", target.name));
         let before = upstream_watches(&fleet).await;
-        let mut row = measure(&args, &fleet, target, &objects).await;
+        let mut row = measure(&args, &fleet, target, &objects, &bar).await;
         if let (Ok(row), Some(before), Some(after)) = (&mut row, before, upstream_watches(&fleet).await) {
             row.extra.push(("upstream watches", after - before));
         }
-        rows.push(row?);
+        rows.push(row.with_context(|| format!("measuring {}", target.name))?);
         bar.inc(1);
     }
     bar.finish_and_clear();
-    objects.delete(&fleet.direct().http).await?;
     let params = json!({
         "watchers": args.watchers, "cluster_watchers": args.cluster_watchers, "rate": args.rate,
         "duration_s": args.duration, "objects": objects.count(), "collection": objects.collection(),

@@ -2,11 +2,18 @@
 //! table, the JSON (parsed, every row checked) and the SVG (its series).
 //! The tool starts the kache binary built beside it (`cargo test
 //! --workspace` builds it); the real-cluster path runs against a simulator
-//! and a kache this test starts, named through a kubeconfig and `--kache`.
+//! and a kache this test starts, named through a kubeconfig and `--kache`,
+//! and leaves nothing in that simulator however the run ends.
 
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
+use http_body_util::BodyExt;
+use kache::upstream::client::Client;
+use kache::upstream::connect::ConnectArgs;
 use serde_json::Value;
 
 /// The kache binary next to the loadtest binary.
@@ -185,14 +192,111 @@ impl Drop for Kill {
     }
 }
 
-/// Starts `kache ARGS` and reads the URL it prints.
+/// Starts `kache ARGS` and reads the URL it prints (`http://` or `https://`).
 fn spawn(args: &[&str]) -> (Kill, String) {
-    use std::io::BufRead;
     let mut child = Command::new(kache_bin()).args(args).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
     let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let url = line.split_whitespace().find(|w| w.starts_with("http://")).unwrap().to_string();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let url =
+        line.split_whitespace().find(|w| w.starts_with("http")).unwrap_or_else(|| panic!("`kache {args:?}` printed no URL: {line:?}"));
+    let url = url.to_string();
     (Kill(child), url)
+}
+
+/// A kubeconfig in `dir` whose context `ctx` (not the current one) names
+/// `server`, trusting `ca` when given, as a user with `token` or as no user.
+fn kubeconfig(dir: &Path, server: &str, ca: Option<&Path>, token: Option<&str>) -> PathBuf {
+    let ca = ca.map_or(String::new(), |ca| format!(", certificate-authority: \"{}\"", ca.display()));
+    let (users, user) = match token {
+        Some(t) => (format!("- name: u\n  user: {{token: {t}}}\n"), ", user: u"),
+        None => (String::new(), ""),
+    };
+    let path = dir.join("kubeconfig");
+    std::fs::write(
+        &path,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {{server: \"{server}\"{ca}}}\nusers:\n{users}\
+             contexts:\n- name: ctx\n  context: {{cluster: c{user}}}\ncurrent-context: other\n"
+        ),
+    )
+    .unwrap();
+    path
+}
+
+/// `GET path` on the simulator at `url` (trusting `ca`): the status and the JSON body.
+fn sim_get(url: &str, ca: Option<&Path>, path: &str) -> (u16, Value) {
+    tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let connect = ConnectArgs { server: Some(url.into()), certificate_authority: ca.map(Path::to_path_buf), ..Default::default() };
+        let client = Client::new(&connect.resolve().await.unwrap()).unwrap();
+        let resp = client.get(path).await.unwrap();
+        let status = resp.status().as_u16();
+        (status, serde_json::from_slice(&resp.into_body().collect().await.unwrap().to_bytes()).unwrap_or_default())
+    })
+}
+
+/// The run's namespace and every ConfigMap the tool labels are gone from the simulator at `url`.
+fn assert_nothing_left(url: &str, ca: Option<&Path>, namespace: &str) {
+    // The simulator deletes a namespace at once (it has no namespace controller); the tool waits for the rest.
+    let (status, ns) = sim_get(url, ca, &format!("/api/v1/namespaces/{namespace}"));
+    assert_eq!(status, 404, "namespace {namespace} is still there: {ns}");
+    for path in [format!("/api/v1/namespaces/{namespace}/configmaps"), "/api/v1/configmaps?labelSelector=kache-loadtest%2Fshard".into()] {
+        let (status, list) = sim_get(url, ca, &path);
+        assert_eq!(status, 200, "{path}: {list}");
+        assert_eq!(list["items"].as_array().map(Vec::len), Some(0), "{path} still lists ConfigMaps");
+    }
+}
+
+/// A running `loadtest ARGS` (stdout discarded), killed on drop, and its stderr line by line.
+struct Tool {
+    child: Kill,
+    stderr: mpsc::Receiver<String>,
+    said: Vec<String>,
+}
+
+impl Tool {
+    fn start(args: &[&str]) -> Tool {
+        let mut child =
+            Command::new(env!("CARGO_BIN_EXE_loadtest")).args(args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        Tool { child: Kill(child), stderr: rx, said: Vec::new() }
+    }
+
+    /// The namespace the run creates.
+    fn namespace(&self) -> String {
+        format!("kache-loadtest-{}", self.child.0.id())
+    }
+
+    /// Waits up to `within` for a line on stderr containing `text`; whether one came.
+    fn wait_for(&mut self, text: &str, within: Duration) -> bool {
+        let deadline = Instant::now() + within;
+        while let Ok(line) = self.stderr.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            self.said.push(line);
+            if self.said.last().is_some_and(|l| l.contains(text)) {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Waits up to `within` for the tool to exit, with everything it said.
+    fn exit(&mut self, within: Duration) -> (ExitStatus, String) {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(status) = self.child.0.try_wait().unwrap() {
+                // The reader thread ends with the pipe.
+                self.said.extend(self.stderr.iter());
+                return (status, self.said.join("\n"));
+            }
+            assert!(Instant::now() < deadline, "loadtest still running after {within:?}:\n{}", self.said.join("\n"));
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
 }
 
 #[test]
@@ -200,15 +304,7 @@ fn a_cluster_named_by_a_kubeconfig_is_measured_beside_the_kache_in_front_of_it()
     let (_sim, sim) = spawn(&["sim", "--listen", "127.0.0.1:0", "--pods", "10", "--compact-interval", "0"]);
     let (_kache, kache) = spawn(&["serve", "--listen", "127.0.0.1:0", "--server", &sim, "--resources", "configmaps"]);
     let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = dir.path().join("kubeconfig");
-    std::fs::write(
-        &kubeconfig,
-        format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {{server: \"{sim}\"}}\nusers:\n- name: u\n  user: {{token: t}}\n\
-             contexts:\n- name: ctx\n  context: {{cluster: c, user: u}}\ncurrent-context: other\n"
-        ),
-    )
-    .unwrap();
+    let kubeconfig = kubeconfig(dir.path(), &sim, None, Some("t"));
     let (json, svg, stdout) = run(&[
         "watch",
         "--kubeconfig",
@@ -236,6 +332,80 @@ fn a_cluster_named_by_a_kubeconfig_is_measured_beside_the_kache_in_front_of_it()
     }
     let collection = json["params"]["collection"].as_str().unwrap();
     assert!(collection.starts_with("/api/v1/namespaces/kache-loadtest-") && collection.ends_with("/configmaps"), "{collection}");
+    let namespace = collection.trim_start_matches("/api/v1/namespaces/").trim_end_matches("/configmaps");
+    assert_nothing_left(&sim, None, namespace);
+}
+
+#[test]
+fn thousands_of_watchers_start_on_an_https_cluster_and_ctrl_c_deletes_what_the_run_created() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = dir.path().join("ca.crt");
+    // HTTP/2 with 100 streams a connection, as kube-apiserver: 2,020 watches need 21 connections.
+    let (_sim, sim) = spawn(&["sim", "--listen", "127.0.0.1:0", "--compact-interval", "0", "--https-ca-out", ca.to_str().unwrap()]);
+    assert!(sim.starts_with("https://"), "{sim}");
+    let kubeconfig = kubeconfig(dir.path(), &sim, Some(&ca), None);
+    let mut tool = Tool::start(&[
+        "watch",
+        "--kubeconfig",
+        kubeconfig.to_str().unwrap(),
+        "--context",
+        "ctx",
+        "--watchers",
+        "2000",
+        "--cluster-watchers",
+        "20",
+        "--pods-per-node",
+        "2",
+        "--rate",
+        "50",
+        "--duration",
+        "30",
+    ]);
+    let namespace = tool.namespace();
+    let started = tool.wait_for("all 2020 clients started on cluster", Duration::from_secs(30));
+    // Mid-run: the writes have begun (or, when not every client started, the run is still starting).
+    std::thread::sleep(Duration::from_secs(2));
+    let kill = Command::new("kill").args(["-INT", &tool.child.0.id().to_string()]).status().unwrap();
+    assert!(kill.success());
+    let (status, said) = tool.exit(Duration::from_secs(30));
+    assert_eq!(status.code(), Some(130), "{status}:\n{said}");
+    assert!(said.contains(&format!("deleted namespace {namespace}")), "{said}");
+    assert_nothing_left(&sim, Some(&ca), &namespace);
+    assert!(started, "not every client started in 30 s:\n{said}");
+}
+
+#[test]
+fn a_run_that_fails_after_creating_its_configmaps_deletes_them() {
+    let (_sim, sim) = spawn(&["sim", "--listen", "127.0.0.1:0", "--compact-interval", "0"]);
+    // A kache that does not answer: the run fails once the direct target is measured, long after creating.
+    let nothing = format!("http://{}", std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = kubeconfig(dir.path(), &sim, None, None);
+    let mut tool = Tool::start(&[
+        "watch",
+        "--kubeconfig",
+        kubeconfig.to_str().unwrap(),
+        "--context",
+        "ctx",
+        "--kache",
+        &nothing,
+        "--watchers",
+        "8",
+        "--cluster-watchers",
+        "2",
+        "--pods-per-node",
+        "2",
+        "--rate",
+        "20",
+        "--duration",
+        "1",
+    ]);
+    let namespace = tool.namespace();
+    let (status, said) = tool.exit(Duration::from_secs(40));
+    assert_eq!(status.code(), Some(1), "{status}:\n{said}");
+    assert!(said.contains("all 10 clients started on cluster") && said.contains("Error:"), "{said}");
+    assert!(said.contains(&format!("deleted namespace {namespace}")), "{said}");
+    assert_nothing_left(&sim, None, &namespace);
 }
 
 #[test]
