@@ -7,7 +7,7 @@ use std::time::Duration;
 use clap::Args;
 use tokio::net::TcpListener;
 
-use crate::{AuthSettings, CustomResource, Sim, SimConfig, TlsSettings, Workload};
+use crate::{AuthSettings, CustomResource, Sim, SimConfig, Slowness, TlsSettings, Workload};
 
 fn read(flag: &str, path: &Path) -> Result<Vec<u8>, String> {
     std::fs::read(path).map_err(|e| format!("--{flag} {}: {e}", path.display()))
@@ -46,15 +46,9 @@ pub struct SimArgs {
     /// Seconds between compactions (0: only on demand, via POST /_sim/compact).
     #[arg(long, default_value_t = 300.0)]
     pub compact_interval: f64,
-    /// Serve HTTPS with this certificate chain (PEM); needs --tls-key.
-    #[arg(long, requires = "tls_key")]
-    pub tls_cert: Option<PathBuf>,
-    /// The key of --tls-cert (PEM).
-    #[arg(long, requires = "tls_cert")]
-    pub tls_key: Option<PathBuf>,
-    /// Require clients to authenticate; a client certificate signed by this CA (PEM) does. Needs TLS.
-    #[arg(long, requires = "tls_cert")]
-    pub client_ca: Option<PathBuf>,
+    /// TLS, HTTP/2 and slowness; boxed, so that `kache`'s command enum stays small (clippy's `large_enum_variant`).
+    #[command(flatten)]
+    pub serving: Box<ServingArgs>,
     /// Require clients to authenticate; `Authorization: Bearer TOKEN` does.
     #[arg(long)]
     pub token: Option<String>,
@@ -62,6 +56,39 @@ pub struct SimArgs {
     /// request and answering TokenReviews and SubjectAccessReviews.
     #[arg(long)]
     pub policy: Option<PathBuf>,
+}
+
+/// How `kache sim` serves: TLS, client certificates, HTTP/2 settings and how
+/// slow reads are.
+#[derive(Debug, Clone, Args)]
+pub struct ServingArgs {
+    /// Serve HTTPS with this certificate chain (PEM); needs --tls-key.
+    #[arg(long, requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The key of --tls-cert (PEM).
+    #[arg(long, requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Serve HTTPS with a self-signed certificate made at start for 127.0.0.1, ::1 and localhost,
+    /// written (PEM) to this file before the address is printed: trust it as the CA
+    /// (`kubectl --certificate-authority`, `curl --cacert`). Not with --tls-cert, nor with --client-ca.
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["tls_cert", "tls_key", "client_ca"])]
+    pub https_ca_out: Option<PathBuf>,
+    /// Require clients to authenticate; a client certificate signed by this CA (PEM) does. Needs TLS.
+    #[arg(long, requires = "tls_cert")]
+    pub client_ca: Option<PathBuf>,
+    /// SETTINGS_MAX_CONCURRENT_STREAMS of HTTP/2 connections, as the apiserver's flag (0: its default, 100).
+    #[arg(long, value_name = "N", default_value_t = crate::http2::DEFAULT_MAX_STREAMS)]
+    pub http2_max_streams_per_connection: u32,
+    /// Write every list body (JSON, protobuf, Table, metadata-only; whole or a page; also a watch's
+    /// initial events) no faster than this many megabytes (10^6 bytes) per second, a write at a
+    /// time, as a real apiserver does (it measured about 80); 0: as fast as the client reads.
+    #[arg(long, value_name = "F", default_value_t = 0.0)]
+    pub list_mb_per_second: f64,
+    /// Answer every consistent read (a list or GET without resourceVersion, a watch with
+    /// sendInitialEvents and no resourceVersion) after this many milliseconds, as the apiserver's
+    /// etcd quorum read delays it (it measured 5); reads at a resourceVersion do not wait.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub consistent_read_latency_ms: u64,
 }
 
 impl SimArgs {
@@ -88,15 +115,26 @@ impl SimArgs {
             return Err("--bookmark-interval must be > 0".into());
         }
         let compact = secs("compact-interval", self.compact_interval)?;
-        let tls = match (&self.tls_cert, &self.tls_key) {
-            (Some(cert), Some(key)) => Some(TlsSettings {
+        let serving = &self.serving;
+        let tls = match (&serving.tls_cert, &serving.tls_key, &serving.https_ca_out) {
+            (Some(cert), Some(key), _) => Some(TlsSettings {
                 cert_pem: read("tls-cert", cert)?,
                 key_pem: read("tls-key", key)?,
-                client_ca_pem: self.client_ca.as_deref().map(|p| read("client-ca", p)).transpose()?,
+                client_ca_pem: serving.client_ca.as_deref().map(|p| read("client-ca", p)).transpose()?,
             }),
+            (_, _, Some(out)) => {
+                let tls = crate::loopback_tls()?;
+                std::fs::write(out, &tls.cert_pem).map_err(|e| format!("--https-ca-out {}: {e}", out.display()))?;
+                Some(tls)
+            }
             _ => None,
         };
-        let auth = AuthSettings { token: self.token.clone(), client_certificates: self.client_ca.is_some() };
+        let slowness = Slowness {
+            list_mb_per_second: serving.list_mb_per_second,
+            consistent_read_latency: Duration::from_millis(serving.consistent_read_latency_ms),
+        };
+        slowness.validate().map_err(|e| format!("--{e}"))?;
+        let auth = AuthSettings { token: self.token.clone(), client_certificates: serving.client_ca.is_some() };
         Ok(SimConfig {
             custom: self.custom.clone(),
             bookmark_interval,
@@ -106,6 +144,8 @@ impl SimArgs {
             policy: self.policy.as_deref().map(crate::Policy::load).transpose()?,
             workload: self.workload(),
             churn: self.churn,
+            http2_max_streams_per_connection: serving.http2_max_streams_per_connection,
+            slowness,
             ..SimConfig::default()
         })
     }
@@ -122,7 +162,8 @@ pub async fn start(args: &SimArgs) -> Result<Sim, String> {
 }
 
 /// Runs the simulator until interrupted. Prints `serving on http://ADDR`
-/// once every generated object is in (requests before that get 503).
+/// (or `https://`) once every generated object is in (requests before that
+/// get 503) and the `--https-ca-out` file is written.
 pub async fn run(args: SimArgs) -> Result<(), String> {
     let started = std::time::Instant::now();
     let sim = start(&args).await?;

@@ -20,7 +20,24 @@
 //!   `port-forward` work;
 //! - generators of realistic objects, a churn driver, and fault switches
 //!   (drop watches, stall, compact, restart keeping or resetting revisions),
-//!   reachable from Rust ([`Sim`]) and over HTTP (`/_sim/...`).
+//!   reachable from Rust ([`Sim`]) and over HTTP (`/_sim/...`);
+//! - the apiserver's wire, not only its answers: HTTP/2 (over TLS by ALPN,
+//!   or h2c) with its settings — 100 streams per connection
+//!   (`--http2-max-streams-per-connection`), 256 KiB stream windows and
+//!   frames, 256 KiB × streams for the connection, idle connections closed
+//!   after 90 s — and list bodies cut as its streaming encoders and Go's
+//!   4 KiB response buffer cut them (about one DATA frame per item; a
+//!   Table, encoded whole, in frames of the client's `MAX_FRAME_SIZE`);
+//! - on request, its slowness ([`Slowness`]): list bodies, and the initial
+//!   events of watches, written no faster than `--list-mb-per-second`
+//!   (the apiserver: about 80), and consistent reads — a list or GET
+//!   without `resourceVersion`, a watch with `sendInitialEvents` and none —
+//!   answered after `--consistent-read-latency-ms` (the apiserver: 5 ms of
+//!   etcd quorum read); changeable at run time ([`Sim::set_slowness`],
+//!   `POST /_sim/slow?list-mb-per-second=F&consistent-read-latency-ms=N`);
+//! - HTTPS without certificate files (`--https-ca-out`, [`loopback_tls`]):
+//!   a self-signed certificate for `127.0.0.1`, `::1` and `localhost`, made
+//!   at start, that clients trust as their CA.
 //!
 //! It is deliberately simple (a `BTreeMap` of versions per key and a `Vec` of
 //! events) and shares no code with kache's store; what it shares with kache
@@ -29,14 +46,17 @@
 
 mod auth;
 mod body;
+mod certificate;
 pub mod cli;
 mod connect;
 mod container;
 mod db;
 mod faults;
 pub mod generate;
+mod http2;
 mod list;
 mod object;
+mod pace;
 mod patch;
 mod policy;
 mod portforward;
@@ -58,7 +78,9 @@ use tokio::task::JoinHandle;
 
 pub use apimachinery::tls::TlsSettings;
 pub use auth::AuthSettings;
+pub use certificate::loopback_tls;
 pub use generate::Workload;
+pub use pace::Slowness;
 pub use policy::Policy;
 pub use resources::CustomResource;
 
@@ -87,6 +109,15 @@ pub struct SimConfig {
     /// Changes per second written to the workload's objects once it is in
     /// (changeable at run time with [`Sim::set_churn`] or `POST /_sim/churn?rate=R`).
     pub churn: f64,
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS` of HTTP/2 connections
+    /// (`--http2-max-streams-per-connection`; 0: the apiserver's default, 100).
+    pub http2_max_streams_per_connection: u32,
+    /// An HTTP/2 connection with no stream open this long is closed (GOAWAY),
+    /// as the apiserver's 90 s `IdleTimeout` does; zero: never.
+    pub http2_idle_timeout: Duration,
+    /// How slow reads are (default: not slow; changeable at run time with
+    /// [`Sim::set_slowness`] or `POST /_sim/slow`).
+    pub slowness: Slowness,
 }
 
 impl Default for SimConfig {
@@ -102,6 +133,9 @@ impl Default for SimConfig {
             policy: None,
             workload: Workload::default(),
             churn: 0.0,
+            http2_max_streams_per_connection: http2::DEFAULT_MAX_STREAMS,
+            http2_idle_timeout: http2::IDLE_TIMEOUT,
+            slowness: Slowness::default(),
         }
     }
 }
@@ -129,6 +163,7 @@ impl Sim {
         if config.auth.client_certificates && config.tls.as_ref().is_none_or(|t| t.client_ca_pem.is_none()) {
             return Err("client certificate authentication needs TLS with a client CA".into());
         }
+        config.slowness.validate()?;
         let compact_interval = config.compact_interval;
         let workload = config.workload;
         let churn = config.churn;
@@ -163,6 +198,14 @@ impl Sim {
     /// Writes `rate` changes per second from now on (0 stops).
     pub fn set_churn(&self, rate: f64) {
         self.state.set_churn_rate(rate);
+    }
+
+    /// Answers reads from now on as slowly as `slowness` says (lists already
+    /// being written keep their pace).
+    pub fn set_slowness(&self, slowness: Slowness) -> Result<(), String> {
+        slowness.validate()?;
+        self.state.set_slowness(slowness);
+        Ok(())
     }
 
     /// The current revision.
@@ -226,16 +269,17 @@ async fn serve(state: Arc<State>, listener: TcpListener, addr: SocketAddr, tls: 
         let tls = tls.clone();
         tokio::spawn(async move {
             match tls {
-                None => serve_connection(state, stream, None, server_address).await,
+                None => serve_connection(state, stream, false, None, server_address).await,
                 Some((acceptor, clients)) => {
                     // A failed or stalled handshake only ends this connection.
                     let Ok(Ok(stream)) = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await else { return };
-                    let certs = stream.get_ref().1.peer_certificates();
-                    let client = certs.filter(|c| !c.is_empty()).map(|chain| {
+                    let session = stream.get_ref().1;
+                    let http2 = session.alpn_protocol() == Some(b"h2");
+                    let client = session.peer_certificates().filter(|c| !c.is_empty()).map(|chain| {
                         let verified = clients.as_ref().is_some_and(|v| v.verify(chain));
                         ClientCert { verified, user: verified.then(|| apimachinery::auth::UserInfo::from_certificate(&chain[0])).flatten() }
                     });
-                    serve_connection(state, stream, client, server_address).await
+                    serve_connection(state, stream, http2, client, server_address).await
                 }
             }
         });
@@ -251,17 +295,38 @@ pub(crate) struct ClientCert {
     pub user: Option<apimachinery::auth::UserInfo>,
 }
 
-async fn serve_connection<I>(state: Arc<State>, io: I, client_cert: Option<ClientCert>, server_address: String)
+/// Serves one connection, HTTP/1.1 or HTTP/2 (`http2`: ALPN chose it; h2c
+/// is told by its preface), until the client closes it or, for HTTP/2, it
+/// has been idle for the configured timeout.
+async fn serve_connection<I>(state: Arc<State>, io: I, http2: bool, client_cert: Option<ClientCert>, server_address: String)
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    let svc = hyper::service::service_fn(move |req| {
-        let state = state.clone();
-        let server_address = server_address.clone();
-        let client_cert = client_cert.clone();
-        async move { Ok::<_, std::convert::Infallible>(server::handle(state, req, server_address, client_cert).await) }
-    });
+    let streams = http2::Streams::new(http2);
+    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    http2::configure(&mut builder, state.config.http2_max_streams_per_connection);
+    let idle_timeout = state.config.http2_idle_timeout;
+    let svc = {
+        let streams = streams.clone();
+        hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+            let state = state.clone();
+            let server_address = server_address.clone();
+            let client_cert = client_cert.clone();
+            let stream = streams.open(req.version());
+            async move {
+                let resp = server::handle(state, req, server_address, client_cert).await;
+                Ok::<_, std::convert::Infallible>(resp.map(|body| stream.hold(body)))
+            }
+        })
+    };
     // A client that goes away mid-request is not an error of the server.
     // Upgrades (exec, attach, portforward) are handed to the handler through `hyper::upgrade::on`.
-    let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new()).serve_connection_with_upgrades(TokioIo::new(io), svc).await;
+    let conn = builder.serve_connection_with_upgrades(TokioIo::new(io), svc);
+    tokio::pin!(conn);
+    tokio::select! {
+        _ = conn.as_mut() => return,
+        () = streams.idle(idle_timeout) => conn.as_mut().graceful_shutdown(),
+    }
+    // GOAWAY is sent; with no stream open the connection ends at once.
+    let _ = conn.await;
 }

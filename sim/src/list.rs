@@ -10,8 +10,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use apimachinery::list::{ListMeta, ListPlan, Read, check_fields, json_list};
+use apimachinery::list::{ListMeta, ListPlan, Read, check_fields, json_list, json_list_parts};
 use apimachinery::params::ListOptions;
+use apimachinery::partial;
 use apimachinery::status::ApiError;
 use bytes::Bytes;
 
@@ -65,7 +66,12 @@ pub async fn list(state: &State, res: ResourceId, namespace: Option<&str>, opts:
     let plan = ListPlan::of(opts, &prefix)?;
     let at = match plan.read {
         Read::Exact(rv) if plan.continued.is_some() && rv < state.db.read().oldest() => return Err(plan.continue_expired()),
-        Read::MostRecent | Read::Any => None,
+        Read::MostRecent => {
+            // The apiserver learns the latest revision from etcd, a quorum read.
+            state.consistent_read().await;
+            None
+        }
+        Read::Any => None,
         Read::NotOlderThan(rv) => {
             state.wait_for_revision(rv, FUTURE_RV_WAIT).await?;
             None
@@ -102,7 +108,16 @@ pub async fn list(state: &State, res: ResourceId, namespace: Option<&str>, opts:
     Ok(Page { meta, items })
 }
 
-/// The list envelope and items as chunks that share the objects' bytes.
+/// The list envelope and items as chunks that share the objects' bytes,
+/// each item one chunk (one write of the apiserver's streaming encoder).
 pub fn encode(rt: &ResourceType, page: &Page) -> Vec<Bytes> {
     json_list(rt, &page.meta, page.items.iter().map(|o| &o.item))
+}
+
+/// The `PartialObjectMetadataList` of a page, each item one chunk: the
+/// apiserver's streaming encoder writes an item as one marshalled
+/// `PartialObjectMetadata`, so its parts are joined here.
+pub fn encode_partial(rt: &ResourceType, page: &Page) -> Vec<Bytes> {
+    let items = page.items.iter().map(|o| [Bytes::from(partial::object([o.served_metadata(rt)]).concat())]);
+    json_list_parts(partial::LIST_KIND, partial::API_VERSION, &page.meta, items).collect()
 }

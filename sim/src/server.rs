@@ -14,10 +14,11 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use serde_json::{Value, json};
 
-use crate::body::{self, Body};
+use crate::body::{self, Body, Writes};
 use crate::connect::{self, Subresource};
 use crate::db::{Deleted, Preconditions};
 use crate::list;
+use crate::pace::Pace;
 use crate::patch::{self, PatchType};
 use crate::resources::{ResourceId, ResourceType};
 use crate::state::State;
@@ -41,27 +42,42 @@ const GZIP_THRESHOLD: usize = 128 * 1024;
 /// The media type of aggregated discovery, which kubectl asks for first.
 const AGGREGATED: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
 
-/// How a response is to be encoded, from the request's headers and query.
+/// How a response is to be encoded, from the request's headers and query,
+/// and how it goes on the wire.
 #[derive(Debug, Clone, Copy, Default)]
 struct Encoding {
     pretty: bool,
     gzip: bool,
     /// Protobuf rather than JSON (built-in kinds whose client asked for it).
     protobuf: bool,
+    /// The request came over HTTP/2: bodies are cut as Go's HTTP/2 server cuts them.
+    http2: bool,
 }
 
 impl Encoding {
-    fn of(headers: &HeaderMap, query: &str) -> Self {
-        let pretty = negotiate::pretty(query, header(headers, USER_AGENT.as_str()));
+    fn of<B>(req: &Request<B>) -> Self {
+        let headers = req.headers();
+        let pretty = negotiate::pretty(req.uri().query().unwrap_or(""), header(headers, USER_AGENT.as_str()));
         let gzip = negotiate::accepts_gzip(header(headers, ACCEPT_ENCODING.as_str()));
         // Errors of a request asking protobuf first are protobuf `Status`es (a resource without protobuf negotiates it off).
         let protobuf =
             negotiate::negotiate(header(headers, ACCEPT.as_str()), &Endpoint::BUILTIN).is_some_and(|m| m.format == Format::Protobuf);
-        Self { pretty: pretty && !protobuf, gzip, protobuf }
+        Self { pretty: pretty && !protobuf, gzip, protobuf, http2: req.version() == http::Version::HTTP_2 }
     }
 
-    /// A JSON or protobuf response from shared chunks.
+    /// A JSON or protobuf document from shared chunks, encoded whole.
     fn respond(self, status: StatusCode, parts: Vec<Bytes>) -> Response<Body> {
+        self.respond_written(status, parts, Writes::Whole, None)
+    }
+
+    /// A list written item by item by the apiserver's streaming encoders,
+    /// released no faster than `pace` allows.
+    fn respond_list(self, parts: Vec<Bytes>, pace: Option<Pace>) -> Response<Body> {
+        self.respond_written(StatusCode::OK, parts, Writes::EachPart, pace)
+    }
+
+    /// A JSON or protobuf response from shared chunks that its encoder writes as `writes` says.
+    fn respond_written(self, status: StatusCode, parts: Vec<Bytes>, writes: Writes, pace: Option<Pace>) -> Response<Body> {
         let len: usize = parts.iter().map(Bytes::len).sum();
         let content_type = if self.protobuf { protobuf::MEDIA_TYPE } else { "application/json" };
         let mut resp = Response::builder().status(status).header(CONTENT_TYPE, content_type);
@@ -81,9 +97,9 @@ impl Encoding {
             }
             let gz = enc.finish().expect("writing to memory");
             resp = resp.header(CONTENT_ENCODING, "gzip").header(VARY, "Accept-Encoding");
-            return resp.body(body::full(gz)).expect("valid response");
+            return resp.body(body::written(vec![Bytes::from(gz)], Writes::Whole, self.http2, pace)).expect("valid response");
         }
-        resp.body(body::chunks(parts)).expect("valid response")
+        resp.body(body::written(parts, writes, self.http2, pace)).expect("valid response")
     }
 
     fn value(self, status: StatusCode, v: &Value) -> Response<Body> {
@@ -154,7 +170,7 @@ pub async fn handle(
     client_cert: Option<crate::ClientCert>,
 ) -> Response<Body> {
     state.wait_unstalled().await;
-    let enc = Encoding::of(req.headers(), req.uri().query().unwrap_or(""));
+    let enc = Encoding::of(&req);
     if let Some(done) = state.generating()
         && !matches!(req.uri().path(), "/healthz" | "/livez")
     {
@@ -418,22 +434,21 @@ async fn resource(state: &Arc<State>, req: Request<Incoming>, t: Target, mut enc
                 return Err(partial::wrong_form(partial::KIND, rt, true));
             }
             let page = list::list(state, t.res, t.namespace.as_deref(), &opts).await?;
+            let pace = state.slowness().list_pace();
             if let Some(m) = &message {
-                return Ok(enc.respond(
-                    StatusCode::OK,
-                    crate::proto::list(rt, m, &page.meta, page.items.iter().map(|o| &o.item[..]), partial.is_some())?,
-                ));
+                let parts = crate::proto::list(rt, m, &page.meta, page.items.iter().map(|o| &o.item[..]), partial.is_some())?;
+                return Ok(enc.respond_list(parts, pace));
             }
-            let parts = match (table, partial) {
+            Ok(match (table, partial) {
                 (Some((printer, include)), _) => {
                     let now = unix_now();
                     let rows = page.items.iter().map(|o| (printer.row(&o.item, now).unwrap_or_default(), row_object(rt, o, include)));
-                    table::json_table(&page.meta.json(), &printer, rows)
+                    // A Table is not a three-field list: the apiserver encodes it whole.
+                    enc.respond_written(StatusCode::OK, table::json_table(&page.meta.json(), &printer, rows), Writes::Whole, pace)
                 }
-                (None, Some(_)) => partial::list(&page.meta, page.items.iter().map(|o| o.served_metadata(rt))).collect(),
-                (None, None) => list::encode(rt, &page),
-            };
-            Ok(enc.respond(StatusCode::OK, parts))
+                (None, Some(_)) => enc.respond_list(list::encode_partial(rt, &page), pace),
+                (None, None) => enc.respond_list(list::encode(rt, &page), pace),
+            })
         }
         (Method::GET, Some(name), None | Some("status")) => {
             verb("get");
@@ -441,6 +456,10 @@ async fn resource(state: &Arc<State>, req: Request<Incoming>, t: Target, mut enc
                 .find(|(k, _)| k == "resourceVersion")
                 .map(|(_, v)| v.into_owned())
                 .unwrap_or_default();
+            if rv.is_empty() {
+                // The apiserver reads an object without a revision from etcd, a quorum read.
+                state.consistent_read().await;
+            }
             let rv = parse_resource_version(&rv)?;
             if rv > 0 {
                 state.wait_for_revision(rv, Duration::from_secs(3)).await?;
@@ -558,7 +577,7 @@ async fn resource(state: &Arc<State>, req: Request<Incoming>, t: Target, mut enc
             let page = list::Page { meta: ListMeta::for_page(db.rev(), "", None, 0, false), items: gone };
             drop(db);
             state.publish_revision();
-            Ok(enc.respond(StatusCode::OK, list::encode(rt, &page)))
+            Ok(enc.respond_list(list::encode(rt, &page), None))
         }
         _ => Err(ApiError::method_not_allowed()),
     }
@@ -599,6 +618,22 @@ fn admin(state: &Arc<State>, op: &str, query: &str, enc: Encoding) -> Result<Res
                 .ok_or_else(|| ApiError::bad_request("churn needs ?rate=R (changes per second, >= 0)"))?;
             state.set_churn_rate(rate);
             Ok(enc.value(StatusCode::OK, &json!({"churn": rate})))
+        }
+        "slow" => {
+            let mut slow = state.slowness();
+            if let Some(rate) = param("list-mb-per-second") {
+                slow.list_mb_per_second =
+                    rate.parse().map_err(|_| ApiError::bad_request(format!("list-mb-per-second: not a number: {rate:?}")))?;
+            }
+            if let Some(ms) = param("consistent-read-latency-ms") {
+                let ms: u64 =
+                    ms.parse().map_err(|_| ApiError::bad_request(format!("consistent-read-latency-ms: not a whole number: {ms:?}")))?;
+                slow.consistent_read_latency = Duration::from_millis(ms);
+            }
+            slow.validate().map_err(ApiError::bad_request)?;
+            state.set_slowness(slow);
+            let latency_ms = slow.consistent_read_latency.as_millis() as u64;
+            Ok(enc.value(StatusCode::OK, &json!({"listMBPerSecond": slow.list_mb_per_second, "consistentReadLatencyMs": latency_ms})))
         }
         "stats" => Ok(enc.value(StatusCode::OK, &crate::faults::stats(state))),
         _ => Err(ApiError::no_such_path()),

@@ -1,5 +1,6 @@
 //! The simulator's shared state: the storage behind its lock, the revision
-//! signal that waiting reads use, the fault switches and request counters.
+//! signal that waiting reads use, the fault switches, how slow reads are,
+//! and the request counters.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -11,6 +12,7 @@ use tokio::sync::watch;
 
 use crate::SimConfig;
 use crate::db::Db;
+use crate::pace::Slowness;
 use crate::resources::Registry;
 use apimachinery::status::ApiError;
 
@@ -33,6 +35,8 @@ pub struct State {
     churn: AtomicU64,
     /// The policy in force (from `--policy`, replaced by `POST /_sim/policy`).
     policy: Mutex<Option<Arc<crate::Policy>>>,
+    /// How slow reads are (from the configuration, replaced by `POST /_sim/slow`).
+    slowness: Mutex<Slowness>,
 }
 
 impl State {
@@ -50,6 +54,7 @@ impl State {
             generated: AtomicUsize::new(0),
             churn: AtomicU64::new(0f64.to_bits()),
             policy: Mutex::new(config.policy.clone().map(Arc::new)),
+            slowness: Mutex::new(config.slowness),
             config,
         }
     }
@@ -62,6 +67,24 @@ impl State {
     /// Puts `policy` in force from now on.
     pub fn set_policy(&self, policy: crate::Policy) {
         *self.policy.lock() = Some(Arc::new(policy));
+    }
+
+    /// How slow reads are now.
+    pub fn slowness(&self) -> Slowness {
+        *self.slowness.lock()
+    }
+
+    /// Makes reads from now on as slow as `slowness` says.
+    pub fn set_slowness(&self, slowness: Slowness) {
+        *self.slowness.lock() = slowness;
+    }
+
+    /// Waits what a consistent read costs (`Slowness::consistent_read_latency`).
+    pub async fn consistent_read(&self) {
+        let latency = self.slowness().consistent_read_latency;
+        if !latency.is_zero() {
+            tokio::time::sleep(latency).await;
+        }
     }
 
     /// Changes per second the churn driver writes.

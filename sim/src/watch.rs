@@ -1,5 +1,7 @@
 //! Watches: initial events, replay from a revision, live events with selector
 //! transitions, bookmarks, timeouts, and the fault switch that drops them.
+//! Each frame is one body chunk, as the apiserver flushes each event; initial
+//! events go out no faster than a list body when lists are paced.
 //!
 //! A watch subscribes to the store's broadcast while holding the read lock it
 //! reads its starting state (or replay) under, so its stream is gap-free and
@@ -135,6 +137,12 @@ pub async fn watch(
     check_fields(rt, &opts)?;
     let requested = parse_resource_version(&opts.resource_version)?;
     let initial = opts.sends_initial_events();
+    // A watch asking for initial events without a revision learns the latest
+    // one from etcd, a quorum read (the cacher's `getWatchCacheResourceVersion`);
+    // one that asks for neither starts from the watch cache as it is.
+    if opts.resource_version.is_empty() && opts.send_initial_events.is_some() {
+        state.consistent_read().await;
+    }
     let (tx, frames_rx) = mpsc::channel(FRAME_BUFFER);
     // Once a watch is accepted, the apiserver reports failures as the
     // stream's one ERROR event (`newErrWatcher`), after its 200.
@@ -204,7 +212,12 @@ async fn stream(
     let r = Renderer::new(rt, &opts, namespace.as_deref(), res, &wire);
     let mut drop_rx = state.drop_signal();
     let Start { frames, mut rx, rev, seen } = start;
+    // Initial events are a list's worth of objects: paced as a list body is.
+    let mut pace = if opts.sends_initial_events() { state.slowness().list_pace() } else { None };
     for f in frames {
+        if let Some(due) = pace.as_mut().map(|p| p.due(f.len())) {
+            tokio::time::sleep_until(due).await;
+        }
         if tx.send(f).await.is_err() {
             return;
         }
