@@ -247,6 +247,28 @@ impl CachedResource {
         self.with_type(o.at_revision(rv).to_vec())
     }
 
+    /// The bytes of the objects a list would send — those of the scope
+    /// `prefix` from key `start`, at most `limit` — as the head holds them:
+    /// what upstream must read and encode to answer it (selectors are not
+    /// applied: upstream reads every object in scope either way).
+    pub fn read_bytes(&self, prefix: &str, start: &str, limit: usize) -> u64 {
+        let view = self.store.view();
+        let head = view.head();
+        let mean = head.bytes().checked_div(head.len()).unwrap_or(0);
+        let n = if prefix.is_empty() && start.is_empty() {
+            head.len().min(limit)
+        } else {
+            head.from(start).take_while(|o| o.key().starts_with(prefix)).take(limit).count()
+        };
+        (n * mean) as u64
+    }
+
+    /// A consistent read of one object: proven fresh, or why it passes through.
+    pub async fn consistent_get(&self, key: &str) -> Result<u64, crate::upstream::freshness::NotFresh> {
+        let bytes = self.store.view().head().get(key).map_or(0, |o| o.bytes().len() as u64);
+        self.fresh.consistent(crate::upstream::freshness::Read { bytes, follows: false }).await
+    }
+
     /// Whether the store has confirmed `rv`, waiting up to `wait` for it
     /// (and proving a quiet resource's progress meanwhile).
     pub async fn reached(&self, rv: u64, wait: std::time::Duration) -> bool {

@@ -74,9 +74,6 @@ pub struct ServeArgs {
     /// Milliseconds a list or watch for a revision kache has not reached waits before it is passed through.
     #[arg(long, default_value_t = 3000)]
     pub wait_ms: u64,
-    /// Milliseconds a consistent read (no resourceVersion) may wait for proof that kache is fresh before it is passed through.
-    #[arg(long, default_value_t = 50)]
-    pub consistent_wait_ms: u64,
     /// Frames queued per watcher; a watcher further behind is closed (it resumes from its last revision).
     #[arg(long, default_value_t = 1024)]
     pub watch_queue: usize,
@@ -151,7 +148,7 @@ impl ServeArgs {
         if !(self.bookmark_interval.is_finite() && self.bookmark_interval > 0.0) {
             anyhow::bail!("--bookmark-interval must be a number of seconds > 0, got {}", self.bookmark_interval);
         }
-        let waits = Waits { revision: Duration::from_millis(self.wait_ms), consistent: Duration::from_millis(self.consistent_wait_ms) };
+        let waits = Waits { revision: Duration::from_millis(self.wait_ms) };
         let watch = WatchConfig { queue: self.watch_queue.max(1), bookmark_interval: Duration::from_secs_f64(self.bookmark_interval) };
         let mib = |flag: &str, v: u64| v.checked_mul(1 << 20).ok_or_else(|| anyhow::anyhow!("--{flag} {v}: too large"));
         let budget = BudgetConfig {

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use common::Process;
+use common::watching::{addr, h2c};
 use http_body_util::{BodyExt, Empty};
 use hyper::client::conn::http2;
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -27,19 +28,6 @@ type Sender = http2::SendRequest<Empty<Bytes>>;
 const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
 const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
 const METADATA: &str = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io";
-
-/// `host:port` of a process's URL.
-fn addr(url: &str) -> &str {
-    url.split("://").nth(1).expect("a URL with a scheme")
-}
-
-/// An h2c connection (prior knowledge) to `url`, driven in the background
-/// until the server closes it.
-async fn h2c(url: &str) -> (Sender, tokio::task::JoinHandle<hyper::Result<()>>) {
-    let tcp = TcpStream::connect(addr(url)).await.expect("the simulator accepts");
-    let (sender, conn) = http2::handshake(TokioExecutor::new(), TokioIo::new(tcp)).await.expect("an HTTP/2 handshake");
-    (sender, tokio::spawn(conn))
-}
 
 /// A request to `url` + `path` with an `Accept` header.
 fn get(url: &str, path: &str, accept: &str) -> hyper::Request<Empty<Bytes>> {

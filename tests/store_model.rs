@@ -119,6 +119,7 @@ fn check(reader: &StoreReader, model: &Model) -> Result<(), TestCaseError> {
             prop_assert_eq!(snapshot.rv(), rv);
             let state: State = snapshot.iter().map(|o| (o.key().to_string(), o.bytes().clone())).collect();
             prop_assert_eq!(&state, model.state_at(rv), "snapshot at {}", rv);
+            prop_assert_eq!(snapshot.bytes(), state.values().map(|b| b.len()).sum::<usize>(), "the bytes at {}", rv);
             let keys: Vec<&str> = snapshot.iter().map(|o| &**o.key()).collect();
             prop_assert!(keys.windows(2).all(|w| w[0] < w[1]), "key order");
             let fresh = Snapshot::build(rv, snapshot.iter().cloned(), &snapshot);

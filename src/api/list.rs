@@ -30,6 +30,7 @@ use super::filter::Filter;
 use crate::budget;
 use crate::cache::CachedResource;
 use crate::store::{CachedObject, Snapshot, StoreError};
+use crate::upstream::freshness::Read as Fresh;
 
 /// A page read from memory.
 #[derive(Debug)]
@@ -59,10 +60,12 @@ pub async fn list(res: &CachedResource, namespace: Option<&str>, opts: &ListOpti
     let plan = ListPlan::of(opts, &prefix)?;
     let snapshot = match plan.read {
         // A consistent read (or a continue token at the latest revision): the head once proven fresh.
-        Read::MostRecent => match res.fresh.consistent(waits.consistent).await {
-            Ok(_) => res.store.view().head().clone(),
-            Err(why) => return Ok(Answer::Upstream(why.as_str())),
-        },
+        Read::MostRecent => {
+            match res.fresh.consistent(Fresh { bytes: res.read_bytes(&prefix, &plan.start, plan.limit), follows: true }).await {
+                Ok(_) => res.store.view().head().clone(),
+                Err(why) => return Ok(Answer::Upstream(why.as_str())),
+            }
+        }
         Read::Any => res.store.view().head().clone(),
         Read::NotOlderThan(rv) => {
             if !res.reached(rv, waits.revision).await {

@@ -28,6 +28,7 @@ use http_body_util::BodyExt;
 use metrics::{counter, gauge};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
+use crate::upstream::costs::Side;
 use crate::upstream::freshness::{NotFresh, WAIT_BUCKETS};
 
 use super::Api;
@@ -64,7 +65,8 @@ pub fn install() {
     HANDLE.get_or_init(|| {
         let builder = PrometheusBuilder::new()
             .set_buckets_for_metric(Matcher::Full("kache_request_duration_seconds".into()), &REQUEST_BUCKETS)
-            .and_then(|b| b.set_buckets_for_metric(Matcher::Full("kache_consistent_wait_seconds".into()), &WAIT_BUCKETS));
+            .and_then(|b| b.set_buckets_for_metric(Matcher::Full("kache_consistent_wait_seconds".into()), &WAIT_BUCKETS))
+            .and_then(|b| b.set_buckets_for_metric(Matcher::Full("kache_freshness_proof_seconds".into()), &WAIT_BUCKETS));
         let recorder = match builder {
             Ok(b) => b.build_recorder(),
             Err(e) => {
@@ -127,10 +129,47 @@ fn describe() {
     c!("kache_freshness_probes_total", "Upstream revision probes for consistent reads.");
     c!("kache_freshness_catch_ups_total", "Catch-up watches opened to prove a quiet resource fresh.");
     c!("kache_freshness_proofs_total", "Catch-up watches that proved a revision.");
+    h!("kache_freshness_proof_seconds", metrics::Unit::Seconds, "How long each catch-up watch took to prove a revision.");
+    g!(
+        "kache_freshness_hit_ratio",
+        "Share of recent freshness probes that found the store already at upstream's revision (moving average)."
+    );
+    g!(
+        "kache_freshness_proof_expected_seconds",
+        metrics::Unit::Seconds,
+        "Expected delay of a catch-up's proof (moving average of measured ones)."
+    );
+    g!(
+        "kache_consistent_plan_memory_seconds",
+        metrics::Unit::Seconds,
+        "The last consistent read's expected time from memory beyond one round trip: the wait for proof plus kache's transfer."
+    );
+    g!(
+        "kache_consistent_plan_upstream_seconds",
+        metrics::Unit::Seconds,
+        "The last consistent read's expected time upstream beyond one round trip: upstream's transfer. Memory answers when it is no more than this."
+    );
+    g!(
+        "kache_upstream_latency_seconds",
+        metrics::Unit::Seconds,
+        "The apiserver's consistent-read round trip (moving average of freshness probes)."
+    );
+    g!(
+        "kache_upstream_throughput_bytes_per_second",
+        "The apiserver's throughput on documents kache reads or relays (moving average, by bytes)."
+    );
+    g!("kache_memory_throughput_bytes_per_second", "kache's throughput on lists answered from memory (moving average, by bytes).");
     g!("kache_watchers", "Watches open from memory.");
     g!("kache_watch_queued_frames", "Frames queued to watchers and not yet taken by their streams (all watchers of the resource).");
     c!("kache_watch_events_delivered_total", "Live watch frames queued to watchers.");
     c!("kache_watchers_closed_slow_total", "Watchers closed because they fell a full queue behind.");
+    g!("kache_upstream_connections", "HTTP/2 connections to the apiserver, open or being opened.");
+    g!(
+        "kache_upstream_streams",
+        "Requests in flight on HTTP/2 connections to the apiserver (each connection carries at most what its server allows)."
+    );
+    c!("kache_upstream_connections_opened_total", "HTTP/2 connections opened to the apiserver.");
+    c!("kache_upstream_requests_resent_total", "Requests sent again on another connection because theirs ended before sending them.");
     g!("process_resident_memory_bytes", metrics::Unit::Bytes, "Resident memory of the kache process.");
     g!(
         "kache_memory_pressure",
@@ -266,12 +305,38 @@ fn render(api: &Api) -> Bytes {
         count("kache_freshness_probes_total", f.probes.load(Ordering::Relaxed));
         count("kache_freshness_catch_ups_total", f.catch_ups.load(Ordering::Relaxed));
         count("kache_freshness_proofs_total", f.proofs.load(Ordering::Relaxed));
-        for why in [NotFresh::Quiet, NotFresh::Probe, NotFresh::Timeout] {
+        {
+            let o = r.fresh.observed.lock();
+            set("kache_freshness_hit_ratio", o.hit_ratio());
+            set("kache_freshness_proof_expected_seconds", o.proof_delay().as_secs_f64());
+        }
+        if let Some(plan) = *f.last_plan.lock() {
+            set("kache_consistent_plan_memory_seconds", plan.memory.as_secs_f64());
+            set("kache_consistent_plan_upstream_seconds", plan.upstream.as_secs_f64());
+        }
+        for why in NotFresh::ALL {
             counter!("kache_consistent_reads_passed_through_total", "resource" => name.clone(), "reason" => why.as_str())
                 .absolute(f.passed[why as usize].load(Ordering::Relaxed));
         }
         count("kache_watch_events_delivered_total", d.stats().delivered.load(Ordering::Relaxed));
         count("kache_watchers_closed_slow_total", d.stats().closed_slow.load(Ordering::Relaxed));
+    }
+    let costs = api.client.costs();
+    if let Some(latency) = costs.latency() {
+        gauge!("kache_upstream_latency_seconds").set(latency.as_secs_f64());
+    }
+    for (metric, side) in
+        [("kache_upstream_throughput_bytes_per_second", Side::Upstream), ("kache_memory_throughput_bytes_per_second", Side::Memory)]
+    {
+        if let Some(rate) = costs.throughput(side) {
+            gauge!(metric).set(rate);
+        }
+    }
+    if let Some((pool, open)) = api.client.connections() {
+        gauge!("kache_upstream_connections").set(open as f64);
+        gauge!("kache_upstream_streams").set(pool.streams.load(Ordering::Relaxed) as f64);
+        counter!("kache_upstream_connections_opened_total").absolute(pool.opened.load(Ordering::Relaxed));
+        counter!("kache_upstream_requests_resent_total").absolute(pool.resent.load(Ordering::Relaxed));
     }
     gauge!("process_resident_memory_bytes").set(resident_bytes() as f64);
     gauge!("kache_memory_budget_bytes").set(api.config.budget.total as f64);

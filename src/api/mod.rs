@@ -38,6 +38,7 @@ use apimachinery::tls::ClientCertificates;
 use bytes::Bytes;
 use http::header::{ACCEPT, CONTENT_TYPE};
 use http::{HeaderMap, Method, Request, Response, StatusCode};
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
@@ -49,6 +50,7 @@ use crate::auth::Certificate;
 use crate::budget::room;
 use crate::cache::{Cache, CachedResource};
 use crate::upstream::client::Client;
+use crate::upstream::costs::{Meter, Metered, Side};
 use body::ApiBody;
 use document::{Layout, Shape};
 use form::Form;
@@ -84,18 +86,15 @@ impl Default for ApiConfig {
 #[derive(Debug, Clone, Copy)]
 pub struct Waits {
     /// For a revision the client named that kache has not confirmed yet
-    /// (the apiserver's cache waits 3 s for one).
+    /// (the apiserver's cache waits 3 s for one). A consistent read (no
+    /// `resourceVersion`) waits by its expected cost instead
+    /// (`upstream::freshness`).
     pub revision: Duration,
-    /// For a consistent read (no `resourceVersion`): the probe and the
-    /// store's progress past upstream's revision together.
-    pub consistent: Duration,
 }
 
 impl Default for Waits {
     fn default() -> Self {
-        // 50 ms: a resource written 100 times a second gets its next event within
-        // that 99% of the time; longer, and a small read would be slower than upstream.
-        Waits { revision: Duration::from_secs(3), consistent: Duration::from_millis(50) }
+        Waits { revision: Duration::from_secs(3) }
     }
 }
 
@@ -466,7 +465,9 @@ async fn serve_collection(
             match document::page_parts(t.res, page, &shape, layout.protobuf) {
                 Some(parts) => {
                     api.counters.lists_served.fetch_add(1, Ordering::Relaxed);
-                    Ok(layout.respond(StatusCode::OK, room::Held::new(parts, reservation)))
+                    // What lists from memory cost, for the choice of consistent reads' path.
+                    let meter = Meter::new(api.client.costs().clone(), Side::Memory);
+                    Ok(layout.respond(StatusCode::OK, room::Held::new(parts, reservation)).map(|b| Metered::new(b, Some(meter)).boxed()))
                 }
                 None => {
                     tracing::debug!(resource = %t.res.info.qualified(), "list passed through: an object its printer or protobuf cannot express");
@@ -499,10 +500,14 @@ async fn serve_get(
         return Err(crate::budget::REASON);
     }
     let rv = form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == "resourceVersion").map(|(_, v)| v.into_owned());
+    let key = match namespace {
+        Some(ns) => format!("{ns}/{name}"),
+        None => name.to_string(),
+    };
     match rv.as_deref() {
         None | Some("") => {
-            if res.fresh.consistent(waits.consistent).await.is_err() {
-                return Err("not proven fresh");
+            if let Err(why) = res.consistent_get(&key).await {
+                return Err(why.as_str());
             }
         }
         // A malformed revision gets upstream's own error.
@@ -512,10 +517,6 @@ async fn serve_get(
             Err(_) => return Err("malformed revision"),
         },
     }
-    let key = match namespace {
-        Some(ns) => format!("{ns}/{name}"),
-        None => name.to_string(),
-    };
     let view = res.store.view();
     let Some(o) = view.head().get(&key) else {
         return Ok(layout.error(&ApiError::not_found(&res.info, name)));

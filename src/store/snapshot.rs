@@ -45,6 +45,8 @@ pub struct Snapshot {
     indexed_fields: Arc<[usize]>,
     /// Object keys held by the index, over all its sets.
     index_entries: usize,
+    /// The objects' bytes, as upstream sent them.
+    bytes: usize,
 }
 
 /// An object's index entries, borrowed: `(field position or none, key or field, value)`.
@@ -73,6 +75,11 @@ impl Snapshot {
     /// The number of objects.
     pub fn len(&self) -> usize {
         self.objects.len()
+    }
+
+    /// The objects' bytes, as upstream sent them (JSON): what a list of them all costs upstream to send.
+    pub fn bytes(&self) -> usize {
+        self.bytes
     }
 
     /// Whether there are no objects.
@@ -130,6 +137,7 @@ impl Snapshot {
     pub fn put(&mut self, o: Arc<CachedObject>) -> Option<Arc<CachedObject>> {
         let key = o.key().clone();
         let prev = self.objects.insert(key.clone(), o.clone());
+        self.bytes = self.bytes + o.bytes().len() - prev.as_ref().map_or(0, |p| p.bytes().len());
         self.reindex(&key, prev.as_deref(), Some(&o));
         prev
     }
@@ -138,6 +146,7 @@ impl Snapshot {
     pub fn take(&mut self, key: &Arc<str>) -> Option<Arc<CachedObject>> {
         let prev = self.objects.remove(key);
         if let Some(p) = &prev {
+            self.bytes -= p.bytes().len();
             self.reindex(key, Some(p), None);
         }
         prev

@@ -26,10 +26,13 @@ use hyper_util::rt::{TokioExecutor, TokioTimer};
 use super::UpstreamError;
 use super::auth::Auth;
 use super::connect::Credentials;
-use super::pool::{Pool, PoolError, PoolStats};
+use super::costs::{Costs, Meter, Metered, Side};
+use super::pool::{Held, Pool, PoolError, PoolStats};
 use super::tls::client_config;
 
-pub use super::pool::Body;
+/// A response body from the apiserver: it holds its HTTP/2 stream's place
+/// until it ends, and a document's throughput is measured as it goes.
+pub type Body = Metered<Held>;
 
 /// A request body of any kind.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -59,6 +62,8 @@ pub struct Client {
     http1_only: Arc<AtomicBool>,
     /// HTTP/1.1 connections, a connection per request in flight, pooled.
     http1: HyperClient<HttpsConnector<HttpConnector>, UpBody>,
+    /// What reads from the apiserver cost, measured on the documents it sends.
+    costs: Arc<Costs>,
 }
 
 impl Client {
@@ -81,7 +86,19 @@ impl Client {
             Some("https") => Some(Pool::new(&creds.server, tls).map_err(UpstreamError::Config)?),
             _ => None,
         };
-        Ok(Client { base: creds.server.clone(), auth: creds.auth.clone(), h2, http1_only: Arc::default(), http1 })
+        Ok(Client { base: creds.server.clone(), auth: creds.auth.clone(), h2, http1_only: Arc::default(), http1, costs: Arc::default() })
+    }
+
+    /// What reads cost, upstream and (recorded by the API) from memory.
+    pub fn costs(&self) -> &Arc<Costs> {
+        &self.costs
+    }
+
+    /// A meter for the answer to `req`, when it is a document (not a stream) that may measure throughput.
+    fn meter(&self, req: &Request<UpBody>) -> Option<Meter> {
+        let document =
+            req.method() == http::Method::GET && !apimachinery::params::is_stream(req.uri().path(), req.uri().query().unwrap_or(""));
+        document.then(|| Meter::new(self.costs.clone(), Side::Upstream))
     }
 
     /// The HTTP/2 connections' counters and how many are open (`None`: no HTTP/2).
@@ -103,6 +120,7 @@ impl Client {
     /// Sends `req` with kache's credentials in place of any the request had.
     pub async fn send(&self, req: Request<UpBody>) -> Result<Response<Body>, UpstreamError> {
         let mut req = self.credentials(req);
+        let meter = self.meter(&req);
         if let Some(pool) = self.h2.as_ref().filter(|_| !self.http1_only.load(Ordering::Relaxed)) {
             // What it takes to send a body-less request again.
             let again =
@@ -110,7 +128,7 @@ impl Client {
             let mut resent = 0;
             loop {
                 match pool.send(req).await {
-                    Ok((resp, slot)) => return Ok(resp.map(|b| Body::new(b, slot))),
+                    Ok((resp, slot)) => return Ok(resp.map(|b| Metered::new(Held::new(b, slot), meter))),
                     Err(PoolError::NotHttp2(unsent)) => {
                         tracing::info!(upstream = %self.base, "the apiserver chose HTTP/1.1: a connection per request from now on");
                         self.http1_only.store(true, Ordering::Relaxed);
@@ -130,18 +148,18 @@ impl Client {
                 }
             }
         }
-        self.send_http1(req).await
+        self.send_http1(req, meter).await
     }
 
     /// Sends a connection-upgrade request over HTTP/1.1, with kache's credentials.
     pub async fn send_upgrade(&self, req: Request<UpBody>) -> Result<Response<Body>, UpstreamError> {
-        self.send_http1(self.credentials(req)).await
+        self.send_http1(self.credentials(req), None).await
     }
 
-    async fn send_http1(&self, mut req: Request<UpBody>) -> Result<Response<Body>, UpstreamError> {
+    async fn send_http1(&self, mut req: Request<UpBody>, meter: Option<Meter>) -> Result<Response<Body>, UpstreamError> {
         *req.version_mut() = http::Version::HTTP_11;
         let resp = self.http1.request(req).await.map_err(|e| UpstreamError::Transport(error_chain(&e)))?;
-        Ok(resp.map(|b| Body::new(b, None)))
+        Ok(resp.map(|b| Metered::new(Held::new(b, None), meter)))
     }
 
     /// `req` with kache's credentials in place of any it had.

@@ -35,13 +35,26 @@
 //!    a load balancer too; a proof is applied only in the store epoch it
 //!    was measured in, never across a re-list.
 //!
-//! A read waits at most its budget, and only when the store is behind X
-//! and the resource's recent event rate makes an event within the budget
-//! likely; a quiet resource's read goes upstream at once (a catch-up then
-//! serves the reads that name X later, such as a paged list's continue
-//! pages, which wait for a revision rather than for a budget). A probe that
-//! fails, or a store that does not reach X in time, sends the read upstream. Never is a snapshot
-//! older than X served: the caller reads the head only after [`Freshness`]
+//! Whether to prove at all is a matter of cost, not rule ([`Freshness::plan`]).
+//! Answered upstream, a read costs one consistent round trip plus the
+//! transfer of its answer at upstream's measured throughput; from memory,
+//! the probe's round trip (the same) plus the expected wait for the store
+//! to reach X plus the transfer at kache's measured throughput. The wait
+//! is expected from what this resource showed: how often a probe found the
+//! store already there (a resource whose upstream revision is not moving;
+//! until a probe has shown it, assumed always, so the first read tries
+//! memory and measures it at the cost of one probe if wrong),
+//! else the sooner of its next event (at its recent event rate) and the
+//! proof (the measured delay of its catch-ups, less the age of one under
+//! way, which the read joins). A read that memory would not answer sooner
+//! goes upstream at once, with no probe and no wait; a list that goes
+//! upstream starts a catch-up for the reads that follow it (a paged list's
+//! continue pages name its revision), and now and then a probe is sent
+//! for no read ([`SAMPLE_EVERY`]) so the hit rate stays measured. A read
+//! that chose memory waits for the probe and then at most twice the longer
+//! of its two expected costs; a probe that fails, or a store that does not
+//! reach X in time, sends the read upstream. Never is a snapshot older
+//! than X served: the caller reads the head only after [`Freshness`]
 //! returned X with `confirmed_rv >= X`.
 
 use std::sync::Arc;
@@ -56,22 +69,22 @@ use parking_lot::Mutex;
 use tokio::sync::{Notify, mpsc, watch};
 
 use super::client::Client;
+use super::costs::{Average, Costs};
 use crate::store::StoreReader;
 
 /// A catch-up watch's timeout: its bookmark comes 2 s before, about 1 s in.
+/// Also the proof's expected delay until one was measured: the longest it takes.
 const CATCH_UP_SECONDS: u64 = 3;
+
+/// A resource whose consistent reads pass through is probed for no read at
+/// most this often, to keep measuring how often its store is already fresh.
+pub const SAMPLE_EVERY: Duration = Duration::from_secs(10);
 
 /// Longest a probe or a catch-up may take before it counts as failed.
 const UPSTREAM_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The recent past over which a resource's event rate is measured.
 const RATE_WINDOW: Duration = Duration::from_secs(2);
-
-/// A read waits for the store only when this many of the resource's events
-/// are expected within its budget (at the recent rate): then one comes in
-/// time 86% of the time; otherwise waiting would mostly add latency before
-/// the read is passed through anyway.
-const EVENTS_EXPECTED: f64 = 2.0;
 
 /// Pause after a catch-up that proved nothing.
 const RETRY_AFTER: Duration = Duration::from_millis(250);
@@ -96,9 +109,8 @@ pub struct Proof {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(usize)]
 pub enum NotFresh {
-    /// The store is behind upstream and the resource's events are too rare
-    /// for one to arrive within the budget: upstream answers sooner.
-    Quiet,
+    /// Upstream is expected to answer sooner than proof plus memory ([`Plan`]).
+    Sooner,
     /// The probe failed or took too long.
     Probe,
     /// The store did not reach upstream's revision within the budget.
@@ -106,18 +118,55 @@ pub enum NotFresh {
 }
 
 impl NotFresh {
+    /// Every reason, in `repr` order.
+    pub const ALL: [NotFresh; 3] = [NotFresh::Sooner, NotFresh::Probe, NotFresh::Timeout];
+
     /// The reason, as metrics and logs name it.
     pub fn as_str(self) -> &'static str {
         match self {
-            NotFresh::Quiet => "quiet",
+            NotFresh::Sooner => "sooner upstream",
             NotFresh::Probe => "probe",
             NotFresh::Timeout => "timeout",
         }
     }
 }
 
-/// Upper bounds (seconds) of the buckets of `kache_consistent_wait_seconds`.
-pub const WAIT_BUCKETS: [f64; 10] = [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5, 1.0, 3.0];
+/// A consistent read, as its cost is judged.
+#[derive(Debug, Clone, Copy)]
+pub struct Read {
+    /// The bytes of the objects it would send (their JSON, as upstream
+    /// stores them): what upstream must read and encode to answer it.
+    pub bytes: u64,
+    /// Reads at its revision are likely to follow (a list's continue
+    /// pages, an informer's watch), which a proof under way serves.
+    pub follows: bool,
+}
+
+/// The decision for one read and its inputs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Plan {
+    /// Expected time from memory, beyond the one round trip both ways pay:
+    /// the wait for the store to reach the probe's revision plus kache's transfer.
+    pub memory: Duration,
+    /// Expected time upstream, beyond that round trip: its transfer.
+    pub upstream: Duration,
+}
+
+impl Plan {
+    /// Memory answers no later than upstream is expected to.
+    pub fn from_memory(&self) -> bool {
+        self.memory <= self.upstream
+    }
+
+    /// How long a read that chose memory waits after its probe.
+    fn budget(&self) -> Duration {
+        2 * self.memory.max(self.upstream)
+    }
+}
+
+/// Upper bounds (seconds) of the buckets of `kache_consistent_wait_seconds`
+/// and `kache_freshness_proof_seconds`.
+pub const WAIT_BUCKETS: [f64; 12] = [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 1.5, 3.0];
 
 /// Counters of one resource's freshness work.
 #[derive(Debug)]
@@ -130,10 +179,14 @@ pub struct FreshnessStats {
     pub proofs: AtomicU64,
     /// Consistent reads proven fresh (answered from memory).
     pub fresh: AtomicU64,
-    /// Consistent reads passed through: quiet, probe failed, timed out.
+    /// Consistent reads passed through: sooner upstream, probe failed, timed out.
     pub passed: [AtomicU64; 3],
     /// How long the reads proven fresh waited (`kache_consistent_wait_seconds`).
     waited: metrics::Histogram,
+    /// How long each catch-up took to prove (`kache_freshness_proof_seconds`).
+    proof_delay: metrics::Histogram,
+    /// The last read's plan, for metrics.
+    pub last_plan: Mutex<Option<Plan>>,
 }
 
 impl FreshnessStats {
@@ -145,6 +198,8 @@ impl FreshnessStats {
             fresh: AtomicU64::new(0),
             passed: Default::default(),
             waited: metrics::histogram!("kache_consistent_wait_seconds", "resource" => resource.qualified()),
+            proof_delay: metrics::histogram!("kache_freshness_proof_seconds", "resource" => resource.qualified()),
+            last_plan: Mutex::new(None),
         }
     }
 
@@ -175,6 +230,33 @@ struct Generations {
     wanted: u64,
 }
 
+/// What this resource's probes and catch-ups showed: the inputs of [`Plan`].
+#[derive(Debug, Default)]
+pub struct Observed {
+    /// 1 for a probe that found the store already at upstream's revision, else 0.
+    hits: Average,
+    /// Seconds a catch-up took to prove.
+    proofs: Average,
+    /// When the last probe was sent.
+    probed_at: Option<Instant>,
+    /// When the catch-up under way started.
+    catching_up_since: Option<Instant>,
+}
+
+impl Observed {
+    /// The share of probes that found the store fresh. Until measured, all:
+    /// the first consistent read tries memory, which costs one probe if
+    /// wrong (its budget is then spent at once) and measures the share.
+    pub fn hit_ratio(&self) -> f64 {
+        self.hits.get().unwrap_or(1.0).clamp(0.0, 1.0)
+    }
+
+    /// A proof's expected delay (until measured: the longest a catch-up takes).
+    pub fn proof_delay(&self) -> Duration {
+        self.proofs.get().map_or(Duration::from_secs(CATCH_UP_SECONDS), Duration::from_secs_f64)
+    }
+}
+
 /// The freshness machinery of one resource.
 #[derive(Debug)]
 pub struct Freshness {
@@ -187,6 +269,8 @@ pub struct Freshness {
     probed: watch::Sender<Probed>,
     catching_up: AtomicBool,
     caught_up: watch::Sender<u64>,
+    /// What probes and catch-ups showed.
+    pub observed: Mutex<Observed>,
     /// Counters.
     pub stats: FreshnessStats,
 }
@@ -206,6 +290,7 @@ impl Freshness {
             probed: watch::Sender::new(Probed { generation: 0, revision: None }),
             catching_up: AtomicBool::new(false),
             caught_up: watch::Sender::new(0),
+            observed: Mutex::default(),
             stats,
         }
     }
@@ -226,7 +311,14 @@ impl Freshness {
                 continue;
             };
             self.stats.probes.fetch_add(1, Ordering::Relaxed);
+            let sent = Instant::now();
+            self.observed.lock().probed_at = Some(sent);
             let revision = tokio::time::timeout(UPSTREAM_TIMEOUT, self.probe()).await.ok().flatten();
+            if let Some(x) = revision {
+                self.client.costs().record_latency(sent.elapsed());
+                let hit = if self.store.view().confirmed_rv() >= x { 1.0 } else { 0.0 };
+                self.observed.lock().hits.record(hit);
+            }
             self.probed.send_replace(Probed { generation, revision });
         }
     }
@@ -236,14 +328,20 @@ impl Freshness {
         Some(ListPage::parse(&body).ok()?.resource_version)
     }
 
-    /// A revision upstream had committed when this was called, from a probe sent after it.
-    async fn committed(&self, by: Instant) -> Result<u64, NotFresh> {
+    /// Asks the prober for a probe sent after now; returns its generation.
+    fn want_probe(&self) -> u64 {
         let want = {
             let mut g = self.generations.lock();
             g.wanted = g.wanted.max(g.started + 1);
             g.started + 1
         };
         self.wake.notify_one();
+        want
+    }
+
+    /// A revision upstream had committed when this was called, from a probe sent after it.
+    async fn committed(&self, by: Instant) -> Result<u64, NotFresh> {
+        let want = self.want_probe();
         let mut rx = self.probed.subscribe();
         match tokio::time::timeout_at(by.into(), rx.wait_for(|p| p.generation >= want)).await {
             Ok(Ok(p)) => p.revision.ok_or(NotFresh::Probe),
@@ -252,35 +350,56 @@ impl Freshness {
     }
 
     /// For a consistent read: a revision X upstream had committed when the
-    /// read arrived, once the store has confirmed it (`confirmed_rv >= X`),
-    /// within `budget`.
-    pub async fn consistent(self: &Arc<Self>, budget: Duration) -> Result<u64, NotFresh> {
+    /// read arrived, once the store has confirmed it (`confirmed_rv >= X`);
+    /// or why the read goes upstream — at once when memory would not answer
+    /// it sooner ([`Freshness::plan`]).
+    pub async fn consistent(self: &Arc<Self>, read: Read) -> Result<u64, NotFresh> {
         let started = Instant::now();
-        let outcome = self.prove(started + budget).await;
+        let plan = self.plan(read.bytes);
+        *self.stats.last_plan.lock() = Some(plan);
+        let outcome = if plan.from_memory() { self.prove(plan.budget()).await } else { Err(self.go_upstream(read)) };
         self.stats.record(outcome.map(|_| started.elapsed()));
         outcome
     }
 
-    async fn prove(self: &Arc<Self>, by: Instant) -> Result<u64, NotFresh> {
+    /// The expected costs of answering a read of `bytes` from memory and upstream.
+    pub fn plan(&self, bytes: u64) -> Plan {
+        let costs: &Costs = self.client.costs();
+        let now = Instant::now();
+        let o = self.observed.lock();
+        // A catch-up under way is joined: only what is left of its delay counts.
+        let proof =
+            o.proof_delay().saturating_sub(o.catching_up_since.map_or(Duration::ZERO, |since| now.saturating_duration_since(since)));
+        let since = now.checked_sub(RATE_WINDOW).unwrap_or(now);
+        let rate = self.store.view().events_since(since) as f64 / RATE_WINDOW.as_secs_f64();
+        let next_event = if rate > 0.0 { Duration::from_secs_f64(1.0 / rate) } else { Duration::MAX };
+        let wait = proof.min(next_event).mul_f64(1.0 - o.hit_ratio());
+        Plan { memory: wait + costs.memory_transfer(bytes), upstream: costs.upstream_transfer(bytes) }
+    }
+
+    /// A read goes upstream: a catch-up starts for the reads that follow
+    /// it, and a probe now and then keeps the hit rate measured.
+    fn go_upstream(self: &Arc<Self>, read: Read) -> NotFresh {
+        if read.follows {
+            self.catch_up();
+        }
+        let stale = self.observed.lock().probed_at.is_none_or(|at| at.elapsed() >= SAMPLE_EVERY);
+        if stale {
+            self.want_probe();
+        }
+        NotFresh::Sooner
+    }
+
+    async fn prove(self: &Arc<Self>, budget: Duration) -> Result<u64, NotFresh> {
         let held = self.store.view().confirmed_rv();
-        let x = self.committed(by).await?;
+        let x = self.committed(Instant::now() + UPSTREAM_TIMEOUT).await?;
         // Upstream cannot be behind what kache already holds, unless its
         // revisions went back (an etcd restore): until the reflector
         // re-lists, nothing kache holds is proven.
         if x < held {
             return Err(NotFresh::Probe);
         }
-        if self.store.view().confirmed_rv() >= x {
-            return Ok(x);
-        }
-        if self.quiet(by.saturating_duration_since(Instant::now())) {
-            // As the apiserver's cache follows etcd's progress, prove the
-            // quiet store reached `x` meanwhile: the pages that continue
-            // this read (at `x`) are then answered from memory.
-            self.catch_up();
-            return Err(NotFresh::Quiet);
-        }
-        if self.reach(x, by).await { Ok(x) } else { Err(NotFresh::Timeout) }
+        if self.reach(x, Instant::now() + budget).await { Ok(x) } else { Err(NotFresh::Timeout) }
     }
 
     /// Whether the store reaches `rv` by `by`; a catch-up proves a quiet
@@ -306,23 +425,21 @@ impl Freshness {
         }
     }
 
-    /// Whether the resource's recent events are too rare for one to come within `budget`.
-    fn quiet(&self, budget: Duration) -> bool {
-        let since = Instant::now().checked_sub(RATE_WINDOW).unwrap_or_else(Instant::now);
-        let rate = self.store.view().events_since(since) as f64 / RATE_WINDOW.as_secs_f64();
-        rate * budget.as_secs_f64() < EVENTS_EXPECTED
-    }
-
     /// Starts a catch-up watch unless one is running.
     fn catch_up(self: &Arc<Self>) {
         if self.catching_up.swap(true, Ordering::AcqRel) {
             return;
         }
         let me = self.clone();
+        let started = Instant::now();
+        self.observed.lock().catching_up_since = Some(started);
         tokio::spawn(async move {
             me.stats.catch_ups.fetch_add(1, Ordering::Relaxed);
             match tokio::time::timeout(UPSTREAM_TIMEOUT, me.catch_up_once()).await {
                 Ok(Some(proof)) => {
+                    let took = started.elapsed();
+                    me.stats.proof_delay.record(took.as_secs_f64());
+                    me.observed.lock().proofs.record(took.as_secs_f64());
                     me.stats.proofs.fetch_add(1, Ordering::Relaxed);
                     // The reflector may be gone (kache is stopping): nothing to prove then.
                     let _ = me.proofs.send(proof);
@@ -330,6 +447,7 @@ impl Freshness {
                 // Readers still waiting start another; not at once, so a failing upstream is not hammered.
                 _ => tokio::time::sleep(RETRY_AFTER).await,
             }
+            me.observed.lock().catching_up_since = None;
             me.catching_up.store(false, Ordering::Release);
             me.caught_up.send_modify(|n| *n += 1);
         });

@@ -15,8 +15,10 @@ use std::time::{Duration, Instant};
 /// A `kache sim` or `kache serve` process, killed on drop.
 pub struct Process {
     child: Child,
-    /// `http://127.0.0.1:PORT`.
+    /// `http://127.0.0.1:PORT` (or `https://`).
     pub url: String,
+    /// The CA that a simulator serving HTTPS wrote (`Process::sim_https`).
+    pub ca: Option<PathBuf>,
     kube_dir: tempfile::TempDir,
 }
 
@@ -55,6 +57,26 @@ impl Process {
         Self::spawn("serve", &all)
     }
 
+    /// Starts `kache sim` serving HTTPS as kube-apiserver does (HTTP/2 by
+    /// ALPN, 100 streams a connection) with a certificate it makes, whose
+    /// CA is then [`Process::ca`].
+    pub fn sim_https(args: &[&str]) -> Process {
+        let kube_dir = tempfile::tempdir().expect("a temp dir");
+        let ca = kube_dir.path().join("ca.crt");
+        let mut all = vec!["--https-ca-out", ca.to_str().expect("a UTF-8 path")];
+        all.extend_from_slice(args);
+        let mut sim = Self::launch("sim", "127.0.0.1:0", &all, kube_dir);
+        sim.ca = Some(ca);
+        sim
+    }
+
+    /// Starts `kache serve` in front of `sim`, trusting its CA when it serves HTTPS.
+    pub fn kache_over(sim: &Process, args: &[&str]) -> Process {
+        let mut all: Vec<&str> = sim.ca.iter().flat_map(|ca| ["--certificate-authority", ca.to_str().expect("a UTF-8 path")]).collect();
+        all.extend_from_slice(args);
+        Self::kache(&sim.url, &all)
+    }
+
     /// Starts `kache sim --listen 127.0.0.1:PORT ARGS` and waits until it serves.
     pub fn sim_at(port: u16, args: &[&str]) -> Process {
         Self::spawn_at("sim", &format!("127.0.0.1:{port}"), args)
@@ -65,6 +87,10 @@ impl Process {
     }
 
     fn spawn_at(subcommand: &str, listen: &str, args: &[&str]) -> Process {
+        Self::launch(subcommand, listen, args, tempfile::tempdir().expect("a temp dir"))
+    }
+
+    fn launch(subcommand: &str, listen: &str, args: &[&str], kube_dir: tempfile::TempDir) -> Process {
         let mut child = Command::new(env!("CARGO_BIN_EXE_kache"))
             .args([subcommand, "--listen", listen])
             .args(args)
@@ -83,7 +109,7 @@ impl Process {
             .find(|w| w.starts_with("http://") || w.starts_with("https://"))
             .unwrap_or_else(|| panic!("no address in {line:?}"))
             .to_string();
-        Process { child, url, kube_dir: tempfile::tempdir().expect("a temp dir") }
+        Process { child, url, ca: None, kube_dir }
     }
 
     /// Runs kubectl against the simulator with a private cache and no kubeconfig.
@@ -94,9 +120,12 @@ impl Process {
     /// Runs kubectl with `stdin` as its standard input.
     pub fn kubectl_stdin(&self, args: &[&str], stdin: Option<&str>) -> Output {
         let mut cmd = Command::new("kubectl");
-        cmd.arg("--server")
-            .arg(&self.url)
-            .args(args)
+        cmd.arg("--server").arg(&self.url);
+        if let Some(ca) = &self.ca {
+            // Over HTTPS without credentials kubectl would prompt for a user name; the simulator takes any token.
+            cmd.arg("--certificate-authority").arg(ca).arg("--token").arg("kache-test");
+        }
+        cmd.args(args)
             .env("KUBECONFIG", self.kube_dir.path().join("config"))
             .env("KUBECACHEDIR", self.kube_dir.path().join("cache"))
             .env("HOME", self.kube_dir.path())

@@ -14,6 +14,20 @@ use hyper_util::rt::TokioExecutor;
 /// A client for many concurrent watches (one connection each).
 pub type Watcher = Client<HttpConnector, Empty<Bytes>>;
 
+/// `host:port` of a process's URL.
+pub fn addr(url: &str) -> &str {
+    url.split("://").nth(1).expect("a URL with a scheme")
+}
+
+/// An h2c connection (prior knowledge) to `url`, driven in the background
+/// until the server closes it: many streams on one connection.
+pub async fn h2c(url: &str) -> (hyper::client::conn::http2::SendRequest<Empty<Bytes>>, tokio::task::JoinHandle<hyper::Result<()>>) {
+    let tcp = tokio::net::TcpStream::connect(addr(url)).await.expect("the server accepts");
+    let (sender, conn) =
+        hyper::client::conn::http2::handshake(TokioExecutor::new(), hyper_util::rt::TokioIo::new(tcp)).await.expect("an HTTP/2 handshake");
+    (sender, tokio::spawn(conn))
+}
+
 /// A new client.
 pub fn client() -> Watcher {
     Client::builder(TokioExecutor::new()).pool_max_idle_per_host(0).build_http()

@@ -117,7 +117,9 @@ pub async fn watch(
     let consistent = opts.resource_version.is_empty();
     if consistent {
         // A consistent start: from a snapshot proven fresh, or upstream.
-        if let Err(why) = res.fresh.consistent(api.waits.consistent).await {
+        let prefix = res.info.prefix(namespace);
+        let read = crate::upstream::freshness::Read { bytes: res.read_bytes(&prefix, &prefix, usize::MAX), follows: true };
+        if let Err(why) = res.fresh.consistent(read).await {
             return Ok(Answer::Upstream(why.as_str()));
         }
     } else if initial && !res.reached(requested, api.waits.revision).await {

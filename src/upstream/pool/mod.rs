@@ -77,6 +77,15 @@ const PING_TIMEOUT: Duration = Duration::from_secs(15);
 const STREAM_WINDOW: u32 = 4 << 20;
 const CONNECTION_WINDOW: u32 = 64 << 20;
 
+/// Streams kache reset (a client that went away, a watch it ended) that
+/// are remembered, so frames the server had already sent on them are
+/// dropped rather than taken for protocol errors. h2 remembers 10 by
+/// default, after which each such frame counts as the server's error and
+/// the 1,024th closes the connection — every watch on it with it — when a
+/// thousand watchers go at once. Go's transport forgets no reset stream
+/// before the server has seen the reset. An entry is a few dozen bytes.
+const RESET_STREAMS: usize = 1 << 16;
+
 /// Why a request did not get a response.
 #[derive(Debug)]
 pub enum PoolError {
@@ -305,7 +314,10 @@ async fn dial(pool: Arc<Inner>, conn: Arc<Conn>, assumed: usize) {
         .initial_connection_window_size(CONNECTION_WINDOW)
         .keep_alive_interval(PING_EVERY)
         .keep_alive_timeout(PING_TIMEOUT)
-        .keep_alive_while_idle(true);
+        .keep_alive_while_idle(true)
+        .max_concurrent_reset_streams(RESET_STREAMS)
+        // The apiserver is trusted, as Go's transport trusts it: no count of its "errors" ends the connection.
+        .max_local_error_reset_streams(None);
     let (sender, connection) = match builder.handshake(TokioIo::new(io)).await {
         Ok(pair) => pair,
         Err(e) => return fail(&conn, format!("HTTP/2 handshake with {}: {e}", pool.authority)),
@@ -386,22 +398,22 @@ async fn reap(pool: Weak<Inner>) {
     }
 }
 
-/// A response body from the apiserver: over HTTP/2 it holds its stream's
-/// slot until it ends, fails or is dropped.
+/// A response body from an HTTP/2 stream: holds the stream's slot until it
+/// ends, fails or is dropped.
 #[derive(Debug)]
-pub struct Body {
+pub struct Held {
     inner: Incoming,
     slot: Option<Slot>,
 }
 
-impl Body {
+impl Held {
     /// `inner`, holding `slot` (if any) until it ends.
-    pub fn new(inner: Incoming, slot: Option<Slot>) -> Body {
-        Body { inner, slot }
+    pub fn new(inner: Incoming, slot: Option<Slot>) -> Held {
+        Held { inner, slot }
     }
 }
 
-impl hyper::body::Body for Body {
+impl hyper::body::Body for Held {
     type Data = Bytes;
     type Error = hyper::Error;
 
@@ -421,6 +433,3 @@ impl hyper::body::Body for Body {
         self.inner.size_hint()
     }
 }
-
-#[cfg(test)]
-mod tests;

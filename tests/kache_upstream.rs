@@ -1,0 +1,120 @@
+//! The road to the apiserver: kache in front of the simulator over HTTPS
+//! and HTTP/2, which allows 100 streams a connection as kube-apiserver does.
+//! A thousand requests at once through kache never wait for each other:
+//! kache opens the connections they need, as Go's transport does.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use common::Process;
+use common::watching::h2c;
+use http_body_util::{BodyExt, Empty};
+use serde_json::json;
+
+/// Requests sent at once.
+const AT_ONCE: usize = 1_000;
+/// Streams a client connection to kache carries (10 connections).
+const PER_CONNECTION: usize = 100;
+/// The longest any response head may take.
+const HEAD_WITHIN: Duration = Duration::from_secs(1);
+
+/// Sends `AT_ONCE` GETs of `paths(i)` to kache over h2c, all at once;
+/// returns each response and how long its head took.
+async fn all_at_once(kache: &str, paths: impl Fn(usize) -> String) -> Vec<(hyper::Response<hyper::body::Incoming>, Duration)> {
+    let mut senders = Vec::new();
+    for _ in 0..AT_ONCE / PER_CONNECTION {
+        senders.push(h2c(kache).await.0);
+    }
+    let sends = (0..AT_ONCE).map(|i| {
+        let mut sender = senders[i / PER_CONNECTION].clone();
+        let req = hyper::Request::get(format!("{kache}{}", paths(i))).body(Empty::<Bytes>::new()).expect("a request");
+        async move {
+            let sent = Instant::now();
+            let resp = sender.send_request(req).await.expect("a response");
+            (resp, sent.elapsed())
+        }
+    });
+    futures::future::join_all(sends).await
+}
+
+/// The slowest head, and how many took longer than [`HEAD_WITHIN`].
+fn heads(answers: &[(hyper::Response<hyper::body::Incoming>, Duration)]) -> (Duration, usize) {
+    let slowest = answers.iter().map(|(_, took)| *took).max().unwrap_or_default();
+    (slowest, answers.iter().filter(|(_, took)| *took > HEAD_WITHIN).count())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_pass_through_watches_start_at_once_and_each_gets_its_events() {
+    let sim = Process::sim_https(&["--pods", "10", "--compact-interval", "0"]);
+    // Configmaps are not cached: their watches pass through, each a stream upstream.
+    let kache = Process::kache_over(&sim, &["--resources", "pods"]);
+    common::eventually(Duration::from_secs(60), "kache ready", || (kache.get("/readyz").status == 200).then_some(()));
+    assert_eq!(kache.post("/api/v1/namespaces", &json!({"metadata": {"name": "w"}})).status, 201);
+    let rv = kache.get("/api/v1/namespaces/w/configmaps").json()["metadata"]["resourceVersion"].as_str().expect("a revision").to_string();
+    let watches =
+        all_at_once(&kache.url, |_| format!("/api/v1/namespaces/w/configmaps?watch=1&resourceVersion={rv}&timeoutSeconds=60")).await;
+    let (slowest, late) = heads(&watches);
+    assert_eq!(late, 0, "{late} of {AT_ONCE} watch heads took over {HEAD_WITHIN:?} (slowest {slowest:?})");
+    assert!(watches.iter().all(|(r, _)| r.status() == 200));
+    let m = common::scrape(&kache);
+    assert!(m["kache_upstream_streams"] >= AT_ONCE as f64, "{} streams upstream", m["kache_upstream_streams"]);
+    assert!(
+        m["kache_upstream_connections"] >= (AT_ONCE / 100) as f64,
+        "{} connections for {AT_ONCE} streams",
+        m["kache_upstream_connections"]
+    );
+    // A write reaches every watch.
+    assert_eq!(kache.post("/api/v1/namespaces/w/configmaps", &json!({"metadata": {"name": "seen"}})).status, 201);
+    let events = watches.into_iter().map(|(resp, _)| async move {
+        let mut body = resp.into_body();
+        let mut got = Vec::new();
+        while !got.ends_with(b"\n") {
+            let frame = tokio::time::timeout(Duration::from_secs(20), body.frame()).await.expect("the event within 20 s");
+            got.extend_from_slice(&frame.expect("an open stream").expect("a frame").into_data().unwrap_or_default());
+        }
+        serde_json::from_slice::<serde_json::Value>(&got).expect("a watch event")
+    });
+    for e in futures::future::join_all(events).await {
+        assert_eq!((e["type"].as_str(), e["object"]["metadata"]["name"].as_str()), (Some("ADDED"), Some("seen")));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_consistent_reads_at_once_are_answered_without_waiting_for_each_other() {
+    // An apiserver as slow as a real one (5 ms a consistent read), with pods being written.
+    let sim = Process::sim_https(&[
+        "--pods",
+        "200",
+        "--nodes",
+        "4",
+        "--churn",
+        "50",
+        "--compact-interval",
+        "0",
+        "--consistent-read-latency-ms",
+        "5",
+    ]);
+    let kache = Process::kache_over(&sim, &["--resources", "pods"]);
+    common::eventually(Duration::from_secs(60), "kache ready", || (kache.get("/readyz").status == 200).then_some(()));
+    let names: Vec<String> = kache.get("/api/v1/namespaces/ns-0000/pods?resourceVersion=0").json()["items"]
+        .as_array()
+        .expect("pods")
+        .iter()
+        .map(|p| p["metadata"]["name"].as_str().expect("a name").to_string())
+        .collect();
+    // GETs of one pod and pages of 10, without resourceVersion: from memory or upstream, whichever is sooner.
+    let reads = all_at_once(&kache.url, |i| match i % 2 {
+        0 => format!("/api/v1/namespaces/ns-0000/pods/{}", names[i % names.len()]),
+        _ => "/api/v1/pods?limit=10".to_string(),
+    })
+    .await;
+    let (slowest, late) = heads(&reads);
+    assert_eq!(late, 0, "{late} of {AT_ONCE} consistent reads took over {HEAD_WITHIN:?} for their head (slowest {slowest:?})");
+    for (resp, _) in reads {
+        // Churn deletes pods: NotFound is then the fresh answer.
+        assert!(matches!(resp.status().as_u16(), 200 | 404), "{}", resp.status());
+        resp.into_body().collect().await.expect("the whole body");
+    }
+}
