@@ -278,18 +278,37 @@ async fn with_crds(client: &Client, resources: &mut Vec<apimachinery::resource::
     }
 }
 
+/// A listener on `addr` whose accept queue holds what the kernel allows
+/// (`net.core.somaxconn`, 4096 by default), as Go's listeners ask for:
+/// tokio's default of 1,024 drops the SYNs of a burst of new clients (a
+/// relist storm, thousands of watchers at once), which then retry a second
+/// later.
+async fn listen(addr: &str) -> std::io::Result<TcpListener> {
+    let addr = tokio::net::lookup_host(addr)
+        .await?
+        .next()
+        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::AddrNotAvailable, "the address resolves to nothing"))?;
+    let socket = if addr.is_ipv4() { tokio::net::TcpSocket::new_v4()? } else { tokio::net::TcpSocket::new_v6()? };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    // The kernel caps the backlog at somaxconn.
+    socket.listen(u32::from(u16::MAX))
+}
+
 /// Connects, discovers, starts the reflectors and the server.
 /// `listening` is called with kache's URL as soon as it listens: from then
 /// on it answers — while the apiserver is not reachable yet, with
 /// [`Starting`]'s answers (alive, not ready), retrying discovery with backoff.
 /// Configuration errors (flags, files, an unknown resource) end it at once.
 pub async fn start(args: &ServeArgs, listening: impl FnOnce(&str)) -> anyhow::Result<Running> {
+    // Before anything takes a metric's handle (the freshness histograms): a handle taken earlier records nowhere.
+    api::metrics::install();
     let tls = args.tls()?;
     let config = args.api()?;
     let auth = args.auth()?;
     let creds = args.upstream.resolve().await?;
     let client = Client::new(&creds)?;
-    let listener = TcpListener::bind(&args.listen).await.map_err(|e| anyhow::anyhow!("--listen {}: {e}", args.listen))?;
+    let listener = listen(&args.listen).await.map_err(|e| anyhow::anyhow!("--listen {}: {e}", args.listen))?;
     let scheme = if tls.is_some() { "https" } else { "http" };
     let url = format!("{scheme}://{}", listener.local_addr()?);
     let probes = match &args.health_listen {

@@ -286,4 +286,8 @@ fn a_quiet_resource_next_to_a_fast_apiserver_is_read_upstream_and_its_proof_is_m
     let m = common::scrape(&kache);
     let expected = m.get("kache_freshness_proof_expected_seconds{resource=\"pods\"}").copied().expect("the proof's delay");
     assert!(expected < 3.0, "measured below the assumed 3 s: {expected}");
+    assert!(
+        m.get("kache_freshness_proof_seconds_count{resource=\"pods\"}").is_some_and(|n| *n >= 1.0),
+        "each proof's delay is in the histogram"
+    );
 }

@@ -116,6 +116,11 @@ impl Http {
         Http::new(&connect.resolve().await?)
     }
 
+    /// HTTP/2 connections open to the server (`None`: it is not spoken).
+    pub fn connections(&self) -> Option<usize> {
+        self.client.connections().map(|(_, open)| open)
+    }
+
     /// Whether every request in flight takes a connection of its own: plain
     /// `http` is HTTP/1.1 (HTTP/2 comes only by ALPN, over TLS).
     pub fn connection_per_request(&self) -> bool {

@@ -417,3 +417,39 @@ fn a_kache_url_needs_a_kubeconfig() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--kubeconfig"), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+#[test]
+fn consistent_reads_and_streams_upstream_are_measured_over_https_both_ways() {
+    let bin = kache_bin();
+    let out = Command::new(env!("CARGO_BIN_EXE_loadtest"))
+        .args(["consistent", "--kache-bin", bin.to_str().unwrap(), "--pods", "3000", "--requests", "1", "--streams", "300"])
+        .args(["--list-mb-per-second", "20", "--rate", "50"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "loadtest consistent failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let line = |workload: &str, target: &str| {
+        stdout
+            .lines()
+            .find(|l| l.starts_with(workload) && l[22..].trim_start().starts_with(target))
+            .unwrap_or_else(|| panic!("no {workload} {target} in\n{stdout}"))
+    };
+    for target in ["kache", "sim"] {
+        assert!(line("streams at once", target).contains("of 300 at once"));
+        for workload in [
+            "relayed list",
+            "full list json",
+            "full list protobuf",
+            "full list table",
+            "streaming list",
+            "page of 500 table",
+            "GET",
+            "kubectl paging",
+        ] {
+            line(workload, target);
+        }
+    }
+    // Continue pages come from memory; the GETs go upstream at once (as soon as memory would be).
+    assert!(line("kubectl paging", "kache").contains("pages"), "{stdout}");
+    assert!(stdout.contains("freshness proofs of pods"), "{stdout}");
+}
