@@ -11,7 +11,6 @@
 //! keeps its own window), so both are bounded by a few minutes of changes
 //! and RSS levels off once kache's window is full.
 
-use std::io::Write;
 use std::time::Duration;
 
 use clap::{Args, Parser};
@@ -29,6 +28,9 @@ pub struct DemoArgs {
     /// Changes per second in the simulated cluster.
     #[arg(long, default_value_t = 20.0)]
     pub churn: f64,
+    /// Seconds kache answers a resource from memory after the simulator last answered for it (as `kache serve`).
+    #[arg(long, default_value_t = 300)]
+    pub max_staleness: u64,
 }
 
 /// Flags parsed as their command would parse them, so the demo inherits every default.
@@ -63,26 +65,38 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     ])?;
     let sim = sim::cli::start(&sim_args).await.map_err(anyhow::Error::msg)?;
     let url = sim.url();
-    let serve_args: ServeArgs =
-        flags(&["--listen", &args.listen, "--server", &url, "--resources", "pods,configmaps,nodes,namespaces", "--shutdown-drain", "5"])?;
+    let staleness = args.max_staleness.to_string();
+    let serve_args: ServeArgs = flags(&[
+        "--listen",
+        &args.listen,
+        "--server",
+        &url,
+        "--resources",
+        "pods,configmaps,nodes,namespaces",
+        "--shutdown-drain",
+        "5",
+        "--max-staleness",
+        &staleness,
+    ])?;
     let running = serve::start(&serve_args, |_| {}).await?;
     while !running.api.cache.ready() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let k = &running.url;
-    let _ = writeln!(
-        std::io::stdout(),
+    kache::logs::say(&format!(
         "kache: serving on {k} in front of a simulated cluster at {url} ({} pods, {} changes/s)\n\
          try:\n  kubectl --server {k} get pods -A --chunk-size=500\n  kubectl --server {k} get --raw '/api/v1/pods?resourceVersion=0' | head -c 300\n  \
          kubectl --server {k} get --raw '/api/v1/namespaces/ns-0001/pods?limit=5'\n  kubectl --server {k} get configmaps -n ns-0002\n  \
          kubectl --server {k} get pods -A -l tier=web\n  kubectl --server {k} get pods -A --field-selector spec.nodeName=node-0001\n  \
          kubectl --server {k} get pods -n ns-0001 -w\n\
-         what came from memory and what passed through:\n  \
-         curl -s {k}/metrics | grep -E 'served_total|passed_through|store_objects'",
-        args.pods,
-        args.churn
-    );
+         what came from memory and what passed through, and why:\n  \
+         curl -s {k}/metrics | grep '^kache_requests_total'\n\
+         whether every resource is ready:\n  \
+         curl -s '{k}/readyz?verbose'",
+        args.pods, args.churn
+    ));
     serve::terminated().await?;
+    tracing::info!("shutting down: no new connections; draining open requests");
     running.shutdown().await;
     drop(sim);
     Ok(())

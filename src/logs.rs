@@ -4,8 +4,13 @@
 //! one line per upstream state change (a reflector listing, watching,
 //! failing, recovering) and per start and stop, never one per request
 //! unless `debug` is asked for.
+//!
+//! A closed output (`kache serve 2>&1 | head -3` once `head` has its lines)
+//! is not an error: the write is dropped and [`output_closed`] completes,
+//! which `kache serve` and `kache demo` take as a reason to stop, quietly.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::{Args, ValueEnum};
 use tracing_subscriber::EnvFilter;
@@ -38,11 +43,66 @@ impl LogArgs {
             Some(l) => EnvFilter::try_new(l).map_err(|e| anyhow::anyhow!("--log-level {l:?}: {e}"))?,
             None => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
         };
-        let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+        let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(|| Output(Stream::Stderr)).log_internal_errors(false);
         match self.log_format {
             LogFormat::Text => logs.with_ansi(std::io::stderr().is_terminal()).init(),
             LogFormat::Json => logs.json().flatten_event(true).with_current_span(false).init(),
         }
         Ok(())
+    }
+}
+
+/// Set once stdout or stderr is found closed.
+static CLOSED: AtomicBool = AtomicBool::new(false);
+static CLOSING: tokio::sync::Notify = tokio::sync::Notify::const_new();
+
+/// Completes once a write to stdout or stderr has found its reader gone.
+pub async fn output_closed() {
+    loop {
+        let notified = CLOSING.notified();
+        if CLOSED.load(Ordering::Acquire) {
+            return;
+        }
+        notified.await;
+    }
+}
+
+/// Writes `line` and a newline to stdout; a closed stdout ends nothing but
+/// [`output_closed`].
+pub fn say(line: &str) {
+    let mut out = Output(Stream::Stdout);
+    let _ = writeln!(out, "{line}");
+}
+
+#[derive(Clone, Copy)]
+enum Stream {
+    Stdout,
+    Stderr,
+}
+
+/// stdout or stderr, where a broken pipe drops the write and marks the output closed.
+struct Output(Stream);
+
+impl Write for Output {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let written = match self.0 {
+            Stream::Stdout => std::io::stdout().write(buf),
+            Stream::Stderr => std::io::stderr().write(buf),
+        };
+        match written {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                CLOSED.store(true, Ordering::Release);
+                CLOSING.notify_waiters();
+                Ok(buf.len())
+            }
+            other => other,
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self.0 {
+            Stream::Stdout => std::io::stdout().flush(),
+            Stream::Stderr => std::io::stderr().flush(),
+        }
     }
 }

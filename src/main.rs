@@ -2,7 +2,9 @@
 //! feature (on by default), also `demo` in front of a simulated cluster and
 //! `sim`, the simulated apiserver alone.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
 use kache::config;
@@ -78,18 +80,27 @@ fn check(path: &Path) -> anyhow::Result<()> {
         .map_err(|e| config::reword(path, &e))?;
     let Command::Serve(serve) = cli.command else { unreachable!("parsed as serve") };
     serve.args.check().map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-    println!("{}: valid; as flags:", path.display());
+    kache::logs::say(&format!("{}: valid; as flags:", path.display()));
     for flag in flags {
-        println!("  {flag}");
+        kache::logs::say(&format!("  {flag}"));
     }
     Ok(())
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> ExitCode {
     let cli = Cli::parse();
     // Before any thread exists: the arenas are set up as threads first allocate.
     allocator::limit_arenas();
-    tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(run(cli))
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build();
+    match runtime.map_err(anyhow::Error::from).and_then(|rt| rt.block_on(run(cli))) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            // One line, whatever RUST_BACKTRACE says: these are the user's
+            // errors (flags, files, what the apiserver answered), not bugs.
+            let _ = writeln!(std::io::stderr(), "Error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 async fn run(mut cli: Cli) -> anyhow::Result<()> {

@@ -1,7 +1,6 @@
 //! `kache serve`: flags → upstream connection → discovery → one reflector
 //! per cached resource → the HTTP front, until SIGINT or SIGTERM.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,7 +19,7 @@ use crate::state::{Kept, Saver, StateDir, Upstream};
 use crate::store::StoreConfig;
 use crate::upstream::client::Client;
 use crate::upstream::connect::{ConnectArgs, Credentials};
-use crate::upstream::reflector::ReflectorConfig;
+use crate::upstream::reflector::{HEARTBEAT, ReflectorConfig};
 use crate::upstream::{UpstreamError, discovery};
 
 /// Options of `kache serve`.
@@ -86,8 +85,9 @@ pub struct ServeArgs {
     /// The serving certificate's private key (PEM).
     #[arg(long, requires = "tls_cert_file")]
     pub tls_private_key_file: Option<PathBuf>,
-    /// Seconds after the apiserver last answered (a list page, a watch frame) that kache still answers from
-    /// memory; past it, the resource is not ready and its reads pass through (failing as the apiserver's would).
+    /// Seconds after the apiserver last answered (a list page, a watch frame, the heartbeat a silent watch gets
+    /// every 75 s or a third of this) that kache still answers from memory; past it, the resource is not ready
+    /// and its reads pass through (failing as the apiserver's would).
     #[arg(long, default_value_t = 300)]
     pub max_staleness: u64,
     /// MiB the whole cache may hold (0: no budget). Over it, each resource in turn holds a shorter event log,
@@ -209,6 +209,8 @@ impl ServeArgs {
         ReflectorConfig {
             page_size: self.page_size.max(1),
             watch_timeout: Duration::from_secs(self.watch_timeout.max(1)),
+            // Contact at least three times within the staleness bound.
+            heartbeat: HEARTBEAT.min(Duration::from_secs(self.max_staleness.max(1)) / 3),
             ..ReflectorConfig::default()
         }
     }
@@ -338,6 +340,7 @@ pub async fn start(args: &ServeArgs, listening: impl FnOnce(&str)) -> anyhow::Re
     let saver = state.map(|dir| Saver::start(dir, kept, Duration::from_secs(args.state_interval)));
     let api = Arc::new(Api::new(cache, client, config, auth));
     crate::budget::start(api.cache.resources(), api.config.budget, api.room.clone());
+    api::health::log_changes(&api);
     starting.hand_over(&api);
     let (stop, stopped) = oneshot::channel::<()>();
     let drain = Duration::from_secs(args.shutdown_drain);
@@ -384,20 +387,21 @@ async fn discover(
 /// `kache serve`: runs until SIGINT or SIGTERM, then drains. Prints
 /// `kache: serving on URL` once listening.
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
-    // Whoever reads stdout may stop after the address line.
-    let running = start(&args, |url| _ = writeln!(std::io::stdout(), "kache: serving on {url}")).await?;
+    let running = start(&args, |url| crate::logs::say(&format!("kache: serving on {url}"))).await?;
     terminated().await?;
     tracing::info!("shutting down: no new connections; draining open requests");
     running.shutdown().await;
     Ok(())
 }
 
-/// Completes on SIGINT (Ctrl-C) or SIGTERM (how Kubernetes stops a container).
+/// Completes on SIGINT (Ctrl-C), SIGTERM (how Kubernetes stops a
+/// container), or once whoever read kache's output has gone.
 pub async fn terminated() -> anyhow::Result<()> {
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     tokio::select! {
         r = tokio::signal::ctrl_c() => r?,
         _ = term.recv() => {}
+        () = crate::logs::output_closed() => {}
     }
     Ok(())
 }

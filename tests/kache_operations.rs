@@ -279,3 +279,79 @@ fn when_the_apiserver_goes_away_kache_serves_what_it_has_until_the_staleness_bou
     assert_eq!(kache.get("/api/v1/pods?resourceVersion=0").status, 503);
     assert_eq!(kache.get("/livez").status, 200, "alive: a restart would not help");
 }
+
+/// The sum of `name`'s series carrying every label in `labels` (`resource="nodes"`).
+fn series(kache: &Process, name: &str, labels: &[&str]) -> f64 {
+    scrape(kache)
+        .into_iter()
+        .filter(|(s, _)| s.split('{').next() == Some(name) && labels.iter().all(|l| s.contains(l)))
+        .map(|(_, v)| v)
+        .sum()
+}
+
+/// Samples kache every half second for `period`: every resource ready by
+/// `/readyz` and by `kache_resource_ready`, and a read of `path` from memory.
+fn stays_ready(kache: &Process, resource: &str, path: &str, period: Duration) {
+    let from_memory = |k: &Process| series(k, "kache_requests_total", &[&format!("resource=\"{resource}\""), "source=\"memory\""]);
+    let start = std::time::Instant::now();
+    let mut samples = 0;
+    while start.elapsed() < period {
+        let at = start.elapsed().as_secs_f64();
+        let ready = kache.get("/readyz?verbose");
+        assert_eq!(ready.status, 200, "at {at:.1}s: {}", ready.text());
+        assert_eq!(series(kache, "kache_resource_ready", &[&format!("resource=\"{resource}\"")]), 1.0, "at {at:.1}s");
+        let before = from_memory(kache);
+        assert_eq!(kache.get(path).status, 200);
+        assert_eq!(from_memory(kache), before + 1.0, "at {at:.1}s: {path} did not come from memory");
+        samples += 1;
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    assert!(samples >= 10, "only {samples} samples");
+}
+
+#[test]
+fn a_quiet_resource_stays_ready_and_a_lost_apiserver_turns_it_not_ready_everywhere_at_once() {
+    // Pods change, nodes never do; the simulator's bookmarks come every minute, as the apiserver's,
+    // far past the bound: only kache's heartbeat keeps the nodes' contact.
+    let mut sim = Process::sim(&["--pods", "40", "--nodes", "3", "--churn", "20"]);
+    let kache = Process::logged("serve", &["--server", &sim.url, "--resources", "pods,nodes", "--max-staleness", "6"]);
+    eventually(Duration::from_secs(30), "kache ready", || (kache.get("/readyz").status == 200).then_some(()));
+    stays_ready(&kache, "nodes", "/api/v1/nodes?resourceVersion=0", Duration::from_secs(20));
+    assert!(!kache.log().contains("stale"), "{}", kache.log());
+
+    let _ = sim.child_kill();
+    let gone = std::time::Instant::now();
+    let why = eventually(Duration::from_secs(30), "not ready once the apiserver is gone", || {
+        let r = kache.get("/readyz?verbose");
+        (r.status == 503).then(|| r.text())
+    });
+    // The bound counts from the last answer, which came before the kill.
+    assert!(gone.elapsed() < Duration::from_secs(6 + 2), "not ready only after {:?}", gone.elapsed());
+    assert!(why.contains("[-]resource:nodes failed: no answer from the apiserver for"), "{why}");
+    // The metric and the reason of a read say the same; the log within its second.
+    assert_eq!(series(&kache, "kache_resource_ready", &["resource=\"nodes\""]), 0.0);
+    let stale = |k: &Process| series(k, "kache_requests_total", &["resource=\"nodes\"", "reason=\"stale\""]);
+    let before = stale(&kache);
+    assert_eq!(kache.get("/api/v1/nodes?resourceVersion=0").status, 503, "passed through to an apiserver that is gone");
+    assert_eq!(stale(&kache), before + 1.0);
+    eventually(Duration::from_secs(3), "one log line of the change", || {
+        let log = kache.log();
+        let lines: Vec<&str> = log.lines().filter(|l| l.contains("stale: not ready") && l.contains("resource=nodes")).collect();
+        (lines.len() == 1).then_some(())
+    });
+}
+
+#[test]
+fn the_demo_stays_ready_tells_what_came_from_memory_and_logs_its_stop() {
+    let mut demo = Process::logged("demo", &["--pods", "200", "--churn", "20", "--max-staleness", "6"]);
+    stays_ready(&demo, "nodes", "/api/v1/nodes?resourceVersion=0", Duration::from_secs(20));
+    // Its hint: `curl -s URL/metrics | grep '^kache_requests_total'` shows where reads went and why.
+    let metrics = demo.get("/metrics").text();
+    let hint: Vec<&str> = metrics.lines().filter(|l| l.starts_with("kache_requests_total")).collect();
+    assert!(hint.iter().any(|l| l.contains("source=\"memory\"")), "{hint:?}");
+    assert!(hint.iter().all(|l| l.contains("reason=")), "{hint:?}");
+    let pid = demo.pid().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    assert!(demo.wait(Duration::from_secs(30)).success());
+    assert!(demo.log().contains("shutting down"), "{}", demo.log());
+}

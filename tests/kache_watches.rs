@@ -235,7 +235,9 @@ async fn a_thousand_watchers_get_exactly_the_simulators_streams_through_upstream
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_watcher_that_stops_reading_is_closed_and_the_others_stay_exact() {
     let sim = Process::sim(&["--pods", "300", "--nodes", "5", "--namespaces", "2", "--churn", "400", "--compact-interval", "0"]);
-    let kache = Process::kache(&sim.url, &["--resources", "pods", "--watch-queue", "16"]);
+    // A queue of 256 frames: the stuck watcher fills it in well under a second at
+    // this churn, while the reader, on a loaded machine, may pause that long.
+    let kache = Process::kache(&sim.url, &["--resources", "pods", "--watch-queue", "256"]);
     ready(&kache);
     let start = kache_revision(&kache, "/api/v1/pods");
     let addr = kache.url.trim_start_matches("http://").to_string();

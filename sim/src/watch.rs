@@ -182,6 +182,11 @@ pub async fn watch(
         } else {
             // Unset or `0` without initial events: changes from now on.
             let from = if requested == 0 { db.rev() } else { requested };
+            // A start above the cache's revision: the apiserver's cache asks
+            // etcd for progress and catches up before the watch begins.
+            if from > db.cache_rv(res) {
+                db.progress(res);
+            }
             match db.events_after(res, from) {
                 Some(events) => {
                     Start { frames: events.iter().filter_map(|e| r.event(e)).collect(), rx, rev: from.max(db.oldest()), seen: db.rev() }
@@ -234,10 +239,11 @@ async fn stream(
     let mut ticker = tokio::time::interval_at(Instant::now() + state.config.bookmark_interval, state.config.bookmark_interval);
     // Every event up to here has been passed on (or skipped as not this watch's).
     let mut delivered = seen;
-    // The apiserver sends a bookmark only when it is newer than what the watcher last got.
-    let mut last_sent = rev;
     // A bookmark carries the resource's watch-cache revision, but never one
-    // whose events this stream has not passed yet.
+    // whose events this stream has not passed yet. The apiserver's cache
+    // watcher sends it whenever it is above the watch's start, even when it
+    // is the same as the last one (a quiet resource's watch gets the same
+    // bookmark every minute: kube-apiserver 1.36, `cacheWatcher.process`).
     let bookmark_rv = |delivered: u64| state.db.read().cache_rv(res).min(delivered);
     loop {
         tokio::select! {
@@ -251,7 +257,6 @@ async fn stream(
                         if tx.send(frame).await.is_err() {
                             return;
                         }
-                        last_sent = e.rv;
                     }
                 }
                 // Lagged: this watcher fell too far behind; closed: the store was replaced.
@@ -259,21 +264,15 @@ async fn stream(
             },
             _ = ticker.tick(), if opts.allow_watch_bookmarks => {
                 let at = bookmark_rv(delivered);
-                if at > last_sent {
-                    if tx.send(r.bookmark(at, false)).await.is_err() {
-                        return;
-                    }
-                    last_sent = at;
+                if at > rev && tx.send(r.bookmark(at, false)).await.is_err() {
+                    return;
                 }
             }
             _ = tokio::time::sleep_until(last_bookmark_at.unwrap_or(deadline)), if opts.allow_watch_bookmarks && !sent_last_bookmark && last_bookmark_at.is_some() => {
                 sent_last_bookmark = true;
                 let at = bookmark_rv(delivered);
-                if at > last_sent {
-                    if tx.send(r.bookmark(at, false)).await.is_err() {
-                        return;
-                    }
-                    last_sent = at;
+                if at > rev && tx.send(r.bookmark(at, false)).await.is_err() {
+                    return;
                 }
             }
             _ = tokio::time::sleep_until(deadline) => return,

@@ -8,7 +8,10 @@
 //! kache whose upstream is gone keeps serving what it holds, so a restart
 //! would only lose it); for readiness also `shutdown` (fails once kache is
 //! draining) and one `resource:NAME` per cached resource (fails until its
-//! initial list is in, naming the last upstream error meanwhile).
+//! initial list is in, naming the last upstream error meanwhile, and while
+//! upstream has been silent past `--max-staleness`: the resource's
+//! [`Health`], the same verdict the metrics, the routing of reads and the
+//! log of its changes ([`log_changes`]) read).
 //!
 //! A failing check answers 503 (Service Unavailable), which probes read as
 //! a failure.
@@ -16,6 +19,7 @@
 use http::StatusCode;
 
 use super::Api;
+use crate::upstream::reflector::Health;
 
 /// One check's outcome: its name and the reason it failed, if it did.
 pub type Check = (String, Option<String>);
@@ -30,25 +34,59 @@ fn checks(api: &Api, endpoint: &str) -> Vec<Check> {
     let bound = api.config.max_staleness;
     for r in api.cache.resources() {
         let s = &r.status;
-        let failure = if !s.is_ready() {
-            let listing = if s.lists.load(std::sync::atomic::Ordering::Relaxed) > 1 { "re-listing" } else { "initial list not in yet" };
-            Some(match s.last_error() {
-                Some(e) => format!("{listing}; last upstream error: {e}"),
-                None => listing.to_string(),
-            })
-        } else if !s.synced(bound) {
-            let silence = s.silence().map_or("ever".to_string(), |d| format!("{}s", d.as_secs()));
-            Some(format!(
-                "no answer from the apiserver for {silence} (max staleness {}s); last error: {}",
-                bound.as_secs(),
-                s.last_error().unwrap_or_default()
-            ))
-        } else {
-            None
-        };
+        let failure = verdict(s.health(bound), bound, s.last_error());
         out.push((format!("resource:{}", r.info.qualified()), failure));
     }
     out
+}
+
+/// Why a resource with `health` fails its check (`None`: it passes): the
+/// reason `/readyz` shows and the log line of the change says.
+pub fn verdict(health: Health, bound: std::time::Duration, last_error: Option<String>) -> Option<String> {
+    let error = |e: Option<String>| e.map_or(String::new(), |e| format!("; last upstream error: {e}"));
+    match health {
+        Health::Fresh => None,
+        Health::Listing { again } => {
+            let listing = if again { "re-listing" } else { "initial list not in yet" };
+            Some(format!("{listing}{}", error(last_error)))
+        }
+        Health::Stale { silence } => {
+            let silence = silence.map_or("ever".to_string(), |d| format!("{}s", d.as_secs()));
+            Some(format!("no answer from the apiserver for {silence} (max staleness {}s){}", bound.as_secs(), error(last_error)))
+        }
+    }
+}
+
+/// How often [`log_changes`] looks.
+const LOOK_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Logs, within [`LOOK_EVERY`], each resource turning stale (the apiserver
+/// silent past the staleness bound: not ready, reads pass through) and
+/// fresh again, with the reason `/readyz` gives; the reflector logs its own
+/// steps (listed, re-listing, failures). Runs until `api` is dropped.
+pub fn log_changes(api: &std::sync::Arc<Api>) {
+    let api = std::sync::Arc::downgrade(api);
+    tokio::spawn(async move {
+        let mut stale: Vec<bool> = Vec::new();
+        loop {
+            tokio::time::sleep(LOOK_EVERY).await;
+            let Some(api) = api.upgrade() else { return };
+            let bound = api.config.max_staleness;
+            let resources = api.cache.resources();
+            stale.resize(resources.len(), false);
+            for (r, was) in resources.iter().zip(stale.iter_mut()) {
+                let health = r.status.health(bound);
+                let now = matches!(health, Health::Stale { .. });
+                if now && !*was {
+                    let reason = verdict(health, bound, r.status.last_error()).unwrap_or_default();
+                    tracing::warn!(resource = %r.info.qualified(), %reason, "stale: not ready; reads pass through");
+                } else if *was && !now {
+                    tracing::info!(resource = %r.info.qualified(), "the apiserver answers again: ready");
+                }
+                *was = now;
+            }
+        }
+    });
 }
 
 /// The answer to `GET /{endpoint}[/{check}]?{query}`, or `None` when `path` is not a health path.

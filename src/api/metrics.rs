@@ -101,7 +101,10 @@ fn describe() {
     c!("kache_access_reviews_total", "SubjectAccessReviews sent upstream (cache misses).");
     c!("kache_unauthenticated_total", "Requests refused with 401.");
     c!("kache_forbidden_total", "Requests refused with 403.");
-    g!("kache_resource_ready", "1 once the resource's initial list is applied.");
+    g!(
+        "kache_resource_ready",
+        "1 while the resource is answered from memory: listed, and the apiserver heard within --max-staleness (its /readyz check)."
+    );
     g!("kache_store_confirmed_revision", "Revision up to which every upstream event is held.");
     g!("kache_store_oldest_revision", "Oldest revision still served from memory.");
     g!("kache_store_objects", "Objects at the head revision.");
@@ -280,7 +283,7 @@ fn render(api: &Api) -> Bytes {
         let view = r.store.view();
         let m = r.store.memory();
         let set = |metric: &'static str, v: f64| gauge!(metric, "resource" => name.clone()).set(v);
-        set("kache_resource_ready", f64::from(u8::from(r.status.is_ready())));
+        set("kache_resource_ready", f64::from(u8::from(r.status.health(api.config.max_staleness).is_fresh())));
         set("kache_store_confirmed_revision", view.confirmed_rv() as f64);
         set("kache_store_oldest_revision", view.oldest_rv() as f64);
         set("kache_store_objects", m.objects as f64);

@@ -16,7 +16,7 @@ pub mod body;
 pub mod document;
 pub mod filter;
 pub mod form;
-mod health;
+pub(crate) mod health;
 pub mod list;
 pub mod metrics;
 pub mod probes;
@@ -51,6 +51,7 @@ use crate::budget::room;
 use crate::cache::{Cache, CachedResource};
 use crate::upstream::client::Client;
 use crate::upstream::costs::{Meter, Metered, Side};
+use crate::upstream::reflector::Health;
 use body::ApiBody;
 use document::{Layout, Shape};
 use form::Form;
@@ -356,13 +357,15 @@ async fn handle(api: &Api, req: Request<Incoming>, certificate: &Certificate) ->
     let why = match (req.method() == Method::GET, cached) {
         (false, _) => "not a read",
         (true, None) => "not cached",
-        (true, Some(t)) if !t.res.status.is_ready() => "not synced",
-        (true, Some(t)) if !t.res.status.synced(api.config.max_staleness) => "stale",
-        (true, Some(t)) => match answer(t.res, req.headers(), &query) {
-            None => "encoding",
-            Some(negotiated) => match from_memory(api, &t, negotiated, (&path, &query), user.as_ref()).await {
-                Ok(resp) => return metrics::from(Source::Memory, resp),
-                Err(why) => why,
+        (true, Some(t)) => match t.res.status.health(api.config.max_staleness) {
+            Health::Listing { .. } => "not synced",
+            Health::Stale { .. } => "stale",
+            Health::Fresh => match answer(t.res, req.headers(), &query) {
+                None => "encoding",
+                Some(negotiated) => match from_memory(api, &t, negotiated, (&path, &query), user.as_ref()).await {
+                    Ok(resp) => return metrics::from(Source::Memory, resp),
+                    Err(why) => why,
+                },
             },
         },
     };

@@ -80,7 +80,7 @@ impl ConnectArgs {
     }
 
     fn explicit(&self, server: &str) -> Result<Credentials, UpstreamError> {
-        let server: Uri = server.parse().map_err(|e| UpstreamError::Config(format!("--server {server:?}: {e}")))?;
+        let server = server_url(server).map_err(|e| UpstreamError::Config(format!("--server {server:?}: {e}")))?;
         let read = |p: &PathBuf| std::fs::read(p).map_err(|e| UpstreamError::Config(format!("{}: {e}", p.display())));
         let identity = match (&self.client_certificate, &self.client_key) {
             (Some(c), Some(k)) => Some(Identity { cert_pem: read(c)?, key_pem: read(k)? }),
@@ -116,7 +116,23 @@ fn from_kube_config(config: Config) -> Result<Credentials, UpstreamError> {
         (None, None) => Auth::None,
     };
     let tls = TlsMaterial { ca, identity: identity(user)?, insecure: config.accept_invalid_certs };
-    Ok(Credentials { server: config.cluster_url, tls, auth })
+    let server = server_url(&config.cluster_url.to_string())
+        .map_err(|e| UpstreamError::Config(format!("the kubeconfig's server {}: {e}", config.cluster_url)))?;
+    Ok(Credentials { server, tls, auth })
+}
+
+/// An apiserver URL kache can connect to: `http` or `https`, with a host.
+fn server_url(url: &str) -> Result<Uri, String> {
+    let uri: Uri = url.parse().map_err(|e| format!("not a URL: {e}"))?;
+    match uri.scheme_str() {
+        Some("http" | "https") => {}
+        Some(other) => return Err(format!("scheme {other} is not http or https")),
+        None => return Err("not a URL (want https://HOST[:PORT])".into()),
+    }
+    if uri.host().is_none_or(str::is_empty) {
+        return Err("no host".into());
+    }
+    Ok(uri)
 }
 
 /// The client certificate and key of a kubeconfig user, from inline data or files.

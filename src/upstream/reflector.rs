@@ -39,6 +39,20 @@
 //!   decides. The two proofs are equally strong: both see upstream's
 //!   revision at or above the saved one. A saved state moves `confirmed_rv`
 //!   only to its own revision: it proves nothing about upstream's present.
+//! - A watch silent for [`ReflectorConfig::heartbeat`] gets a heartbeat: the
+//!   same one-item quorum list as the probe, on the watch's side. A quiet
+//!   resource's watch may stay silent for ever (the apiserver sends a
+//!   bookmark every minute only once its cache has moved past the watch's
+//!   start, which a consistent read — this one — makes it do), so silence
+//!   alone proves nothing; the heartbeat's answer is upstream's contact.
+//!   A heartbeat that fails ends the watch as broken (its silence is no
+//!   longer a quiet resource's); one that shows the revision gone back
+//!   re-lists. A live watch on a dead connection is ended by the
+//!   connection's pings (HTTP/2) or by the heartbeat failing.
+//! - The resource's [`Health`] — listing, fresh, or stale (upstream silent
+//!   past the staleness bound) — is one verdict from [`ReflectorStatus`];
+//!   `/readyz`, the metrics, the reason on passed-through reads and the log
+//!   all read it.
 //! - Failures back off exponentially with jitter, up to a bound.
 
 use std::sync::Arc;
@@ -105,6 +119,10 @@ pub struct ReflectorConfig {
     pub backoff_max: Duration,
     /// Largest watch frame accepted.
     pub max_frame: usize,
+    /// How long a watch may stay silent before a heartbeat asks upstream
+    /// for its revision (above the apiserver's one-minute bookmarks, so a
+    /// resource that gets them needs none).
+    pub heartbeat: Duration,
 }
 
 impl Default for ReflectorConfig {
@@ -115,6 +133,7 @@ impl Default for ReflectorConfig {
             backoff_initial: Duration::from_millis(200),
             backoff_max: Duration::from_secs(30),
             max_frame: 64 << 20,
+            heartbeat: HEARTBEAT,
         }
     }
 }
@@ -122,6 +141,13 @@ impl Default for ReflectorConfig {
 /// How long a watch resumed from a saved state may stay silent before a
 /// probe checks upstream's revision instead (see the module docs).
 const PROOF_WAIT: Duration = Duration::from_millis(500);
+
+/// The default [`ReflectorConfig::heartbeat`]: the apiserver's bookmark
+/// period (60 s), its dispatch tick (1.25 s) and a margin.
+pub const HEARTBEAT: Duration = Duration::from_secs(75);
+
+/// How long a heartbeat may take before the watch counts as broken.
+const HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How often a long list logs its progress.
 const LIST_PROGRESS_EVERY: Duration = Duration::from_secs(5);
@@ -169,12 +195,17 @@ impl ReflectorStatus {
         self.last_error.lock().clone()
     }
 
-    /// Whether the store holds a list (it is not listing for the first
-    /// time, nor re-listing) and upstream answered within `bound`: only
-    /// then does kache answer from memory. Past the bound (upstream gone),
-    /// reads pass through and fail as the apiserver's would.
-    pub fn synced(&self, bound: Duration) -> bool {
-        self.is_ready() && self.silence().is_some_and(|s| s <= bound)
+    /// The resource's health with staleness bound `bound`; only a
+    /// [`Health::Fresh`] one is answered from memory. Past the bound
+    /// (upstream gone), reads pass through and fail as the apiserver's would.
+    pub fn health(&self, bound: Duration) -> Health {
+        if !self.is_ready() {
+            return Health::Listing { again: self.lists.load(Ordering::Relaxed) > 1 };
+        }
+        match self.silence() {
+            Some(s) if s <= bound => Health::Fresh,
+            silence => Health::Stale { silence },
+        }
     }
 
     /// How long since upstream last answered; `None` before it ever did.
@@ -192,6 +223,30 @@ impl ReflectorStatus {
 
     fn failed(&self, e: &UpstreamError) {
         *self.last_error.lock() = Some(e.to_string());
+    }
+}
+
+/// Whether kache may answer a resource from memory, and if not why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Health {
+    /// No list applied yet (`again`: re-listing after one was).
+    Listing {
+        /// A list was applied before: this is a re-list.
+        again: bool,
+    },
+    /// Listed, and upstream answered within the staleness bound.
+    Fresh,
+    /// Listed, but upstream has not answered within the bound (`None`: never).
+    Stale {
+        /// How long since it last answered.
+        silence: Option<Duration>,
+    },
+}
+
+impl Health {
+    /// Whether reads may be answered from memory.
+    pub fn is_fresh(self) -> bool {
+        self == Health::Fresh
     }
 }
 
@@ -350,15 +405,22 @@ impl<S: Sink> Reflector<S> {
         Phase::Watch
     }
 
-    /// Checks upstream's current revision against ours after a broken watch.
-    async fn probe(&mut self) -> Result<Phase, (UpstreamError, Phase)> {
+    /// Upstream's current revision, from a one-item quorum list; an answer is contact.
+    async fn upstream_revision(&self) -> Result<u64, UpstreamError> {
         self.status.probes.fetch_add(1, Ordering::Relaxed);
         let path = format!("{}?limit=1", self.resource.collection_path());
-        let body = self.client.get_bytes(&path).await.map_err(|e| (e, Phase::Probe))?;
+        let body = self.client.get_bytes(&path).await?;
         self.status.touch();
-        let page = ListPage::parse(&body).map_err(|e| (decode(e), Phase::Probe))?;
-        if page.resource_version < self.rv {
-            tracing::warn!(resource = %self.resource.qualified(), ours = self.rv, upstream = page.resource_version, "upstream revision went back");
+        let rv = ListPage::parse(&body).map_err(decode)?.resource_version;
+        if rv < self.rv {
+            tracing::warn!(resource = %self.resource.qualified(), ours = self.rv, upstream = rv, "upstream revision went back");
+        }
+        Ok(rv)
+    }
+
+    /// Checks upstream's current revision against ours after a broken watch.
+    async fn probe(&mut self) -> Result<Phase, (UpstreamError, Phase)> {
+        if self.upstream_revision().await.map_err(|e| (e, Phase::Probe))? < self.rv {
             return Ok(Phase::List);
         }
         // A restored state becomes ready here (a listed one already is).
@@ -421,10 +483,20 @@ impl<S: Sink> Reflector<S> {
         // Without a byte for this long past its deadline, the watch is dead.
         let idle = timeout + Duration::from_secs(30);
         let proof_by = started + PROOF_WAIT;
+        let mut heard = Instant::now();
         loop {
             let next = tokio::select! {
                 frame = tokio::time::timeout(idle, body.frame()) => frame,
                 _ = tokio::time::sleep_until(proof_by), if !self.status.is_ready() => return WatchEnd::Quiet,
+                _ = tokio::time::sleep_until(heard + self.config.heartbeat), if self.status.is_ready() => {
+                    match tokio::time::timeout(HEARTBEAT_TIMEOUT, self.upstream_revision()).await {
+                        Ok(Ok(rv)) if rv < self.rv => return WatchEnd::Relist(format!("upstream's revision {rv} is below {}", self.rv)),
+                        Ok(Ok(_)) => heard = Instant::now(),
+                        Ok(Err(e)) => return WatchEnd::Broken(e),
+                        Err(_) => return WatchEnd::Broken(UpstreamError::Transport("the heartbeat got no answer".into())),
+                    }
+                    continue;
+                }
                 Some(proof) = next_proof(&mut self.proofs) => {
                     self.pending.push(proof);
                     self.apply_proofs();
@@ -441,6 +513,7 @@ impl<S: Sink> Reflector<S> {
             };
             let Ok(data) = frame.into_data() else { continue };
             self.status.touch();
+            heard = Instant::now();
             decoder.push(&data);
             loop {
                 match decoder.next_frame() {

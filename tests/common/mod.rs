@@ -44,6 +44,9 @@ impl Resp {
     }
 }
 
+/// The log file of a [`Process::logged`] process, in its directory.
+const LOG: &str = "stderr.log";
+
 impl Process {
     /// Starts `kache sim --listen 127.0.0.1:0 ARGS` and waits until it serves.
     pub fn sim(args: &[&str]) -> Process {
@@ -90,12 +93,29 @@ impl Process {
         Self::launch(subcommand, listen, args, tempfile::tempdir().expect("a temp dir"))
     }
 
+    /// Starts `kache SUBCOMMAND --listen 127.0.0.1:0 ARGS` with its log in a
+    /// file, read by [`Process::log`].
+    pub fn logged(subcommand: &str, args: &[&str]) -> Process {
+        let kube_dir = tempfile::tempdir().expect("a temp dir");
+        let log = std::fs::File::create(kube_dir.path().join(LOG)).expect("a log file");
+        Self::launch_with(subcommand, "127.0.0.1:0", args, kube_dir, log.into())
+    }
+
+    /// What a [`Process::logged`] process has logged so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.kube_dir.path().join(LOG)).expect("started with Process::logged")
+    }
+
     fn launch(subcommand: &str, listen: &str, args: &[&str], kube_dir: tempfile::TempDir) -> Process {
+        Self::launch_with(subcommand, listen, args, kube_dir, Stdio::inherit())
+    }
+
+    fn launch_with(subcommand: &str, listen: &str, args: &[&str], kube_dir: tempfile::TempDir, stderr: Stdio) -> Process {
         let mut child = Command::new(env!("CARGO_BIN_EXE_kache"))
             .args([subcommand, "--listen", listen])
             .args(args)
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .spawn()
             .expect("kache runs");
         let stdout = child.stdout.take().expect("piped stdout");

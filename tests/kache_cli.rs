@@ -1,0 +1,47 @@
+//! The command line as a new user meets it: refusals before anything
+//! listens, one line each whatever `RUST_BACKTRACE` says, and a closed
+//! output taken as a reason to stop, quietly.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::Process;
+
+#[test]
+fn bad_flags_are_refused_in_one_line_before_kache_listens() {
+    for (server, says) in
+        [("not-a-url", "not a URL"), ("ftp://x:1", "scheme ftp is not http or https"), ("https://", "not a URL"), ("/api", "not a URL")]
+    {
+        let out = Command::new(env!("CARGO_BIN_EXE_kache"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--server", server])
+            .env("RUST_BACKTRACE", "1")
+            .output()
+            .unwrap();
+        let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert_eq!(out.status.code(), Some(1), "{server}: {stderr}");
+        assert_eq!(stdout, "", "{server}: printed before refusing");
+        assert_eq!(stderr.lines().count(), 1, "{server}: {stderr}");
+        assert!(stderr.starts_with(&format!("Error: --server {server:?}: ")) && stderr.contains(says), "{server}: {stderr}");
+    }
+}
+
+#[test]
+fn a_closed_output_stops_kache_quietly() {
+    let mut sim = Process::sim(&["--pods", "10"]);
+    // `kache serve … 2>&1 | head -3`: both streams into one pipe, whose reader goes after three lines.
+    let command = format!("exec '{}' serve --listen 127.0.0.1:0 --server {} --resources pods 2>&1", env!("CARGO_BIN_EXE_kache"), sim.url);
+    let mut kache = Command::new("sh").args(["-c", &command]).stdout(Stdio::piped()).spawn().unwrap();
+    let mut out = BufReader::new(kache.stdout.take().unwrap());
+    for _ in 0..3 {
+        let mut line = String::new();
+        assert!(out.read_line(&mut line).unwrap() > 0, "kache ended before three lines");
+    }
+    drop(out);
+    // Its next lines (the apiserver gone, retries) find the pipe closed.
+    let _ = sim.child_kill();
+    let status = common::eventually(Duration::from_secs(30), "kache to stop", || kache.try_wait().unwrap());
+    assert_eq!(status.code(), Some(0), "{status:?}: a panic exits 101");
+}
