@@ -91,7 +91,7 @@ pub struct CachedResource {
     protobuf: Option<String>,
     /// Set once an object had no protobuf encoding: protobuf requests then pass through.
     protobuf_failed: AtomicBool,
-    /// A custom resource (served from a CRD, stored unstructured).
+    /// A custom resource (served from a CRD, stored unstructured): see [`is_custom`].
     custom: bool,
     /// For a custom resource: the cached CRDs, whose columns its Tables follow.
     crds: OnceLock<Arc<CachedResource>>,
@@ -108,6 +108,7 @@ impl CachedResource {
         let type_prefix = Bytes::from(info.type_prefix());
         let builtin = apimachinery::resource::builtin(&info.group, &info.version, &info.plural).is_some();
         let protobuf = builtin.then(|| apimachinery::protobuf::message_name(&info.api_version(), &info.kind)).flatten();
+        let custom = is_custom(&info);
         CachedResource {
             info,
             store,
@@ -116,7 +117,7 @@ impl CachedResource {
             type_prefix,
             protobuf,
             protobuf_failed: AtomicBool::new(false),
-            custom: !builtin,
+            custom,
             crds: OnceLock::new(),
             crd_printer: Mutex::new(None),
             pressure: AtomicU8::new(Pressure::Normal as u8),
@@ -294,6 +295,13 @@ const INDEXED_FIELDS: &[&str] = &["spec.nodeName"];
 
 /// The protobuf message of object metadata.
 pub const OBJECT_META: &str = "apimachinery.pkg.apis.meta.v1.ObjectMeta";
+
+/// Whether `r` is a custom resource, its Tables following its CRD's columns:
+/// neither one of the kinds kache knows whole ([`apimachinery::resource::BUILTINS`])
+/// nor one the apiserver prints itself (RBAC, storage, flow control…).
+pub fn is_custom(r: &Resource) -> bool {
+    apimachinery::resource::builtin(&r.group, &r.version, &r.plural).is_none() && table::printer(&r.group, &r.plural).is_none()
+}
 
 /// The group and resource of CRDs, cached with any custom resource for its Tables' columns.
 pub const CRDS: (&str, &str) = ("apiextensions.k8s.io", "customresourcedefinitions");

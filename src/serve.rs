@@ -270,8 +270,7 @@ impl Drop for Running {
 /// Without access to CRDs its Tables are left to the apiserver.
 async fn with_crds(client: &Client, resources: &mut Vec<apimachinery::resource::Resource>) {
     let (group, plural) = crate::cache::CRDS;
-    let custom = |r: &apimachinery::resource::Resource| apimachinery::resource::builtin(&r.group, &r.version, &r.plural).is_none();
-    if !resources.iter().any(custom) || resources.iter().any(|r| r.group == group && r.plural == plural) {
+    if !resources.iter().any(crate::cache::is_custom) || resources.iter().any(|r| r.group == group && r.plural == plural) {
         return;
     }
     match discovery::resolve(client, &[format!("{plural}.{group}")]).await {

@@ -9,7 +9,7 @@ use base64::Engine;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use serde::{Deserialize, Serialize};
 
-use crate::gostr::{quote, quote_byte};
+use crate::gostr::quote_byte;
 
 const VERSION: &str = "meta.k8s.io/v1";
 
@@ -68,7 +68,8 @@ pub fn decode(token: &str, prefix: &str) -> Result<Continue, String> {
     let data = RAW_URL.decode(token).map_err(|e| invalid(e.to_string()))?;
     let t: Token = serde_json::from_slice(&data).map_err(|e| invalid(go_json_error(&e, &data)))?;
     if t.version != VERSION {
-        return Err(invalid(format!("server does not recognize this encoded version {}", quote(&t.version))));
+        // The apiserver formats the version with `%v`: unquoted.
+        return Err(invalid(format!("server does not recognize this encoded version {}", t.version)));
     }
     if t.rv == 0 {
         return Err(invalid(format!("incorrect encoded start resourceVersion (version {VERSION})")));
@@ -152,7 +153,7 @@ mod tests {
             "continue key is not valid: encoded start key empty (version meta.k8s.io/v1)"
         );
         let other = RAW_URL.encode(br#"{"v":"v2","rv":1,"start":"/a"}"#);
-        assert_eq!(decode(&other, "").unwrap_err(), "continue key is not valid: server does not recognize this encoded version \"v2\"");
+        assert_eq!(decode(&other, "").unwrap_err(), "continue key is not valid: server does not recognize this encoded version v2");
         assert_eq!(
             decode(&RAW_URL.encode(b"xyz"), "").unwrap_err(),
             "continue key is not valid: invalid character 'x' looking for beginning of value"

@@ -143,32 +143,48 @@ fn field_value<'a>(top: &Top<'a>, path: &str) -> Result<Option<Cow<'a, str>>, Me
 /// DaemonSet holds as `spec.templateGeneration` instead.
 const DAEMONSET_TEMPLATE_GENERATION: &str = "deprecated.daemonset.template.generation";
 
+/// The annotations autoscaling/v1 HorizontalPodAutoscalers carry for what
+/// only autoscaling/v2 has fields for; the internal object drops them.
+const HPA_ROUND_TRIP: &[&str] = &[
+    "autoscaling.alpha.kubernetes.io/metrics",
+    "autoscaling.alpha.kubernetes.io/current-metrics",
+    "autoscaling.alpha.kubernetes.io/behavior",
+    "autoscaling.alpha.kubernetes.io/conditions",
+];
+
 /// The `metadata` the apiserver writes in metadata-only answers
 /// (`PartialObjectMetadata`, Table rows) of an object of `res` stored with
 /// `metadata`: it serializes the metadata of its internal object, so a
 /// custom resource's comes in `ObjectMeta` order ([`typed_metadata`]) and a
-/// DaemonSet's without `deprecated.daemonset.template.generation` (an
-/// `annotations` left empty disappears); any other as stored. Checked
-/// against the captures (`daemonsets/get-metadata.json`, `watch-metadata.pb`).
+/// DaemonSet's without `deprecated.daemonset.template.generation` and an
+/// autoscaling/v1 HorizontalPodAutoscaler's without the v2 round-trip
+/// annotations (an `annotations` left empty disappears); any other as
+/// stored. Checked against the captures (`daemonsets/get-metadata.json`,
+/// `watch-metadata.pb`, `tables/horizontalpodautoscalers.autoscaling.v1`).
 pub fn served_metadata<'a>(res: &crate::resource::Resource, metadata: &'a [u8]) -> Cow<'a, [u8]> {
+    if res.group == "autoscaling" && res.version == "v1" && res.plural == "horizontalpodautoscalers" {
+        return without_annotations(metadata, HPA_ROUND_TRIP).map_or(Cow::Borrowed(metadata), Cow::Owned);
+    }
     if crate::resource::builtin(&res.group, &res.version, &res.plural).is_none() {
         return typed_metadata(metadata).map_or(Cow::Borrowed(metadata), Cow::Owned);
     }
     if res.group == "apps" && res.plural == "daemonsets" {
-        return without_annotation(metadata, DAEMONSET_TEMPLATE_GENERATION).map_or(Cow::Borrowed(metadata), Cow::Owned);
+        return without_annotations(metadata, &[DAEMONSET_TEMPLATE_GENERATION]).map_or(Cow::Borrowed(metadata), Cow::Owned);
     }
     Cow::Borrowed(metadata)
 }
 
-/// `metadata` without annotation `key` (an `annotations` left empty
+/// `metadata` without the annotations `keys` (an `annotations` left empty
 /// dropped), fields in `ObjectMeta` order, other bytes kept; `None` when it
-/// has no such annotation.
-fn without_annotation(metadata: &[u8], key: &str) -> Option<Vec<u8>> {
+/// has none of them.
+fn without_annotations(metadata: &[u8], keys: &[&str]) -> Option<Vec<u8>> {
     let map: BTreeMap<&str, &RawValue> = serde_json::from_slice(metadata).ok()?;
     let annotations: BTreeMap<String, &RawValue> = serde_json::from_str(map.get("annotations")?.get()).ok()?;
-    annotations.get(key)?;
+    if !keys.iter().any(|k| annotations.contains_key(*k)) {
+        return None;
+    }
     let mut rest = String::from("{");
-    for (k, v) in annotations.iter().filter(|(k, _)| *k != key) {
+    for (k, v) in annotations.iter().filter(|(k, _)| !keys.contains(&k.as_str())) {
         if rest.len() > 1 {
             rest.push(',');
         }

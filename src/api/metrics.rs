@@ -118,7 +118,10 @@ fn describe() {
     g!("kache_store_overhead_bytes", metrics::Unit::Bytes, "Estimated bytes besides object data.");
     c!("kache_upstream_lists_total", "Upstream lists (initial and re-lists).");
     c!("kache_upstream_watches_total", "Upstream watches started (the first and every reconnect).");
-    c!("kache_upstream_probes_total", "Upstream revision probes after broken watches and restored states.");
+    c!(
+        "kache_upstream_probes_total",
+        "Upstream revision probes: after broken watches and restored states, and the heartbeats of silent watches."
+    );
     c!("kache_upstream_events_total", "Upstream events applied.");
     g!("kache_upstream_watch_open", "1 while the resource's upstream watch is open.");
     g!(

@@ -3,11 +3,15 @@
 //!
 //! Guarantees: a resource has a [`Printer`] only where its columns and cells
 //! are the apiserver's, checked against the captures of a real 1.36
-//! (`tests/reference/apiserver-1.36/encodings/*/table*.json`): the built-in
+//! (`tests/reference/apiserver-1.36/encodings/*/table*.json`, and every
+//! resource of `tests/reference/apiserver-1.36/tables/`): the built-in
 //! printers ([`printer`]), a custom resource's from its CRD's
-//! `additionalPrinterColumns` ([`crd_printer`]), and the default table of
-//! CRDs; every other resource has none, and its tables are left to the
-//! apiserver. Cells are
+//! `additionalPrinterColumns` ([`crd_printer`]), and the default table
+//! (Name, Created At) of the built-in kinds the apiserver registers no
+//! printer for (CRDs, roles, cluster roles, limit ranges, CSI storage
+//! capacities); every other resource has none, and its tables are left to
+//! the apiserver, as are those of flow schemas, whose rows the apiserver
+//! sorts by matching precedence (kache writes rows in the order given). Cells are
 //! computed as the apiserver computes them at the moment of the request
 //! (ages are relative to the `now` given); the server always prints the
 //! wide columns (kubectl hides those of priority 1). Rows carry the object
@@ -117,6 +121,12 @@ pub fn printer(group: &str, plural: &str) -> Option<Arc<Printer>> {
     printers::of(group, plural)
 }
 
+/// [`printer`], and the printers of resources whose apiserver sorts the rows (tests only).
+#[cfg(test)]
+fn printer_with_rows_in_list_order(group: &str, plural: &str) -> Option<Arc<Printer>> {
+    printers::with_rows_in_list_order(group, plural)
+}
+
 /// A Table as parts: `metadata` is its JSON `ListMeta` (a list's, or the
 /// object's revision for a GET); each row's object is given as parts that
 /// concatenate to it, or `None` for `null`.
@@ -191,5 +201,7 @@ fn table_parts(metadata: &str, columns: &str, rows: impl IntoIterator<Item = (Ro
     parts
 }
 
+#[cfg(test)]
+mod captures;
 #[cfg(test)]
 mod tests;

@@ -3,9 +3,16 @@
 
 use serde_json::Value;
 
+mod admission;
+mod autoscaling;
+mod cluster;
 mod events;
 mod network;
 mod pod;
+mod policy;
+mod rbac;
+mod resource;
+mod storage;
 mod workloads;
 
 use std::sync::Arc;
@@ -18,13 +25,30 @@ fn parsed(bytes: &[u8], now: i64, cells: fn(&Value, i64) -> Row) -> Option<Row> 
     Some(cells(&serde_json::from_slice(bytes).ok()?, now))
 }
 
+/// [`parsed`] for printers that leave some objects to the apiserver (`None`).
+fn parsed_or_none(bytes: &[u8], now: i64, cells: fn(&Value, i64) -> Option<Row>) -> Option<Row> {
+    cells(&serde_json::from_slice(bytes).ok()?, now)
+}
+
+/// The printer kache serves Tables of `plural` with: every one of
+/// [`with_rows_in_list_order`] but those whose apiserver sorts the rows
+/// (flow schemas, by matching precedence), since kache writes rows in list
+/// order; their Tables are left to the apiserver.
 pub(super) fn of(group: &str, plural: &str) -> Option<Arc<Printer>> {
+    match (group, plural) {
+        ("flowcontrol.apiserver.k8s.io", "flowschemas") => None,
+        _ => with_rows_in_list_order(group, plural),
+    }
+}
+
+/// The apiserver's columns and cells of `plural`, rows in list order.
+pub(super) fn with_rows_in_list_order(group: &str, plural: &str) -> Option<Arc<Printer>> {
     let (columns, cells): (&'static str, super::RowFn) = match (group, plural) {
         ("", "pods") => (columns::PODS, pod::row),
         ("", "configmaps") => (columns::CONFIGMAPS, |b, now| parsed(b, now, configmap)),
         ("", "secrets") => (columns::SECRETS, |b, now| parsed(b, now, secret)),
         ("", "namespaces") => (columns::NAMESPACES, |b, now| parsed(b, now, namespace)),
-        ("", "serviceaccounts") => (columns::SERVICEACCOUNTS, |b, now| parsed(b, now, serviceaccount)),
+        ("", "serviceaccounts") => (columns::SERVICEACCOUNTS, |b, now| parsed(b, now, name_age)),
         ("coordination.k8s.io", "leases") => (columns::LEASES, |b, now| parsed(b, now, lease)),
         ("", "nodes") => (columns::NODES, |b, now| parsed(b, now, workloads::node)),
         ("", "services") => (columns::SERVICES, |b, now| parsed(b, now, workloads::service)),
@@ -38,9 +62,61 @@ pub(super) fn of(group: &str, plural: &str) -> Option<Arc<Printer>> {
         ("batch", "cronjobs") => (columns::CRONJOBS, |b, now| parsed(b, now, workloads::cronjob)),
         ("networking.k8s.io", "ingresses") => (columns::INGRESSES, |b, now| parsed(b, now, network::ingress)),
         ("discovery.k8s.io", "endpointslices") => (columns::ENDPOINTSLICES, |b, now| parsed(b, now, network::endpointslice)),
-        ("", "persistentvolumeclaims") => (columns::PERSISTENTVOLUMECLAIMS, |b, now| parsed(b, now, network::persistentvolumeclaim)),
-        // Served with the default table convertor.
-        ("apiextensions.k8s.io", "customresourcedefinitions") => (columns::CREATED_AT, super::custom::created_at_row),
+        ("", "persistentvolumeclaims") => (columns::PERSISTENTVOLUMECLAIMS, |b, now| parsed(b, now, storage::persistentvolumeclaim)),
+        ("", "persistentvolumes") => (columns::PERSISTENTVOLUMES, |b, now| parsed(b, now, storage::persistentvolume)),
+        ("", "podtemplates") => (columns::PODTEMPLATES, |b, now| parsed(b, now, workloads::podtemplate)),
+        ("", "replicationcontrollers") => (columns::REPLICATIONCONTROLLERS, |b, now| parsed(b, now, workloads::replicationcontroller)),
+        ("", "resourcequotas") => (columns::RESOURCEQUOTAS, |b, now| parsed(b, now, policy::resourcequota)),
+        ("", "componentstatuses") => (columns::COMPONENTSTATUSES, |b, now| parsed(b, now, cluster::componentstatus)),
+        ("apps", "controllerrevisions") => (columns::CONTROLLERREVISIONS, |b, now| parsed_or_none(b, now, workloads::controllerrevision)),
+        ("events.k8s.io", "events") => (columns::EVENTS, |b, now| parsed(b, now, events::event_v1)),
+        ("autoscaling", "horizontalpodautoscalers") => {
+            (columns::HORIZONTALPODAUTOSCALERS, |b, now| parsed(b, now, autoscaling::horizontalpodautoscaler))
+        }
+        ("policy", "poddisruptionbudgets") => (columns::PODDISRUPTIONBUDGETS, |b, now| parsed(b, now, policy::poddisruptionbudget)),
+        ("rbac.authorization.k8s.io", "rolebindings") => (columns::ROLEBINDINGS, |b, now| parsed(b, now, rbac::binding)),
+        ("rbac.authorization.k8s.io", "clusterrolebindings") => (columns::CLUSTERROLEBINDINGS, |b, now| parsed(b, now, rbac::binding)),
+        ("networking.k8s.io", "ingressclasses") => (columns::INGRESSCLASSES, |b, now| parsed(b, now, network::ingressclass)),
+        ("networking.k8s.io", "networkpolicies") => (columns::NETWORKPOLICIES, |b, now| parsed(b, now, network::networkpolicy)),
+        ("networking.k8s.io", "servicecidrs") => (columns::SERVICECIDRS, |b, now| parsed(b, now, network::servicecidr)),
+        ("networking.k8s.io", "ipaddresses") => (columns::IPADDRESSES, |b, now| parsed(b, now, network::ipaddress)),
+        ("storage.k8s.io", "storageclasses") => (columns::STORAGECLASSES, |b, now| parsed(b, now, storage::storageclass)),
+        ("storage.k8s.io", "volumeattributesclasses") => {
+            (columns::VOLUMEATTRIBUTESCLASSES, |b, now| parsed(b, now, storage::volumeattributesclass))
+        }
+        ("storage.k8s.io", "volumeattachments") => (columns::VOLUMEATTACHMENTS, |b, now| parsed(b, now, storage::volumeattachment)),
+        ("storage.k8s.io", "csidrivers") => (columns::CSIDRIVERS, |b, now| parsed(b, now, storage::csidriver)),
+        ("storage.k8s.io", "csinodes") => (columns::CSINODES, |b, now| parsed(b, now, storage::csinode)),
+        ("admissionregistration.k8s.io", "validatingwebhookconfigurations" | "mutatingwebhookconfigurations") => {
+            (columns::WEBHOOK_CONFIGURATIONS, |b, now| parsed(b, now, admission::webhooks))
+        }
+        ("admissionregistration.k8s.io", "validatingadmissionpolicies") => {
+            (columns::VALIDATINGADMISSIONPOLICIES, |b, now| parsed(b, now, admission::validating_policy))
+        }
+        ("admissionregistration.k8s.io", "mutatingadmissionpolicies") => {
+            (columns::MUTATINGADMISSIONPOLICIES, |b, now| parsed(b, now, admission::mutating_policy))
+        }
+        ("admissionregistration.k8s.io", "validatingadmissionpolicybindings" | "mutatingadmissionpolicybindings") => {
+            (columns::ADMISSION_POLICY_BINDINGS, |b, now| parsed_or_none(b, now, admission::binding))
+        }
+        ("apiregistration.k8s.io", "apiservices") => (columns::APISERVICES, |b, now| parsed(b, now, cluster::apiservice)),
+        ("flowcontrol.apiserver.k8s.io", "flowschemas") => (columns::FLOWSCHEMAS, |b, now| parsed(b, now, cluster::flowschema)),
+        ("flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations") => {
+            (columns::PRIORITYLEVELCONFIGURATIONS, |b, now| parsed(b, now, cluster::prioritylevelconfiguration))
+        }
+        ("scheduling.k8s.io", "priorityclasses") => (columns::PRIORITYCLASSES, |b, now| parsed(b, now, cluster::priorityclass)),
+        ("node.k8s.io", "runtimeclasses") => (columns::RUNTIMECLASSES, |b, now| parsed(b, now, cluster::runtimeclass)),
+        ("certificates.k8s.io", "certificatesigningrequests") => {
+            (columns::CERTIFICATESIGNINGREQUESTS, |b, now| parsed(b, now, cluster::certificatesigningrequest))
+        }
+        ("resource.k8s.io", "deviceclasses" | "resourceclaimtemplates") => (columns::SERVICEACCOUNTS, |b, now| parsed(b, now, name_age)),
+        ("resource.k8s.io", "resourceclaims") => (columns::RESOURCECLAIMS, |b, now| parsed(b, now, resource::resourceclaim)),
+        ("resource.k8s.io", "resourceslices") => (columns::RESOURCESLICES, |b, now| parsed(b, now, resource::resourceslice)),
+        // Served with the default table convertor (no printer registered for the kind).
+        ("apiextensions.k8s.io", "customresourcedefinitions")
+        | ("", "limitranges")
+        | ("rbac.authorization.k8s.io", "roles" | "clusterroles")
+        | ("storage.k8s.io", "csistoragecapacities") => (columns::CREATED_AT, super::custom::created_at_row),
         _ => return None,
     };
     Some(Arc::new(Printer::builtin(columns, cells)))
@@ -70,6 +146,51 @@ fn age(o: &Value, now: i64) -> Cell {
     Cell::Str(since(o.pointer("/metadata/creationTimestamp").and_then(Value::as_str), now))
 }
 
+fn text(s: impl Into<String>) -> Cell {
+    Cell::Str(s.into())
+}
+
+/// `labels.FormatLabels`: `k=v` pairs in key order, or `<none>`.
+fn format_labels(map: Option<&Value>) -> String {
+    let mut pairs: Vec<(&str, &str)> =
+        map.and_then(Value::as_object).map(|m| m.iter().map(|(k, v)| (k.as_str(), v.as_str().unwrap_or(""))).collect()).unwrap_or_default();
+    if pairs.is_empty() {
+        return "<none>".into();
+    }
+    pairs.sort();
+    pairs.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")
+}
+
+/// `metav1.LabelSelectorAsSelector(s).String()`: requirements in key order.
+fn selector(s: Option<&Value>) -> String {
+    let Some(s) = s.filter(|s| !s.is_null()) else { return String::new() };
+    let mut reqs: Vec<(String, String)> = Vec::new();
+    if let Some(m) = s.get("matchLabels").and_then(Value::as_object) {
+        reqs.extend(m.iter().map(|(k, v)| (k.clone(), format!("{k}={}", v.as_str().unwrap_or("")))));
+    }
+    for e in items(s, &["matchExpressions"]) {
+        let key = str_at(e, &["key"]);
+        let mut values: Vec<&str> = items(e, &["values"]).iter().filter_map(Value::as_str).collect();
+        values.sort_unstable();
+        let text = match str_at(e, &["operator"]) {
+            "In" => format!("{key} in ({})", values.join(",")),
+            "NotIn" => format!("{key} notin ({})", values.join(",")),
+            "Exists" => key.to_string(),
+            "DoesNotExist" => format!("!{key}"),
+            _ => return "<error>".into(),
+        };
+        reqs.push((key.to_string(), text));
+    }
+    reqs.sort_by(|a, b| a.0.cmp(&b.0));
+    reqs.into_iter().map(|(_, t)| t).collect::<Vec<_>>().join(",")
+}
+
+/// A boolean field as a JSON boolean cell, `default` when absent.
+fn flag(o: &Value, path: &[&str], default: bool) -> Cell {
+    let value = path.iter().try_fold(o, |v, k| v.get(k)).and_then(Value::as_bool).unwrap_or(default);
+    Cell::Raw(value.to_string())
+}
+
 fn row(cells: Vec<Cell>) -> Row {
     Row { cells, conditions: None }
 }
@@ -86,7 +207,8 @@ fn namespace(o: &Value, now: i64) -> Row {
     row(vec![name(o), Cell::Str(str_at(o, &["status", "phase"]).to_string()), age(o, now)])
 }
 
-fn serviceaccount(o: &Value, now: i64) -> Row {
+/// Name and Age: service accounts, device classes, resource claim templates.
+fn name_age(o: &Value, now: i64) -> Row {
     row(vec![name(o), age(o, now)])
 }
 

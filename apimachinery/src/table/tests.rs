@@ -10,7 +10,11 @@ fn capture(path: &str) -> Vec<u8> {
 
 /// The capture's `Date:` header as Unix seconds: the apiserver's "now" for its ages.
 fn date_of(meta: &str) -> i64 {
-    let text = String::from_utf8(capture(meta)).unwrap();
+    date_header(&String::from_utf8(capture(meta)).unwrap())
+}
+
+/// The `Date:` response header of a capture's `.meta` text, as Unix seconds.
+pub(super) fn date_header(text: &str) -> i64 {
     let date = text.lines().find_map(|l| l.strip_prefix("< Date: ")).expect("a Date header");
     // "Mon, 23 Nov 2026 17:04:15 GMT"
     let f: Vec<&str> = date.split([' ', ',']).filter(|s| !s.is_empty()).collect();

@@ -57,3 +57,27 @@ pub(super) fn event(o: &Value, now: i64) -> Row {
         text(str_at(o, &["metadata", "name"])),
     ])
 }
+
+/// events.k8s.io/v1 field names and their core/v1 twins (the apiserver converts to the core event to print).
+const EVENTS_V1: [(&str, &str); 7] = [
+    ("regarding", "involvedObject"),
+    ("note", "message"),
+    ("deprecatedSource", "source"),
+    ("deprecatedFirstTimestamp", "firstTimestamp"),
+    ("deprecatedLastTimestamp", "lastTimestamp"),
+    ("deprecatedCount", "count"),
+    ("reportingController", "reportingComponent"),
+];
+
+/// An events.k8s.io/v1 event, printed as its core/v1 form.
+pub(super) fn event_v1(o: &Value, now: i64) -> Row {
+    let mut core = o.clone();
+    if let Some(map) = core.as_object_mut() {
+        for (v1, v1_core) in EVENTS_V1 {
+            if let Some(v) = map.remove(v1) {
+                map.insert(v1_core.to_string(), v);
+            }
+        }
+    }
+    event(&core, now)
+}

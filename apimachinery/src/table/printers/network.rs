@@ -1,13 +1,10 @@
-//! Printers of ingresses, endpoint slices and persistent volume claims.
+//! Printers of the networking kinds: ingresses and ingress classes,
+//! endpoint slices, network policies, service CIDRs and IP addresses.
 
 use serde_json::Value;
 
-use super::super::{Cell, Row};
-use super::{age, items, name, row, str_at};
-
-fn text(s: impl Into<String>) -> Cell {
-    Cell::Str(s.into())
-}
+use super::super::Row;
+use super::{age, items, name, row, selector, str_at, text};
 
 /// `printIngress`.
 pub(super) fn ingress(o: &Value, now: i64) -> Row {
@@ -70,37 +67,51 @@ fn list_with_more(all: impl Iterator<Item = String>) -> String {
     }
 }
 
-/// `printPersistentVolumeClaim`.
-pub(super) fn persistentvolumeclaim(o: &Value, now: i64) -> Row {
-    let deleting = o.pointer("/metadata/deletionTimestamp").is_some_and(|d| !d.is_null());
-    let phase = if deleting { "Terminating" } else { str_at(o, &["status", "phase"]) };
-    let volume = str_at(o, &["spec", "volumeName"]);
-    let (capacity, modes) = if volume.is_empty() {
-        (String::new(), String::new())
-    } else {
-        let modes: Vec<&str> = items(o, &["status", "accessModes"]).iter().filter_map(Value::as_str).collect();
-        let short = [("ReadWriteOnce", "RWO"), ("ReadOnlyMany", "ROX"), ("ReadWriteMany", "RWX"), ("ReadWriteOncePod", "RWOP")]
-            .iter()
-            .filter(|(mode, _)| modes.contains(mode))
-            .map(|(_, s)| *s)
-            .collect::<Vec<_>>()
-            .join(",");
-        (str_at(o, &["status", "capacity", "storage"]).to_string(), short)
+/// `printIngressClass`.
+pub(super) fn ingressclass(o: &Value, now: i64) -> Row {
+    let mut class = str_at(o, &["metadata", "name"]).to_string();
+    if str_at(o, &["metadata", "annotations", "ingressclass.kubernetes.io/is-default-class"]) == "true" {
+        class.push_str(" (default)");
+    }
+    let parameters = match o.pointer("/spec/parameters").filter(|p| p.is_object()) {
+        None => "<none>".to_string(),
+        Some(p) => match p.get("apiGroup").and_then(Value::as_str) {
+            Some(group) => format!("{}.{group}/{}", str_at(p, &["kind"]), str_at(p, &["name"])),
+            None => format!("{}/{}", str_at(p, &["kind"]), str_at(p, &["name"])),
+        },
     };
-    let class = match str_at(o, &["metadata", "annotations", "volume.beta.kubernetes.io/storage-class"]) {
-        "" => str_at(o, &["spec", "storageClassName"]),
-        beta => beta,
+    row(vec![text(class), text(str_at(o, &["spec", "controller"])), text(parameters), age(o, now)])
+}
+
+/// `printNetworkPolicy`: the pod selector as `metav1.FormatLabelSelector` writes it.
+pub(super) fn networkpolicy(o: &Value, now: i64) -> Row {
+    let pods = match selector(o.pointer("/spec/podSelector")) {
+        s if s.is_empty() => "<none>".to_string(),
+        s => s,
     };
-    let unset = |s: &str| if s.is_empty() { "<unset>".to_string() } else { s.to_string() };
-    row(vec![
-        name(o),
-        text(phase),
-        text(volume),
-        text(capacity),
-        text(modes),
-        text(class),
-        text(unset(str_at(o, &["spec", "volumeAttributesClassName"]))),
-        age(o, now),
-        text(unset(str_at(o, &["spec", "volumeMode"]))),
-    ])
+    row(vec![name(o), text(pods), age(o, now)])
+}
+
+/// `printServiceCIDR`.
+pub(super) fn servicecidr(o: &Value, now: i64) -> Row {
+    let cidrs: Vec<&str> = items(o, &["spec", "cidrs"]).iter().filter_map(Value::as_str).collect();
+    row(vec![name(o), text(cidrs.join(",")), age(o, now)])
+}
+
+/// `printIPAddress`: three cells, though the table declares two columns (the apiserver's own mismatch).
+pub(super) fn ipaddress(o: &Value, now: i64) -> Row {
+    let parent = match o.pointer("/spec/parentRef").filter(|p| p.is_object()) {
+        None => "<none>".to_string(),
+        Some(p) => {
+            let resource = match (str_at(p, &["resource"]), str_at(p, &["group"])) {
+                (r, "") => r.to_lowercase(),
+                (r, g) => format!("{r}.{g}").to_lowercase(),
+            };
+            match str_at(p, &["namespace"]) {
+                "" => format!("{resource}/{}", str_at(p, &["name"])),
+                ns => format!("{resource}/{ns}/{}", str_at(p, &["name"])),
+            }
+        }
+    };
+    row(vec![name(o), text(parent), age(o, now)])
 }

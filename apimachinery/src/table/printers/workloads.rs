@@ -4,57 +4,18 @@
 use serde_json::Value;
 
 use super::super::{Cell, Row};
-use super::{age, int_at, items, name, row, str_at};
+use super::{age, format_labels, int_at, items, name, row, selector, str_at, text};
 use crate::time::{human_duration, parse_time, since};
-
-fn text(s: impl Into<String>) -> Cell {
-    Cell::Str(s.into())
-}
 
 /// `layoutContainerCells`: the template's container names and images, comma-joined.
 fn containers(o: &Value) -> (Cell, Cell) {
     containers_at(o, &["spec", "template", "spec", "containers"])
 }
 
-fn containers_at(o: &Value, path: &[&str]) -> (Cell, Cell) {
+pub(super) fn containers_at(o: &Value, path: &[&str]) -> (Cell, Cell) {
     let cs = items(o, path);
     let join = |key: &str| cs.iter().map(|c| str_at(c, &[key])).collect::<Vec<_>>().join(",");
     (text(join("name")), text(join("image")))
-}
-
-/// `labels.FormatLabels`: `k=v` pairs in key order, or `<none>`.
-fn format_labels(map: Option<&Value>) -> String {
-    let mut pairs: Vec<(&str, &str)> =
-        map.and_then(Value::as_object).map(|m| m.iter().map(|(k, v)| (k.as_str(), v.as_str().unwrap_or(""))).collect()).unwrap_or_default();
-    if pairs.is_empty() {
-        return "<none>".into();
-    }
-    pairs.sort();
-    pairs.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")
-}
-
-/// `metav1.LabelSelectorAsSelector(s).String()`: requirements in key order.
-fn selector(s: Option<&Value>) -> String {
-    let Some(s) = s.filter(|s| !s.is_null()) else { return String::new() };
-    let mut reqs: Vec<(String, String)> = Vec::new();
-    if let Some(m) = s.get("matchLabels").and_then(Value::as_object) {
-        reqs.extend(m.iter().map(|(k, v)| (k.clone(), format!("{k}={}", v.as_str().unwrap_or("")))));
-    }
-    for e in items(s, &["matchExpressions"]) {
-        let key = str_at(e, &["key"]);
-        let mut values: Vec<&str> = items(e, &["values"]).iter().filter_map(Value::as_str).collect();
-        values.sort_unstable();
-        let text = match str_at(e, &["operator"]) {
-            "In" => format!("{key} in ({})", values.join(",")),
-            "NotIn" => format!("{key} notin ({})", values.join(",")),
-            "Exists" => key.to_string(),
-            "DoesNotExist" => format!("!{key}"),
-            _ => return "<error>".into(),
-        };
-        reqs.push((key.to_string(), text));
-    }
-    reqs.sort_by(|a, b| a.0.cmp(&b.0));
-    reqs.into_iter().map(|(_, t)| t).collect::<Vec<_>>().join(",")
 }
 
 fn condition_true(o: &Value, typ: &str) -> bool {
@@ -335,4 +296,46 @@ pub(super) fn service(o: &Value, now: i64) -> Row {
         age(o, now),
         text(format_labels(o.pointer("/spec/selector"))),
     ])
+}
+
+/// `printPodTemplate`.
+pub(super) fn podtemplate(o: &Value, _now: i64) -> Row {
+    let (names, images) = containers_at(o, &["template", "spec", "containers"]);
+    row(vec![name(o), names, images, text(format_labels(o.pointer("/template/metadata/labels")))])
+}
+
+/// `printReplicationController`.
+pub(super) fn replicationcontroller(o: &Value, now: i64) -> Row {
+    let (names, images) = containers(o);
+    row(vec![
+        name(o),
+        Cell::Int(int_at(o, &["spec", "replicas"])),
+        Cell::Int(int_at(o, &["status", "replicas"])),
+        Cell::Int(int_at(o, &["status", "readyReplicas"])),
+        age(o, now),
+        names,
+        images,
+        text(format_labels(o.pointer("/spec/selector"))),
+    ])
+}
+
+/// `printControllerRevision`: the controller as `kind.group/name`, lowercased.
+pub(super) fn controllerrevision(o: &Value, now: i64) -> Option<Row> {
+    let controller =
+        match items(o, &["metadata", "ownerReferences"]).iter().find(|r| r.get("controller").and_then(Value::as_bool) == Some(true)) {
+            None => "<none>".to_string(),
+            Some(r) => {
+                let group = match str_at(r, &["apiVersion"]).split('/').collect::<Vec<_>>()[..] {
+                    [_] => "",
+                    [group, _] => group,
+                    _ => return None,
+                };
+                match (str_at(r, &["kind"]), group) {
+                    ("", "") => str_at(r, &["name"]).to_string(),
+                    (kind, "") => format!("{}/{}", kind.to_lowercase(), str_at(r, &["name"])),
+                    (kind, group) => format!("{}/{}", format!("{kind}.{group}").to_lowercase(), str_at(r, &["name"])),
+                }
+            }
+        };
+    Some(row(vec![name(o), text(controller), Cell::Int(int_at(o, &["revision"])), age(o, now)]))
 }
