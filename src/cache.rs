@@ -134,6 +134,11 @@ impl CachedResource {
         self.pressure.store(level as u8, Ordering::Relaxed);
     }
 
+    /// Whether it is a custom resource ([`is_custom`]).
+    pub fn is_custom(&self) -> bool {
+        self.custom
+    }
+
     /// Its Table printer: a built-in resource's, or a custom resource's
     /// from its CRD as the cache holds it now; `None` leaves its Tables to
     /// the apiserver.

@@ -542,6 +542,7 @@ async fn table_watches_are_the_objects_stream_as_one_row_tables() {
             let frame = parse(l);
             let object = Bytes::from(serde_json::to_vec(&frame["object"]).expect("JSON"));
             let table = json_watch_table(
+                apimachinery::partial::MetaVersion::V1,
                 &pods,
                 IncludeObject::Metadata,
                 &object,

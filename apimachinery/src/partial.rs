@@ -24,12 +24,53 @@ pub const KIND: &str = "PartialObjectMetadata";
 /// A list's form.
 pub const LIST_KIND: &str = "PartialObjectMetadataList";
 
+/// A version of `meta.k8s.io`, whose kinds (Table, PartialObjectMetadata)
+/// the apiserver writes in the version asked for: `v1`, or `v1beta1` as
+/// older clients ask (the same types, another `apiVersion`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum MetaVersion {
+    /// `meta.k8s.io/v1`.
+    #[default]
+    V1,
+    /// `meta.k8s.io/v1beta1`.
+    V1beta1,
+}
+
+impl MetaVersion {
+    /// The version named `v` (`v1`, `v1beta1`), if it is one.
+    pub fn parse(v: &str) -> Option<MetaVersion> {
+        match v {
+            "v1" => Some(MetaVersion::V1),
+            "v1beta1" => Some(MetaVersion::V1beta1),
+            _ => None,
+        }
+    }
+
+    /// Its `apiVersion`.
+    pub fn api_version(self) -> &'static str {
+        match self {
+            MetaVersion::V1 => API_VERSION,
+            MetaVersion::V1beta1 => "meta.k8s.io/v1beta1",
+        }
+    }
+}
+
 const HEAD: &[u8] = br#"{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":"#;
+const HEAD_V1BETA1: &[u8] = br#"{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1beta1","metadata":"#;
 
 /// One object's metadata-only form, as parts sharing its `metadata` bytes
 /// (given as parts that concatenate to them).
 pub fn object(metadata: impl IntoIterator<Item = Bytes>) -> Vec<Bytes> {
-    std::iter::once(Bytes::from_static(HEAD)).chain(metadata).chain([Bytes::from_static(b"}")]).collect()
+    object_in(MetaVersion::V1, metadata)
+}
+
+/// [`object`] in `version`.
+pub fn object_in(version: MetaVersion, metadata: impl IntoIterator<Item = Bytes>) -> Vec<Bytes> {
+    let head = match version {
+        MetaVersion::V1 => HEAD,
+        MetaVersion::V1beta1 => HEAD_V1BETA1,
+    };
+    std::iter::once(Bytes::from_static(head)).chain(metadata).chain([Bytes::from_static(b"}")]).collect()
 }
 
 /// A `PartialObjectMetadataList` of the objects whose `metadata` bytes are

@@ -28,7 +28,7 @@ use apimachinery::json;
 use apimachinery::list::{ListMeta, check_fields};
 use apimachinery::negotiate::{self, Endpoint, Format};
 use apimachinery::params::{ListOptions, parse_resource_version};
-use apimachinery::partial;
+use apimachinery::partial::{self, MetaVersion};
 use apimachinery::protobuf;
 use apimachinery::status::ApiError;
 use apimachinery::table::{self, IncludeObject, unix_now};
@@ -357,10 +357,10 @@ fn parse_json(rt: &ResourceType, headers: &HeaderMap, body: &[u8]) -> Result<Val
 }
 
 /// What a Table row carries of `o`.
-fn row_object(rt: &ResourceType, o: &crate::object::Obj, include: IncludeObject) -> Option<Vec<Bytes>> {
+fn row_object(rt: &ResourceType, o: &crate::object::Obj, include: IncludeObject, version: MetaVersion) -> Option<Vec<Bytes>> {
     match include {
         IncludeObject::None => None,
-        IncludeObject::Metadata => Some(partial::object([o.served_metadata(rt)])),
+        IncludeObject::Metadata => Some(partial::object_in(version, [o.served_metadata(rt)])),
         IncludeObject::Object => Some(vec![Bytes::from(o.with_type(rt))]),
     }
 }
@@ -403,6 +403,8 @@ async fn resource(state: &Arc<State>, req: Request<Incoming>, t: Target, mut enc
     enc.protobuf = media.format == Format::Protobuf;
     let message = enc.protobuf.then(|| message.unwrap_or_default());
     let kind = media.convert.as_ref().and_then(|c| c.meta_kind()).map(str::to_owned);
+    // A Table in the version asked for (`meta_kind` accepts only v1 and v1beta1).
+    let version = media.convert.as_ref().and_then(|c| MetaVersion::parse(&c.version)).unwrap_or_default();
     let table = printer
         .filter(|_| kind.as_deref() == Some("Table"))
         .map(|p| (p, IncludeObject::from_query(&query).unwrap_or(IncludeObject::Metadata)));
@@ -442,9 +444,10 @@ async fn resource(state: &Arc<State>, req: Request<Incoming>, t: Target, mut enc
             Ok(match (table, partial) {
                 (Some((printer, include)), _) => {
                     let now = unix_now();
-                    let rows = page.items.iter().map(|o| (printer.row(&o.item, now).unwrap_or_default(), row_object(rt, o, include)));
+                    let rows =
+                        page.items.iter().map(|o| (printer.row(&o.item, now).unwrap_or_default(), row_object(rt, o, include, version)));
                     // A Table is not a three-field list: the apiserver encodes it whole.
-                    enc.respond_written(StatusCode::OK, table::json_table(&page.meta.json(), &printer, rows), Writes::Whole, pace)
+                    enc.respond_written(StatusCode::OK, table::json_table(version, &page.meta.json(), &printer, rows), Writes::Whole, pace)
                 }
                 (None, Some(_)) => enc.respond_list(list::encode_partial(rt, &page), pace),
                 (None, None) => enc.respond_list(list::encode(rt, &page), pace),
@@ -468,8 +471,8 @@ async fn resource(state: &Arc<State>, req: Request<Incoming>, t: Target, mut enc
             let o = db.get(t.res, &rt.key(&ns, name), db.rev()).cloned().ok_or_else(|| ApiError::not_found(rt, name))?;
             if let Some((printer, include)) = table {
                 let meta = format!("{{\"resourceVersion\":\"{}\"}}", o.rv);
-                let row = (printer.row(&o.item, unix_now()).unwrap_or_default(), row_object(rt, &o, include));
-                return Ok(enc.respond(StatusCode::OK, table::json_table(&meta, &printer, [row])));
+                let row = (printer.row(&o.item, unix_now()).unwrap_or_default(), row_object(rt, &o, include, version));
+                return Ok(enc.respond(StatusCode::OK, table::json_table(version, &meta, &printer, [row])));
             }
             match partial.as_deref() {
                 Some(partial::KIND) => match &message {

@@ -10,6 +10,7 @@
 use apimachinery::json;
 use apimachinery::list::json_list_parts;
 use apimachinery::negotiate;
+use apimachinery::partial::MetaVersion;
 use apimachinery::status::ApiError;
 use std::sync::Arc;
 
@@ -30,7 +31,8 @@ use crate::store::CachedObject;
 #[derive(Debug, Clone)]
 pub enum Shape {
     Form(Form),
-    Table(Arc<Printer>, IncludeObject),
+    /// In the `meta.k8s.io` version asked for.
+    Table(Arc<Printer>, IncludeObject, MetaVersion),
 }
 
 /// A watch frame of event `typ` carrying `o` (with `metadata.resourceVersion`
@@ -78,14 +80,14 @@ pub fn page_parts(res: &Arc<CachedResource>, page: Page, shape: &Shape, protobuf
             &page.meta,
             page.items.into_iter().map(|o| [o.bytes().clone()]),
         )),
-        Shape::Table(printer, include) => {
+        Shape::Table(printer, include, version) => {
             let now = unix_now();
             let rows = page
                 .items
                 .iter()
-                .map(|o| Some((printer.row(o.bytes(), now)?, row_object(res, o, *include))))
+                .map(|o| Some((printer.row(o.bytes(), now)?, row_object(res, o, *include, *version))))
                 .collect::<Option<Vec<_>>>()?;
-            Box::new(table::json_table(&page.meta.json(), printer, rows).into_iter())
+            Box::new(table::json_table(*version, &page.meta.json(), printer, rows).into_iter())
         }
     })
 }
@@ -98,18 +100,19 @@ pub fn get_parts(res: &CachedResource, o: &CachedObject, shape: &Shape, protobuf
     }
     Some(match shape {
         Shape::Form(form) => object_parts(res, o, *form, None),
-        Shape::Table(printer, include) => {
+        Shape::Table(printer, include, version) => {
             let meta = format!("{{\"resourceVersion\":\"{}\"}}", o.resource_version());
-            table::json_table(&meta, printer, [(printer.row(o.bytes(), unix_now())?, row_object(res, o, *include))])
+            let row = (printer.row(o.bytes(), unix_now())?, row_object(res, o, *include, *version));
+            table::json_table(*version, &meta, printer, [row])
         }
     })
 }
 
 /// What a Table row carries of `o`.
-fn row_object(res: &CachedResource, o: &CachedObject, include: IncludeObject) -> Option<Vec<Bytes>> {
+fn row_object(res: &CachedResource, o: &CachedObject, include: IncludeObject, version: MetaVersion) -> Option<Vec<Bytes>> {
     match include {
         IncludeObject::None => None,
-        IncludeObject::Metadata => Some(object_parts(res, o, Form::Metadata, None)),
+        IncludeObject::Metadata => Some(apimachinery::partial::object_in(version, res.metadata_parts(o, None))),
         IncludeObject::Object => Some(res.lone(o)),
     }
 }

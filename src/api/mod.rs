@@ -31,7 +31,7 @@ use std::time::Duration;
 use apimachinery::auth::Attributes;
 use apimachinery::negotiate::{self, Endpoint, Format};
 use apimachinery::params::ListOptions;
-use apimachinery::partial;
+use apimachinery::partial::{self, MetaVersion};
 use apimachinery::status::ApiError;
 use apimachinery::table::IncludeObject;
 use apimachinery::tls::ClientCertificates;
@@ -261,11 +261,10 @@ fn header<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
 /// would lay it out, if kache can write that from what it holds (JSON, or
 /// protobuf for the built-in kinds whose objects it can encode).
 fn answer(res: &CachedResource, headers: &HeaderMap, query: &str) -> Option<(Shape, Layout)> {
-    let endpoint = if apimachinery::resource::builtin(&res.info.group, &res.info.version, &res.info.plural).is_some() {
-        Endpoint::BUILTIN
-    } else {
-        Endpoint::CUSTOM
-    };
+    // A built-in kind kache cannot encode in protobuf (RBAC, storage…) still
+    // answers protobuf upstream: such a request is negotiated as the
+    // apiserver would, then passed through.
+    let endpoint = if res.is_custom() { Endpoint::CUSTOM } else { Endpoint::BUILTIN };
     let media = negotiate::negotiate(header(headers, ACCEPT.as_str()), &endpoint)?;
     let protobuf = media.format == Format::Protobuf;
     if media.format == Format::Yaml {
@@ -273,10 +272,11 @@ fn answer(res: &CachedResource, headers: &HeaderMap, query: &str) -> Option<(Sha
     }
     let shape = match media.convert.as_ref().map(|c| (c.meta_kind(), c.version.as_str())) {
         None => Shape::Form(Form::Objects),
-        Some((Some(partial::KIND), _)) => Shape::Form(Form::Metadata),
-        Some((Some(partial::LIST_KIND), _)) => Shape::Form(Form::MetadataList),
-        // Tables where kache has the resource's printer (v1beta1 tables are left to the apiserver).
-        Some((Some("Table"), "v1")) => Shape::Table(res.printer()?, IncludeObject::from_query(query)?),
+        Some((Some(partial::KIND), "v1")) => Shape::Form(Form::Metadata),
+        Some((Some(partial::LIST_KIND), "v1")) => Shape::Form(Form::MetadataList),
+        // Tables where kache has the resource's printer, in either version.
+        Some((Some("Table"), version)) => Shape::Table(res.printer()?, IncludeObject::from_query(query)?, MetaVersion::parse(version)?),
+        // Metadata-only forms in v1beta1 are left to the apiserver.
         Some(_) => return None,
     };
     let speaks = match shape {

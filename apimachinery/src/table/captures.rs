@@ -116,7 +116,7 @@ fn rebuilt(dir: &Path, table: &str, include: IncludeObject) -> Result<Vec<u8>, S
         rows.push((row, object));
     }
     let captured: Value = serde_json::from_slice(&read(dir, table)).unwrap();
-    let mut out = json_table(&captured["metadata"].to_string(), &printer, rows).concat();
+    let mut out = json_table(crate::partial::MetaVersion::V1, &captured["metadata"].to_string(), &printer, rows).concat();
     out.push(b'\n');
     Ok(out)
 }

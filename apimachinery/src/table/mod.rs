@@ -26,6 +26,7 @@ mod printers;
 use std::borrow::Cow;
 use std::sync::Arc;
 
+use crate::partial::MetaVersion;
 use bytes::Bytes;
 
 pub use custom::crd_printer;
@@ -130,8 +131,13 @@ fn printer_with_rows_in_list_order(group: &str, plural: &str) -> Option<Arc<Prin
 /// A Table as parts: `metadata` is its JSON `ListMeta` (a list's, or the
 /// object's revision for a GET); each row's object is given as parts that
 /// concatenate to it, or `None` for `null`.
-pub fn json_table(metadata: &str, printer: &Printer, rows: impl IntoIterator<Item = (Row, Option<Vec<Bytes>>)>) -> Vec<Bytes> {
-    table_parts(metadata, &printer.columns, rows)
+pub fn json_table(
+    version: MetaVersion,
+    metadata: &str,
+    printer: &Printer,
+    rows: impl IntoIterator<Item = (Row, Option<Vec<Bytes>>)>,
+) -> Vec<Bytes> {
+    table_parts(version, metadata, &printer.columns, rows)
 }
 
 /// A watch event's object (`object`, a lone object's JSON) as the Table of
@@ -140,6 +146,7 @@ pub fn json_table(metadata: &str, printer: &Printer, rows: impl IntoIterator<Ite
 /// the column definitions, every later one `null`. `None` when the object
 /// does not read as the printer expects.
 pub fn json_watch_table(
+    version: MetaVersion,
     printer: &Printer,
     include: IncludeObject,
     object: &Bytes,
@@ -155,16 +162,22 @@ pub fn json_watch_table(
     };
     let row_object = match include {
         IncludeObject::None => None,
-        IncludeObject::Metadata => Some(crate::partial::object([metadata])),
+        IncludeObject::Metadata => Some(crate::partial::object_in(version, [metadata])),
         IncludeObject::Object => Some(vec![object.clone()]),
     };
     let metadata = format!("{{\"resourceVersion\":\"{}\"}}", meta.resource_version_text);
-    Some(table_parts(&metadata, if columns { &printer.columns } else { "null" }, [(row, row_object)]))
+    Some(table_parts(version, &metadata, if columns { &printer.columns } else { "null" }, [(row, row_object)]))
 }
 
-fn table_parts(metadata: &str, columns: &str, rows: impl IntoIterator<Item = (Row, Option<Vec<Bytes>>)>) -> Vec<Bytes> {
+fn table_parts(
+    version: MetaVersion,
+    metadata: &str,
+    columns: &str,
+    rows: impl IntoIterator<Item = (Row, Option<Vec<Bytes>>)>,
+) -> Vec<Bytes> {
+    let api_version = version.api_version();
     let mut parts = vec![Bytes::from(format!(
-        "{{\"kind\":\"Table\",\"apiVersion\":\"meta.k8s.io/v1\",\"metadata\":{metadata},\"columnDefinitions\":{columns},\"rows\":["
+        "{{\"kind\":\"Table\",\"apiVersion\":\"{api_version}\",\"metadata\":{metadata},\"columnDefinitions\":{columns},\"rows\":["
     ))];
     for (i, (row, object)) in rows.into_iter().enumerate() {
         let mut head = String::with_capacity(128);

@@ -54,7 +54,7 @@ fn rebuilt_with(printer: &Printer, res: &crate::resource::Resource, table: &str,
             .as_str()
             .unwrap()
             .to_string();
-    let mut out = json_table(&format!("{{\"resourceVersion\":\"{table_rv}\"}}"), printer, rows).concat();
+    let mut out = json_table(crate::partial::MetaVersion::V1, &format!("{{\"resourceVersion\":\"{table_rv}\"}}"), printer, rows).concat();
     out.push(b'\n');
     out
 }
@@ -150,6 +150,7 @@ fn the_captured_table_watch_is_rebuilt_byte_for_byte() {
             continue;
         }
         let table = json_watch_table(
+            crate::partial::MetaVersion::V1,
             &printer,
             IncludeObject::Metadata,
             &frame.object,

@@ -109,7 +109,7 @@ pub async fn watch(
     // A table watch is the objects' stream, rewritten as it leaves.
     let (form, table) = match shape {
         Shape::Form(form) => (form, None),
-        Shape::Table(printer, include) => (Form::Objects, Some(TableFrames::new(printer, include, res.info.clone()))),
+        Shape::Table(printer, include, version) => (Form::Objects, Some(TableFrames::new(printer, include, version, res.info.clone()))),
     };
     let wire = Wire { form, protobuf: layout.protobuf };
     let requested = parse_resource_version(&opts.resource_version)?;

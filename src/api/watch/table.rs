@@ -8,6 +8,7 @@
 
 use std::sync::Arc;
 
+use apimachinery::partial::MetaVersion;
 use apimachinery::table::{self, IncludeObject, Printer};
 use apimachinery::watch::{EventType, WatchDecoder, json_frame};
 use bytes::{Bytes, BytesMut};
@@ -19,6 +20,7 @@ const MAX_FRAME: usize = 64 << 20;
 pub struct TableFrames {
     printer: Arc<Printer>,
     include: IncludeObject,
+    version: MetaVersion,
     /// The resource: rows carry its metadata as metadata-only answers do.
     res: apimachinery::resource::Resource,
     decoder: WatchDecoder,
@@ -26,8 +28,8 @@ pub struct TableFrames {
 }
 
 impl TableFrames {
-    pub fn new(printer: Arc<Printer>, include: IncludeObject, res: apimachinery::resource::Resource) -> TableFrames {
-        TableFrames { printer, include, res, decoder: WatchDecoder::new(MAX_FRAME), columns_sent: false }
+    pub fn new(printer: Arc<Printer>, include: IncludeObject, version: MetaVersion, res: apimachinery::resource::Resource) -> TableFrames {
+        TableFrames { printer, include, version, res, decoder: WatchDecoder::new(MAX_FRAME), columns_sent: false }
     }
 
     /// The whole frames of `chunk` as Table events; `None` ends the stream.
@@ -40,7 +42,8 @@ impl TableFrames {
                 out.extend_from_slice(&json_frame(frame.typ, &[&frame.object]));
                 continue;
             }
-            let parts = table::json_watch_table(&self.printer, self.include, &frame.object, &self.res, !self.columns_sent, now)?;
+            let parts =
+                table::json_watch_table(self.version, &self.printer, self.include, &frame.object, &self.res, !self.columns_sent, now)?;
             self.columns_sent = true;
             out.extend_from_slice(&json_frame(frame.typ, &parts.iter().map(|p| &p[..]).collect::<Vec<_>>()));
         }
