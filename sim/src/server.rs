@@ -444,8 +444,10 @@ async fn resource(state: &Arc<State>, req: Request<Incoming>, t: Target, mut enc
             Ok(match (table, partial) {
                 (Some((printer, include)), _) => {
                     let now = unix_now();
+                    let mut items: Vec<_> = page.items.iter().collect();
+                    printer.order_rows(&mut items, |o| &o.item);
                     let rows =
-                        page.items.iter().map(|o| (printer.row(&o.item, now).unwrap_or_default(), row_object(rt, o, include, version)));
+                        items.into_iter().map(|o| (printer.row(&o.item, now).unwrap_or_default(), row_object(rt, o, include, version)));
                     // A Table is not a three-field list: the apiserver encodes it whole.
                     enc.respond_written(StatusCode::OK, table::json_table(version, &page.meta.json(), &printer, rows), Writes::Whole, pace)
                 }

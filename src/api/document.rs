@@ -82,9 +82,10 @@ pub fn page_parts(res: &Arc<CachedResource>, page: Page, shape: &Shape, protobuf
         )),
         Shape::Table(printer, include, version) => {
             let now = unix_now();
-            let rows = page
-                .items
-                .iter()
+            let mut items: Vec<&CachedObject> = page.items.iter().map(AsRef::as_ref).collect();
+            printer.order_rows(&mut items, |o| o.bytes());
+            let rows = items
+                .into_iter()
                 .map(|o| Some((printer.row(o.bytes(), now)?, row_object(res, o, *include, *version))))
                 .collect::<Option<Vec<_>>>()?;
             Box::new(table::json_table(*version, &page.meta.json(), printer, rows).into_iter())

@@ -5,7 +5,6 @@
 //! `table-wide-object.json` (`includeObject=Object`). A directory added to
 //! the captures is covered without touching this test.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
@@ -15,33 +14,6 @@ use super::tests::date_header;
 use super::*;
 use crate::partial;
 use crate::resource::Resource;
-
-/// Captures kache cannot rebuild byte for byte, with the reason, and
-/// whether its rows must still be the apiserver's in another order. The
-/// test fails when one of them starts to match (drop it from here) or any
-/// other capture differs.
-const CANNOT_MATCH: &[(&str, &str, Order)] = &[(
-    "flowschemas.flowcontrol.apiserver.k8s.io.v1",
-    "printFlowSchemaList sorts the rows (matchingPrecedence, then name); kache writes rows in list order, so it leaves \
-     these Tables to the apiserver (`printer` has none); the cells are checked here",
-    Order::SameRowsReordered,
-)];
-
-/// How a capture in [`CANNOT_MATCH`] differs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Order {
-    /// The same rows, byte for byte, in another order.
-    SameRowsReordered,
-}
-
-/// A Table's rows (each as JSON text), sorted, and the rest of it.
-fn rows_sorted(table: &[u8]) -> (Vec<String>, Value) {
-    let mut t: Value = serde_json::from_slice(table).unwrap();
-    let mut rows: Vec<String> = t["rows"].as_array().unwrap().iter().map(Value::to_string).collect();
-    rows.sort();
-    t["rows"] = Value::Null;
-    (rows, t)
-}
 
 fn captures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/reference/apiserver-1.36/tables")
@@ -65,7 +37,7 @@ fn resource_of(dir: &str) -> (String, String, String) {
 /// The printer of a captured resource: the built-in one, or a custom
 /// resource's from its CRD in the `customresourcedefinitions` capture.
 fn printer_of(group: &str, version: &str, plural: &str) -> Option<Arc<Printer>> {
-    if let Some(p) = printer_with_rows_in_list_order(group, plural) {
+    if let Some(p) = printer(group, plural) {
         return Some(p);
     }
     let crds: Value =
@@ -113,8 +85,10 @@ fn rebuilt(dir: &Path, table: &str, include: IncludeObject) -> Result<Vec<u8>, S
             IncludeObject::Object if item.starts_with(b"{\"apiVersion\"") => Some(vec![item.clone()]),
             IncludeObject::Object => Some(vec![Bytes::from(type_prefix.clone()), item.slice(1..)]),
         };
-        rows.push((row, object));
+        rows.push((row, object, item));
     }
+    printer.order_rows(&mut rows, |(_, _, item)| item);
+    let rows = rows.into_iter().map(|(row, object, _)| (row, object));
     let captured: Value = serde_json::from_slice(&read(dir, table)).unwrap();
     let mut out = json_table(crate::partial::MetaVersion::V1, &captured["metadata"].to_string(), &printer, rows).concat();
     out.push(b'\n');
@@ -130,31 +104,21 @@ fn difference(got: &[u8], want: &[u8]) -> String {
 
 #[test]
 fn every_captured_table_is_rebuilt_byte_for_byte() {
-    let known: BTreeMap<&str, Order> = CANNOT_MATCH.iter().map(|(dir, _, order)| (*dir, *order)).collect();
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(captures()).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_dir()).collect();
     dirs.sort();
     assert!(dirs.len() >= 60, "the captures are in {}", captures().display());
-    let (mut equal, mut failures) = (Vec::new(), Vec::new());
+    let mut failures = Vec::new();
     for dir in &dirs {
         let name = dir.file_name().unwrap().to_string_lossy().into_owned();
-        let order = known.get(name.as_str());
-        let (mut problems, mut reordered) = (Vec::new(), Vec::new());
         for (table, include) in [("table.json", IncludeObject::Metadata), ("table-wide-object.json", IncludeObject::Object)] {
             let want = read(dir, table);
             match rebuilt(dir, table, include) {
                 Ok(got) if got == want => {}
-                Ok(got) if order == Some(&Order::SameRowsReordered) && rows_sorted(&got) == rows_sorted(&want) => reordered.push(table),
-                Ok(got) => problems.push(format!("{table} {}", difference(&got, &want))),
-                Err(why) => problems.push(format!("{table}: {why}")),
+                Ok(got) => failures.push(format!("{name}: {table} {}", difference(&got, &want))),
+                Err(why) => failures.push(format!("{name}: {table}: {why}")),
             }
         }
-        match (problems.is_empty(), reordered.is_empty(), order) {
-            (true, true, None) => equal.push(name),
-            (true, true, Some(_)) => failures.push(format!("{name} now matches: drop it from CANNOT_MATCH")),
-            (true, false, Some(_)) => {}
-            (false, _, _) | (true, false, None) => failures.push(format!("{name}:\n{}", problems.join("\n"))),
-        }
     }
-    println!("{} of {} captured resources rebuilt byte for byte; {} listed as unmatchable", equal.len(), dirs.len(), known.len());
+    println!("{} of {} captured resources rebuilt byte for byte", dirs.len() - failures.len(), dirs.len());
     assert!(failures.is_empty(), "{} captures differ:\n{}", failures.len(), failures.join("\n\n"));
 }

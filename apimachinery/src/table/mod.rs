@@ -10,8 +10,9 @@
 //! (Name, Created At) of the built-in kinds the apiserver registers no
 //! printer for (CRDs, roles, cluster roles, limit ranges, CSI storage
 //! capacities); every other resource has none, and its tables are left to
-//! the apiserver, as are those of flow schemas, whose rows the apiserver
-//! sorts by matching precedence (kache writes rows in the order given). Cells are
+//! the apiserver. Rows keep the list's order, but where the apiserver's
+//! printer sorts each page (flow schemas: by matching precedence, then
+//! name; [`Printer::order_rows`]). Cells are
 //! computed as the apiserver computes them at the moment of the request
 //! (ages are relative to the `now` given); the server always prints the
 //! wide columns (kubectl hides those of priority 1). Rows carry the object
@@ -78,7 +79,17 @@ pub struct Printer {
     /// The `columnDefinitions` JSON array, as the apiserver writes it.
     pub columns: Cow<'static, str>,
     cells: Cells,
+    /// The order the apiserver's printer gives a list's rows, when it is
+    /// not the list's (flow schemas): a key per object (JSON).
+    order: Option<OrderFn>,
 }
+
+/// A row's place among a list's rows, from its object (JSON).
+type OrderFn = fn(&[u8]) -> RowOrder;
+
+/// A key the rows of a list are sorted by: a number, then a name.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct RowOrder(pub i64, pub String);
 
 /// A built-in printer's row of an object (JSON) at a time (Unix seconds).
 type RowFn = fn(&[u8], i64) -> Option<Row>;
@@ -108,24 +119,32 @@ impl Printer {
         }
     }
 
+    /// Puts a list's `rows` in the order the apiserver's printer writes
+    /// them (`object` gives each row's object, JSON); most keep the list's
+    /// order, as given. The apiserver orders each page on its own.
+    pub fn order_rows<T>(&self, rows: &mut [T], object: impl Fn(&T) -> &[u8]) {
+        if let Some(order) = self.order {
+            rows.sort_by_cached_key(|r| order(object(r)));
+        }
+    }
+
     fn builtin(columns: &'static str, cells: RowFn) -> Printer {
-        Printer { columns: Cow::Borrowed(columns), cells: Cells::Builtin(cells) }
+        Printer { columns: Cow::Borrowed(columns), cells: Cells::Builtin(cells), order: None }
+    }
+
+    fn ordered(mut self, order: OrderFn) -> Printer {
+        self.order = Some(order);
+        self
     }
 
     fn custom(columns: String, cols: Vec<custom::Column>) -> Printer {
-        Printer { columns: Cow::Owned(columns), cells: Cells::Custom(cols) }
+        Printer { columns: Cow::Owned(columns), cells: Cells::Custom(cols), order: None }
     }
 }
 
 /// The printer of built-in resource `plural` of `group`, where kache has the apiserver's.
 pub fn printer(group: &str, plural: &str) -> Option<Arc<Printer>> {
     printers::of(group, plural)
-}
-
-/// [`printer`], and the printers of resources whose apiserver sorts the rows (tests only).
-#[cfg(test)]
-fn printer_with_rows_in_list_order(group: &str, plural: &str) -> Option<Arc<Printer>> {
-    printers::with_rows_in_list_order(group, plural)
 }
 
 /// A Table as parts: `metadata` is its JSON `ListMeta` (a list's, or the

@@ -30,19 +30,10 @@ fn parsed_or_none(bytes: &[u8], now: i64, cells: fn(&Value, i64) -> Option<Row>)
     cells(&serde_json::from_slice(bytes).ok()?, now)
 }
 
-/// The printer kache serves Tables of `plural` with: every one of
-/// [`with_rows_in_list_order`] but those whose apiserver sorts the rows
-/// (flow schemas, by matching precedence), since kache writes rows in list
-/// order; their Tables are left to the apiserver.
+/// The apiserver's printer of `plural` of `group`: its columns, its cells
+/// and, where it sorts a list's rows (flow schemas, by matching
+/// precedence, then name), that order.
 pub(super) fn of(group: &str, plural: &str) -> Option<Arc<Printer>> {
-    match (group, plural) {
-        ("flowcontrol.apiserver.k8s.io", "flowschemas") => None,
-        _ => with_rows_in_list_order(group, plural),
-    }
-}
-
-/// The apiserver's columns and cells of `plural`, rows in list order.
-pub(super) fn with_rows_in_list_order(group: &str, plural: &str) -> Option<Arc<Printer>> {
     let (columns, cells): (&'static str, super::RowFn) = match (group, plural) {
         ("", "pods") => (columns::PODS, pod::row),
         ("", "configmaps") => (columns::CONFIGMAPS, |b, now| parsed(b, now, configmap)),
@@ -119,7 +110,11 @@ pub(super) fn with_rows_in_list_order(group: &str, plural: &str) -> Option<Arc<P
         | ("storage.k8s.io", "csistoragecapacities") => (columns::CREATED_AT, super::custom::created_at_row),
         _ => return None,
     };
-    Some(Arc::new(Printer::builtin(columns, cells)))
+    let printer = Printer::builtin(columns, cells);
+    Some(Arc::new(match (group, plural) {
+        ("flowcontrol.apiserver.k8s.io", "flowschemas") => printer.ordered(cluster::flowschema_order),
+        _ => printer,
+    }))
 }
 
 fn str_at<'a>(v: &'a Value, path: &[&str]) -> &'a str {

@@ -29,6 +29,29 @@ pub(super) fn apiservice(o: &Value, now: i64) -> Row {
 }
 
 /// `printFlowSchema`.
+/// Where a flow schema's row goes (`apihelpers.FlowSchemaSequence`): by
+/// matching precedence, then by name.
+pub(super) fn flowschema_order(bytes: &[u8]) -> super::super::RowOrder {
+    #[derive(serde::Deserialize, Default)]
+    #[serde(default, rename_all = "camelCase")]
+    struct Spec {
+        matching_precedence: i64,
+    }
+    #[derive(serde::Deserialize, Default)]
+    #[serde(default)]
+    struct Meta {
+        name: String,
+    }
+    #[derive(serde::Deserialize, Default)]
+    #[serde(default)]
+    struct FlowSchema {
+        metadata: Meta,
+        spec: Spec,
+    }
+    let fs: FlowSchema = serde_json::from_slice(bytes).unwrap_or_default();
+    super::super::RowOrder(fs.spec.matching_precedence, fs.metadata.name)
+}
+
 pub(super) fn flowschema(o: &Value, now: i64) -> Row {
     let distinguisher = match str_at(o, &["spec", "distinguisherMethod", "type"]) {
         "" if o.pointer("/spec/distinguisherMethod").is_none_or(Value::is_null) => "<none>",
