@@ -498,3 +498,53 @@ fn custom_resource_tables_follow_their_crds_columns_from_memory() {
     assert_eq!(through.len(), 3);
     assert_eq!(through, cut_age(sim.kubectl_ok(&args)));
 }
+
+#[test]
+fn rbac_tables_are_answered_from_memory_as_the_simulator_prints_them() {
+    let sim = Process::sim(&["--pods", "10", "--namespaces", "2"]);
+    // The captured apiserver's objects, created in the simulator.
+    let captured = |dir: &str| -> Vec<serde_json::Value> {
+        let path = common::reference_dir().join("tables").join(dir).join("list.json");
+        let list: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).expect("the capture")).expect("JSON");
+        list["items"].as_array().expect("items").clone()
+    };
+    let strip = |mut o: serde_json::Value, kind: &str| {
+        let meta = o["metadata"].as_object_mut().expect("metadata");
+        for k in ["resourceVersion", "uid", "creationTimestamp", "managedFields"] {
+            meta.remove(k);
+        }
+        o["apiVersion"] = "rbac.authorization.k8s.io/v1".into();
+        o["kind"] = kind.into();
+        o
+    };
+    let roles = captured("clusterroles.rbac.authorization.k8s.io.v1");
+    for r in &roles {
+        assert_eq!(sim.post("/apis/rbac.authorization.k8s.io/v1/clusterroles", &strip(r.clone(), "ClusterRole")).status, 201);
+    }
+    let mut bindings = 0;
+    for b in captured("rolebindings.rbac.authorization.k8s.io.v1") {
+        let ns = b["metadata"]["namespace"].as_str().expect("a namespace").to_string();
+        if sim.get(&format!("/api/v1/namespaces/{ns}")).status == 404 {
+            assert_eq!(sim.post("/api/v1/namespaces", &serde_json::json!({"metadata": {"name": ns}})).status, 201);
+        }
+        let path = format!("/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings");
+        assert_eq!(sim.post(&path, &strip(b, "RoleBinding")).status, 201);
+        bindings += 1;
+    }
+    assert!(roles.len() > 2 && bindings >= 2, "{} cluster roles, {bindings} role bindings", roles.len());
+    let kache = Process::kache(&sim.url, &["--resources", "clusterroles.rbac.authorization.k8s.io,rolebindings.rbac.authorization.k8s.io"]);
+    eventually(Duration::from_secs(30), "kache ready", || (kache.get("/readyz").status == 200).then_some(()));
+    let lists = metric(&kache, "kache_lists_served_total");
+    let commands: [&[&str]; 2] = [&["get", "clusterroles", "-o", "wide"], &["get", "rolebindings", "-A", "-o", "wide"]];
+    for args in commands {
+        // Ages (`0s`, `1s`) may tick between the two calls.
+        let ageless = |out: String| -> Vec<String> {
+            let age = |w: &str| w.len() > 1 && w.ends_with(['s', 'm']) && w[..w.len() - 1].bytes().all(|b| b.is_ascii_digit());
+            out.lines().map(|l| l.split_whitespace().map(|w| if age(w) { "<age>" } else { w }).collect::<Vec<_>>().join(" ")).collect()
+        };
+        let (through, direct) = (ageless(kache.kubectl_ok(args)), ageless(sim.kubectl_ok(args)));
+        assert!(through.len() > 2, "{through:?}");
+        assert_eq!(through, direct, "{args:?}");
+    }
+    assert_eq!(metric(&kache, "kache_lists_served_total"), lists + 2, "both tables from memory");
+}

@@ -45,19 +45,16 @@ fn manifests() -> Vec<PathBuf> {
     files
 }
 
-/// The simulator as kubectl's server. It has no RBAC API: the four RBAC
-/// kinds are served as custom resources with their real group, version,
-/// kind and scope, so that discovery maps them as an apiserver's does.
+/// The simulator as kubectl's server. It serves cluster roles and role
+/// bindings; the other two RBAC kinds are served as custom resources with
+/// their real group, version, kind and scope, so that discovery maps them
+/// as an apiserver's does.
 fn server() -> Process {
     Process::sim(&[
-        "--crd",
-        "clusterroles.rbac.authorization.k8s.io/v1=ClusterRole,cluster",
         "--crd",
         "clusterrolebindings.rbac.authorization.k8s.io/v1=ClusterRoleBinding,cluster",
         "--crd",
         "roles.rbac.authorization.k8s.io/v1=Role",
-        "--crd",
-        "rolebindings.rbac.authorization.k8s.io/v1=RoleBinding",
     ])
 }
 

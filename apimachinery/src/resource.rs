@@ -95,6 +95,8 @@ pub const BUILTINS: &[BuiltinKind] = &[
     BuiltinKind { group_version: "discovery.k8s.io/v1", plural: "endpointslices", kind: "EndpointSlice", namespaced: true, short_names: &[], in_all: false, fields: &[], zero_suffix: r#","addressType":"","endpoints":null"#, status_subresource: false },
     BuiltinKind { group_version: "apiextensions.k8s.io/v1", plural: "customresourcedefinitions", kind: "CustomResourceDefinition", namespaced: false, short_names: &["crd", "crds"], in_all: false, fields: &[], zero_suffix: r#","spec":{"group":"","names":{"plural":"","kind":""},"scope":"","versions":null},"status":{"conditions":null,"acceptedNames":{"plural":"","kind":""},"storedVersions":null}"#, status_subresource: true },
     BuiltinKind { group_version: "networking.k8s.io/v1", plural: "ingresses", kind: "Ingress", namespaced: true, short_names: &["ing"], in_all: false, fields: &[], zero_suffix: r#","spec":{},"status":{"loadBalancer":{}}"#, status_subresource: true },
+    BuiltinKind { group_version: "rbac.authorization.k8s.io/v1", plural: "clusterroles", kind: "ClusterRole", namespaced: false, short_names: &[], in_all: false, fields: &[], zero_suffix: r#","rules":null"#, status_subresource: false },
+    BuiltinKind { group_version: "rbac.authorization.k8s.io/v1", plural: "rolebindings", kind: "RoleBinding", namespaced: true, short_names: &[], in_all: false, fields: &[], zero_suffix: r#","roleRef":{"apiGroup":"","kind":"","name":""}"#, status_subresource: false },
 ];
 
 impl BuiltinKind {
