@@ -70,18 +70,21 @@ fn metrics(specs: &[Value], statuses: &[Value]) -> String {
     if list.len() > MAX { format!("{} + {} more...", list[..MAX].join(", "), list.len() - MAX) } else { list.join(", ") }
 }
 
+/// A v2 `MetricTarget` or `MetricValueStatus`: the quantities given, without the null ones.
+fn quantities(value: Option<&Value>, average: Option<&Value>, utilization: Option<&Value>) -> Value {
+    let mut t = Map::new();
+    for (k, v) in [("value", value), ("averageValue", average), ("averageUtilization", utilization)] {
+        if let Some(v) = v.filter(|v| !v.is_null()) {
+            t.insert(k.into(), v.clone());
+        }
+    }
+    Value::Object(t)
+}
+
 /// A v1 `MetricSpec` (from the annotation) in v2 form.
 fn v2_spec(m: &Value) -> Value {
     let typ = str_at(m, &["type"]);
-    let target = |value: Option<&Value>, average: Option<&Value>, utilization: Option<&Value>| {
-        let mut t = Map::new();
-        for (k, v) in [("value", value), ("averageValue", average), ("averageUtilization", utilization)] {
-            if let Some(v) = v.filter(|v| !v.is_null()) {
-                t.insert(k.into(), v.clone());
-            }
-        }
-        Value::Object(t)
-    };
+    let target = quantities;
     let (key, source) = match typ {
         "External" => {
             let e = &m["external"];
@@ -118,15 +121,7 @@ fn is_zero(q: &Value) -> bool {
 /// A v1 `MetricStatus` (from the annotation) in v2 form.
 fn v2_status(m: &Value) -> Value {
     let typ = str_at(m, &["type"]);
-    let current = |value: Option<&Value>, average: Option<&Value>, utilization: Option<&Value>| {
-        let mut c = Map::new();
-        for (k, v) in [("value", value), ("averageValue", average), ("averageUtilization", utilization)] {
-            if let Some(v) = v.filter(|v| !v.is_null()) {
-                c.insert(k.into(), v.clone());
-            }
-        }
-        Value::Object(c)
-    };
+    let current = quantities;
     let zero = json!("0");
     let (key, source) = match typ {
         "External" => {

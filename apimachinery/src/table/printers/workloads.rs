@@ -95,6 +95,12 @@ pub(super) fn deployment(o: &Value, now: i64) -> Row {
 
 /// `printReplicaSet`.
 pub(super) fn replicaset(o: &Value, now: i64) -> Row {
+    replicas(o, now, text(selector(o.pointer("/spec/selector"))))
+}
+
+/// The row of a ReplicaSet or a ReplicationController, whose selectors
+/// differ in type (a `LabelSelector`, a map of labels).
+fn replicas(o: &Value, now: i64, selector: Cell) -> Row {
     let (names, images) = containers(o);
     row(vec![
         name(o),
@@ -104,7 +110,7 @@ pub(super) fn replicaset(o: &Value, now: i64) -> Row {
         age(o, now),
         names,
         images,
-        text(selector(o.pointer("/spec/selector"))),
+        selector,
     ])
 }
 
@@ -306,17 +312,7 @@ pub(super) fn podtemplate(o: &Value, _now: i64) -> Row {
 
 /// `printReplicationController`.
 pub(super) fn replicationcontroller(o: &Value, now: i64) -> Row {
-    let (names, images) = containers(o);
-    row(vec![
-        name(o),
-        Cell::Int(int_at(o, &["spec", "replicas"])),
-        Cell::Int(int_at(o, &["status", "replicas"])),
-        Cell::Int(int_at(o, &["status", "readyReplicas"])),
-        age(o, now),
-        names,
-        images,
-        text(format_labels(o.pointer("/spec/selector"))),
-    ])
+    replicas(o, now, text(format_labels(o.pointer("/spec/selector"))))
 }
 
 /// `printControllerRevision`: the controller as `kind.group/name`, lowercased.
