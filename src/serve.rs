@@ -115,12 +115,18 @@ pub struct ServeArgs {
 impl ServeArgs {
     /// Checks what can be checked without the apiserver: the serving
     /// certificate and CA files, client authentication against the listen
-    /// address, and the values (`kache config check`).
+    /// address, the values and the `--resources` entries (`kache config check`).
     pub fn check(&self) -> anyhow::Result<()> {
         self.tls()?;
         self.api()?;
         self.auth()?;
+        self.resources()?;
         Ok(())
+    }
+
+    /// Every `--resources` entry reads as a resource (the apiserver says later whether it has it).
+    fn resources(&self) -> Result<Vec<discovery::Spec>, UpstreamError> {
+        self.resources.iter().map(|s| discovery::Spec::parse(s)).collect()
     }
 
     fn store(&self) -> StoreConfig {
@@ -307,6 +313,7 @@ pub async fn start(args: &ServeArgs, listening: impl FnOnce(&str)) -> anyhow::Re
     let tls = args.tls()?;
     let config = args.api()?;
     let auth = args.auth()?;
+    args.resources()?;
     let creds = args.upstream.resolve().await?;
     let client = Client::new(&creds)?;
     let listener = listen(&args.listen).await.map_err(|e| anyhow::anyhow!("--listen {}: {e}", args.listen))?;

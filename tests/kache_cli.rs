@@ -29,6 +29,21 @@ fn bad_flags_are_refused_in_one_line_before_kache_listens() {
 }
 
 #[test]
+fn malformed_resources_are_refused_before_kache_listens() {
+    for resources in ["apps/v1/deployments/x", "pods,", "apps//deployments", "deployments."] {
+        let out = Command::new(env!("CARGO_BIN_EXE_kache"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--server", "http://127.0.0.1:1", "--resources", resources])
+            .env("RUST_BACKTRACE", "1")
+            .output()
+            .unwrap();
+        let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert_eq!((out.status.code(), stdout.as_ref()), (Some(1), ""), "{resources}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{resources}: {stderr}");
+        assert!(stderr.starts_with("Error: --resources ") && stderr.contains("not a resource"), "{resources}: {stderr}");
+    }
+}
+
+#[test]
 fn a_closed_output_stops_kache_quietly() {
     let mut sim = Process::sim(&["--pods", "10"]);
     // `kache serve … 2>&1 | head -3`: both streams into one pipe, whose reader goes after three lines.

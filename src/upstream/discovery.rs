@@ -56,31 +56,77 @@ pub async fn resolve(client: &Client, specs: &[String]) -> Result<Vec<Resource>,
     Ok(out)
 }
 
-async fn resolve_one(client: &Client, spec: &str) -> Result<Vec<Resource>, UpstreamError> {
-    if spec == "*" {
-        let mut all = Vec::new();
-        for (group, version) in preferred_versions(client).await? {
-            let listing = fetch(client, &group, &version).await?;
-            all.extend(listing.into_iter().filter(|r| is_cacheable(&r.1)).map(|r| r.0));
+/// What a `--resources` entry names, before the apiserver is asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Spec {
+    /// `*`: everything listable and watchable.
+    All,
+    /// `RESOURCE[.GROUP]`: in the group's preferred version.
+    Named {
+        /// The group (empty: core).
+        group: String,
+        /// The plural resource name.
+        resource: String,
+    },
+    /// `[GROUP/]VERSION/RESOURCE`.
+    Exact {
+        /// The group (empty: core).
+        group: String,
+        /// The version.
+        version: String,
+        /// The plural resource name.
+        resource: String,
+    },
+}
+
+impl Spec {
+    /// Reads `spec`; a malformed one is refused (before kache listens).
+    pub fn parse(spec: &str) -> Result<Spec, UpstreamError> {
+        let spec = spec.trim();
+        let malformed = || {
+            UpstreamError::Config(format!(
+                "--resources {spec:?}: not a resource (expected RESOURCE, RESOURCE.GROUP, GROUP/VERSION/RESOURCE or *)"
+            ))
+        };
+        if spec == "*" {
+            return Ok(Spec::All);
         }
-        return Ok(all);
+        let parts: Vec<&str> = spec.split('/').collect();
+        if parts.iter().any(|p| p.is_empty()) {
+            return Err(malformed());
+        }
+        Ok(match parts.as_slice() {
+            [name] => {
+                let (resource, group) = name.split_once('.').unwrap_or((name, ""));
+                if resource.is_empty() || name.ends_with('.') {
+                    return Err(malformed());
+                }
+                Spec::Named { group: group.to_string(), resource: resource.to_string() }
+            }
+            [version, resource] => Spec::Exact { group: String::new(), version: version.to_string(), resource: resource.to_string() },
+            [group, version, resource] => {
+                Spec::Exact { group: group.to_string(), version: version.to_string(), resource: resource.to_string() }
+            }
+            _ => return Err(malformed()),
+        })
     }
-    let parts: Vec<&str> = spec.split('/').collect();
-    let (candidates, resource) = match parts.as_slice() {
-        [gv @ .., resource] if !gv.is_empty() => {
-            let (group, version) = match gv {
-                [version] => (String::new(), version.to_string()),
-                [group, version] => (group.to_string(), version.to_string()),
-                _ => return Err(unknown(spec)),
-            };
-            (vec![(group, version)], *resource)
+}
+
+async fn resolve_one(client: &Client, spec: &str) -> Result<Vec<Resource>, UpstreamError> {
+    let (candidates, resource) = match Spec::parse(spec)? {
+        Spec::All => {
+            let mut all = Vec::new();
+            for (group, version) in preferred_versions(client).await? {
+                let listing = fetch(client, &group, &version).await?;
+                all.extend(listing.into_iter().filter(|r| is_cacheable(&r.1)).map(|r| r.0));
+            }
+            return Ok(all);
         }
-        [name] => {
-            let (resource, group) = name.split_once('.').unwrap_or((name, ""));
-            let gvs = preferred_versions(client).await?.into_iter().filter(|(g, _)| g == group).collect();
+        Spec::Exact { group, version, resource } => (vec![(group, version)], resource),
+        Spec::Named { group, resource } => {
+            let gvs = preferred_versions(client).await?.into_iter().filter(|(g, _)| *g == group).collect();
             (gvs, resource)
         }
-        _ => return Err(unknown(spec)),
     };
     for (group, version) in candidates {
         let listing = match fetch(client, &group, &version).await {
