@@ -16,7 +16,6 @@ use bytes::Bytes;
 use http::header::{AUTHORIZATION, HeaderValue};
 use http::uri::PathAndQuery;
 use http::{Request, Response, StatusCode, Uri};
-use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Empty, Limited};
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client as HyperClient;
@@ -34,10 +33,7 @@ use super::tls::client_config;
 /// until it ends, and a document's throughput is measured as it goes.
 pub type Body = Metered<Held>;
 
-/// A request body of any kind.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
-/// The body type the client sends.
-pub type UpBody = BoxBody<Bytes, BoxError>;
+pub use super::pool::{BoxError, UpBody};
 
 /// Bytes read from an HTTP/1.1 connection at a time: a relayed body comes
 /// in frames of up to this size, so a large list costs few reads and writes.

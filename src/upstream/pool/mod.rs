@@ -49,9 +49,12 @@ use tokio::sync::watch;
 use tokio_rustls::TlsConnector;
 use tokio_rustls::client::TlsStream;
 
-use super::client::UpBody;
-
 mod preface;
+
+/// The error of a request body of any kind.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+/// The body type the client sends.
+pub type UpBody = http_body_util::combinators::BoxBody<Bytes, BoxError>;
 
 /// The limit assumed before any server said: Go's
 /// `initialMaxConcurrentStreams`, the HTTP/2 RFC's recommended minimum and
