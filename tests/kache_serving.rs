@@ -548,3 +548,60 @@ fn rbac_tables_are_answered_from_memory_as_the_simulator_prints_them() {
     }
     assert_eq!(metric(&kache, "kache_lists_served_total"), lists + 2, "both tables from memory");
 }
+
+#[test]
+fn yaml_lists_and_gets_are_answered_from_memory_as_the_apiserver_writes_them() {
+    let sim = Process::sim(&["--pods", "400", "--namespaces", "2", "--nodes", "3", "--configmaps", "6"]);
+    let kache = Process::kache(&sim.url, &["--resources", "pods,nodes,configmaps"]);
+    ready(&kache);
+    let first = sim.get("/api/v1/pods?limit=1").json();
+    let (ns, name) =
+        (first["items"][0]["metadata"]["namespace"].as_str().unwrap(), first["items"][0]["metadata"]["name"].as_str().unwrap());
+    // A continue token is the apiserver's, whoever wrote it: the second page is asked of both.
+    let token = kache.get("/api/v1/pods?limit=150").json()["metadata"]["continue"].as_str().expect("a continue token").to_string();
+    let (lists, gets, passed) = (
+        metric(&kache, "kache_lists_served_total"),
+        metric(&kache, "kache_gets_served_total"),
+        metric(&kache, "kache_passed_through_total"),
+    );
+    const YAML: &str = "application/yaml";
+    const METADATA: &str = "application/yaml;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
+    let gzip = ("accept-encoding", "gzip");
+    let cases: [(String, &str, u16); 8] = [
+        ("/api/v1/pods?resourceVersion=0".into(), YAML, 200),
+        (format!("/api/v1/pods?limit=150&continue={token}"), YAML, 200),
+        (format!("/api/v1/namespaces/{ns}/pods?resourceVersion=0&limit=1000"), YAML, 200),
+        ("/api/v1/configmaps?resourceVersion=0".into(), YAML, 200),
+        ("/api/v1/pods?resourceVersion=0&labelSelector=no-such%3Dlabel".into(), YAML, 200),
+        (format!("/api/v1/namespaces/{ns}/pods/{name}?resourceVersion=0"), YAML, 200),
+        (format!("/api/v1/namespaces/{ns}/pods/no-such-pod?resourceVersion=0"), YAML, 404),
+        ("/api/v1/pods?resourceVersion=0".into(), METADATA, 200),
+    ];
+    for (path, accept, status) in &cases {
+        let headers = [("accept", *accept), gzip];
+        let (k, s) = (kache.request("GET", path, &headers, None), sim.request("GET", path, &headers, None));
+        assert_eq!((k.status, s.status), (*status, *status), "{path} {accept}: {}", k.text());
+        assert_eq!(k.header("content-type"), Some("application/yaml"), "{path}");
+        assert_eq!(k.header("content-encoding"), s.header("content-encoding"), "{path} {accept}");
+        let (body, sim_body) = (gunzip(&k), gunzip(&s));
+        assert!(
+            body == sim_body,
+            "{path} {accept}\nkache: {:.600}\nsim:   {:.600}",
+            String::from_utf8_lossy(&body),
+            String::from_utf8_lossy(&sim_body)
+        );
+    }
+    let all = gunzip(&kache.request("GET", "/api/v1/pods?resourceVersion=0", &[("accept", YAML), gzip], None));
+    let all = String::from_utf8(all).unwrap();
+    assert!(all.starts_with("apiVersion: v1\nitems:\n- metadata:\n"), "{:.200}", all);
+    assert!(all.contains("\nkind: PodList\nmetadata:\n  resourceVersion: \""), "{:.200}", all);
+    assert_eq!(all.matches("\n- metadata:\n").count(), 400, "every pod");
+    assert_eq!(metric(&kache, "kache_lists_served_total"), lists + 7, "the lists from memory");
+    assert_eq!(metric(&kache, "kache_gets_served_total"), gets + 2, "the GETs from memory");
+    assert_eq!(metric(&kache, "kache_passed_through_total"), passed, "nothing passed through");
+    // YAML has no stream form: a watch asking for it gets the apiserver's 406, from the apiserver.
+    let watch = "/api/v1/pods?watch=1&resourceVersion=0&timeoutSeconds=1";
+    let (k, s) = (kache.request("GET", watch, &[("accept", YAML)], None), sim.request("GET", watch, &[("accept", YAML)], None));
+    assert_eq!((k.status, &k.body), (406, &s.body), "{}", k.text());
+    assert_eq!(metric(&kache, "kache_passed_through_total"), passed + 1);
+}

@@ -566,6 +566,55 @@ async fn table_watches_are_the_objects_stream_as_one_row_tables() {
     assert_eq!(got, want[..got.len()], "the same events, as tables");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn table_watches_with_bookmarks_print_each_bookmark_as_the_kinds_empty_row() {
+    use apimachinery::table::printer;
+    const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
+    let (_sim, kache, _from) = churning_pods();
+    let served = metric(&kache, "kache_watches_served_total");
+    let client = watching::client();
+    // The initial events, their end's bookmark, then events, and the last bookmark 2 s before the deadline.
+    let url = format!(
+        "{}/api/v1/pods?watch=1&timeoutSeconds=5&allowWatchBookmarks=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&resourceVersion=0&labelSelector=tier%3Ddb&includeObject=Object",
+        kache.url
+    );
+    let k = watching::watch_accepting(&client, &url, Some(TABLE), Duration::from_secs(20)).await;
+    assert_eq!(metric(&kache, "kache_watches_served_total"), served + 1, "the table watch with bookmarks from memory");
+    let frames: Vec<serde_json::Value> = k.lines.iter().map(|l| parse(l)).collect();
+    let bookmarks: Vec<&serde_json::Value> = frames.iter().filter(|f| f["type"] == "BOOKMARK").collect();
+    assert!(bookmarks.len() >= 2, "the initial-events-end bookmark and the last one: {} of {} frames", bookmarks.len(), frames.len());
+    let first = frames.iter().position(|f| f["type"] == "BOOKMARK").unwrap();
+    assert!(first > 0 && frames[..first].iter().all(|f| f["type"] == "ADDED"), "the initial events come first");
+    assert!(frames[0]["object"]["columnDefinitions"].is_array() && frames[1..].iter().all(|f| f["object"]["columnDefinitions"].is_null()));
+    // A bookmark is a Table of one row: the printer's row of the kind's empty object at the bookmark's revision.
+    let pod = apimachinery::resource::builtin("", "v1", "pods").unwrap().resource();
+    let pods = printer("", "pods").expect("a pod printer");
+    for (i, b) in bookmarks.iter().enumerate() {
+        let table = &b["object"];
+        let rv: u64 = table["metadata"]["resourceVersion"].as_str().and_then(|s| s.parse().ok()).expect("a revision");
+        assert_eq!((table["kind"].as_str(), table["rows"].as_array().map(Vec::len)), (Some("Table"), Some(1)), "{table}");
+        let empty = apimachinery::watch::bookmark_object(&pod, rv, i == 0);
+        let cells: Vec<serde_json::Value> = pods
+            .row(&empty, 0)
+            .expect("the empty pod's row")
+            .cells
+            .into_iter()
+            .map(|c| match c {
+                apimachinery::table::Cell::Str(s) => json!(s),
+                apimachinery::table::Cell::Int(n) => json!(n),
+                apimachinery::table::Cell::Raw(r) => serde_json::from_str(&r).unwrap(),
+            })
+            .collect();
+        let row = &table["rows"][0];
+        assert_eq!(row["cells"].as_array().unwrap(), &cells, "{row}");
+        assert_eq!(row["cells"][0], "", "no name");
+        // Asked for whole, a bookmark's object is the kind's empty object (the first ends the initial events).
+        let object = &row["object"];
+        assert_eq!(object, &serde_json::from_slice::<serde_json::Value>(&apimachinery::watch::bookmark_object(&pod, rv, i == 0)).unwrap());
+        assert_eq!(object["metadata"]["annotations"]["k8s.io/initial-events-end"].as_str(), (i == 0).then_some("true"), "{object}");
+    }
+}
+
 /// A table event's revision (its Table's `metadata.resourceVersion`).
 fn frame_rv_table(line: &[u8]) -> u64 {
     parse(line)["object"]["metadata"]["resourceVersion"].as_str().and_then(|s| s.parse().ok()).expect("a revision")

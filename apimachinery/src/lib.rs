@@ -28,6 +28,7 @@
 //! - [`status`]: `metav1.Status` errors, field for field.
 //! - [`gostr`]: strings quoted the way the apiserver's Go code quotes them.
 //! - [`tls`]: the apiserver's TLS serving configuration.
+//! - [`yaml`]: YAML as the apiserver writes it (`JSONToYAML`), byte for byte.
 
 pub mod auth;
 pub mod continue_token;
@@ -46,3 +47,4 @@ pub mod table;
 pub mod time;
 pub mod tls;
 pub mod watch;
+pub mod yaml;

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::list::{DecodeError, parse_revision};
-use crate::resource::Resource;
+use crate::resource::{Resource, json_string};
 use crate::status::ApiError;
 
 /// What a watch event says.
@@ -80,9 +80,25 @@ pub fn json_bookmark(res: &Resource, rv: u64, initial_events_end: bool) -> Bytes
 }
 
 /// The object a bookmark carries: the kind's zero value with only the
-/// revision (and the initial-events-end annotation) set.
+/// revision (and the initial-events-end annotation) set, converted to the
+/// served version (a DaemonSet's conversion adds its template generation,
+/// 0); a custom resource's is unstructured, its members in key order.
 pub fn bookmark_object(res: &Resource, rv: u64, initial_events_end: bool) -> Vec<u8> {
-    format!("{}\"metadata\":{}{}}}", res.type_prefix(), bookmark_metadata(rv, initial_events_end), res.zero_suffix).into_bytes()
+    let end = if initial_events_end { r#""k8s.io/initial-events-end":"true""# } else { "" };
+    let Some(suffix) = res.zero_suffix else {
+        let annotations = if initial_events_end { format!(r#""annotations":{{{end}}},"#) } else { String::new() };
+        let (api_version, kind) = (json_string(&res.api_version()), json_string(&res.kind));
+        return format!(r#"{{"apiVersion":{api_version},"kind":{kind},"metadata":{{{annotations}"resourceVersion":"{rv}"}}}}"#)
+            .into_bytes();
+    };
+    let metadata = match (res.group.as_str(), res.plural.as_str()) {
+        ("apps", "daemonsets") => {
+            let end = if initial_events_end { format!(",{end}") } else { String::new() };
+            format!(r#"{{"resourceVersion":"{rv}","annotations":{{"deprecated.daemonset.template.generation":"0"{end}}}}}"#)
+        }
+        _ => bookmark_metadata(rv, initial_events_end),
+    };
+    format!("{}\"metadata\":{metadata}{suffix}}}", res.type_prefix()).into_bytes()
 }
 
 /// A bookmark's `metadata`: the revision, and the initial-events-end annotation when it ends them.

@@ -50,6 +50,8 @@ struct Encoding {
     gzip: bool,
     /// Protobuf rather than JSON (built-in kinds whose client asked for it).
     protobuf: bool,
+    /// YAML rather than JSON: the JSON document through `JSONToYAML`, written whole.
+    yaml: bool,
     /// The request came over HTTP/2: bodies are cut as Go's HTTP/2 server cuts them.
     http2: bool,
 }
@@ -60,9 +62,9 @@ impl Encoding {
         let pretty = negotiate::pretty(req.uri().query().unwrap_or(""), header(headers, USER_AGENT.as_str()));
         let gzip = negotiate::accepts_gzip(header(headers, ACCEPT_ENCODING.as_str()));
         // Errors of a request asking protobuf first are protobuf `Status`es (a resource without protobuf negotiates it off).
-        let protobuf =
-            negotiate::negotiate(header(headers, ACCEPT.as_str()), &Endpoint::BUILTIN).is_some_and(|m| m.format == Format::Protobuf);
-        Self { pretty: pretty && !protobuf, gzip, protobuf, http2: req.version() == http::Version::HTTP_2 }
+        let format = negotiate::negotiate(header(headers, ACCEPT.as_str()), &Endpoint::BUILTIN).map(|m| m.format);
+        let (protobuf, yaml) = (format == Some(Format::Protobuf), format == Some(Format::Yaml));
+        Self { pretty: pretty && format == Some(Format::Json), gzip, protobuf, yaml, http2: req.version() == http::Version::HTTP_2 }
     }
 
     /// A JSON or protobuf document from shared chunks, encoded whole.
@@ -78,10 +80,18 @@ impl Encoding {
 
     /// A JSON or protobuf response from shared chunks that its encoder writes as `writes` says.
     fn respond_written(self, status: StatusCode, parts: Vec<Bytes>, writes: Writes, pace: Option<Pace>) -> Response<Body> {
+        let (parts, writes) = match self.yaml {
+            true => (vec![Bytes::from(apimachinery::yaml::from_json(&parts.concat()).expect("the simulator writes JSON"))], Writes::Whole),
+            false => (parts, writes),
+        };
         let len: usize = parts.iter().map(Bytes::len).sum();
-        let content_type = if self.protobuf { protobuf::MEDIA_TYPE } else { "application/json" };
+        let content_type = match (self.protobuf, self.yaml) {
+            (true, _) => protobuf::MEDIA_TYPE,
+            (false, true) => "application/yaml",
+            (false, false) => "application/json",
+        };
         let mut resp = Response::builder().status(status).header(CONTENT_TYPE, content_type);
-        let parts = if self.protobuf {
+        let parts = if self.protobuf || self.yaml {
             parts
         } else if self.pretty {
             vec![Bytes::from(json::indent(&parts.concat()))]
@@ -109,7 +119,7 @@ impl Encoding {
     fn error(self, e: &ApiError) -> Response<Body> {
         // A 406 cannot be written in a type the client asked for: the
         // apiserver falls back to indented JSON (`WriteRawJSON`).
-        let enc = if e.code == 406 { Encoding { pretty: true, protobuf: false, ..self } } else { self };
+        let enc = if e.code == 406 { Encoding { pretty: true, protobuf: false, yaml: false, ..self } } else { self };
         let body = if enc.protobuf { crate::proto::status(e) } else { Bytes::from(e.body()) };
         let mut resp = enc.respond(StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR), vec![body]);
         if let Some(s) = e.retry_after {
@@ -397,10 +407,11 @@ async fn resource(state: &Arc<State>, req: Request<Incoming>, t: Target, mut enc
     let printer = printer_of(state, t.res).filter(|_| !apimachinery::params::is_stream(req.uri().path(), &query));
     let message = crate::proto::message(rt);
     // Custom resources have protobuf for metadata-only answers, not for their objects.
-    let plain: &[Format] = if message.is_some() { &[Format::Json, Format::Protobuf] } else { &[Format::Json] };
-    let endpoint = Endpoint { tables: printer.is_some(), formats: &[Format::Json, Format::Protobuf], plain, ..ENDPOINT };
+    let plain: &[Format] = if message.is_some() { &[Format::Json, Format::Yaml, Format::Protobuf] } else { &[Format::Json, Format::Yaml] };
+    let endpoint = Endpoint { tables: printer.is_some(), formats: &[Format::Json, Format::Yaml, Format::Protobuf], plain, ..ENDPOINT };
     let media = negotiate::negotiate(header(req.headers(), ACCEPT.as_str()), &endpoint).ok_or_else(ApiError::not_acceptable)?;
     enc.protobuf = media.format == Format::Protobuf;
+    enc.yaml = media.format == Format::Yaml;
     let message = enc.protobuf.then(|| message.unwrap_or_default());
     let kind = media.convert.as_ref().and_then(|c| c.meta_kind()).map(str::to_owned);
     // A Table in the version asked for (`meta_kind` accepts only v1 and v1beta1).
@@ -417,6 +428,11 @@ async fn resource(state: &Arc<State>, req: Request<Incoming>, t: Target, mut enc
             opts.validate()?;
             if opts.watch {
                 verb("watch");
+                if enc.yaml {
+                    // YAML has no stream form: the apiserver's 406, written in the YAML asked for.
+                    let e = ApiError::not_acceptable();
+                    return Ok(enc.respond(StatusCode::NOT_ACCEPTABLE, vec![Bytes::from(e.body())]));
+                }
                 if state.initializing() {
                     return Err(ApiError::initializing());
                 }

@@ -9,7 +9,7 @@
 
 use apimachinery::json;
 use apimachinery::list::json_list_parts;
-use apimachinery::negotiate;
+use apimachinery::negotiate::{self, Format};
 use apimachinery::partial::MetaVersion;
 use apimachinery::status::ApiError;
 use std::sync::Arc;
@@ -137,6 +137,8 @@ const GZIP_THRESHOLD: usize = 128 * 1024;
 pub struct Layout {
     /// Indented (JSON only).
     pub pretty: bool,
+    /// YAML rather than JSON ([`super::yaml`]).
+    pub yaml: bool,
     /// The client accepts gzip.
     pub gzip: bool,
     /// Protobuf rather than JSON.
@@ -145,19 +147,22 @@ pub struct Layout {
 
 impl Layout {
     /// The layout the apiserver would use for a request with `headers` and
-    /// `query`; `pretty_media` is the negotiated media type's `pretty=1`.
-    pub fn of(headers: &HeaderMap, query: &str, pretty_media: bool, protobuf: bool) -> Layout {
+    /// `query` in `format`; `pretty_media` is the negotiated media type's
+    /// `pretty=1` (JSON only: the YAML serializer ignores it).
+    pub fn of(headers: &HeaderMap, query: &str, pretty_media: bool, format: Format) -> Layout {
         let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
         Layout {
-            pretty: !protobuf && (pretty_media || negotiate::pretty(query, header(USER_AGENT.as_str()))),
+            pretty: format == Format::Json && (pretty_media || negotiate::pretty(query, header(USER_AGENT.as_str()))),
+            yaml: format == Format::Yaml,
             gzip: negotiate::accepts_gzip(header(ACCEPT_ENCODING.as_str())),
-            protobuf,
+            protobuf: format == Format::Protobuf,
         }
     }
 
     /// The Content-Type of a response (`stream`: a watch's).
     pub fn content_type(self, stream: bool) -> &'static str {
         match (self.protobuf, stream) {
+            (false, _) if self.yaml => "application/yaml",
             (false, _) => "application/json",
             (true, false) => apimachinery::protobuf::MEDIA_TYPE,
             (true, true) => "application/vnd.kubernetes.protobuf;stream=watch",
@@ -171,8 +176,13 @@ impl Layout {
         P: IntoIterator<Item = Bytes>,
         P::IntoIter: Send + Sync + 'static,
     {
-        let end = (!self.pretty && !self.protobuf).then(|| Bytes::from_static(json::END));
-        let mut parts = parts.into_iter().chain(end);
+        let mut parts: Parts = match self.yaml {
+            true => super::yaml::parts(parts.into_iter()),
+            false => {
+                let end = (!self.pretty && !self.protobuf).then(|| Bytes::from_static(json::END));
+                Box::new(parts.into_iter().chain(end))
+            }
+        };
         // Whether it is over the threshold, from the parts up to it (held
         // only for gzip). Indenting only lengthens a document, so a compact
         // one over the threshold is over it indented too.

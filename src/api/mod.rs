@@ -5,12 +5,13 @@
 //!
 //! A request is answered from memory only when kache can answer exactly as
 //! the apiserver would: a GET of a cached resource whose initial list is in,
-//! asking for JSON of the objects, of their metadata only
-//! (`PartialObjectMetadata[List]`) or a Table where kache has the
-//! resource's printer, compact or indented ([`document`]); protobuf, other
-//! tables, table watches with bookmarks and indented watches are passed
-//! through. Every refusal is the apiserver's `Status`
-//! (invariant 7).
+//! asking for the objects, their metadata only (`PartialObjectMetadata[List]`)
+//! or a Table where kache has the resource's printer ([`document`]): in
+//! JSON, compact or indented, in YAML for lists and GETs ([`yaml`]), or in
+//! protobuf where kache encodes the kind. Other tables, table watches with
+//! bookmarks the printer cannot print, YAML and indented watches are passed
+//! through. Every refusal is the apiserver's `Status`, in the format asked
+//! for (invariant 7).
 
 pub mod body;
 pub mod document;
@@ -23,6 +24,7 @@ pub mod probes;
 mod proto;
 pub mod starting;
 pub mod watch;
+mod yaml;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -267,9 +269,6 @@ fn answer(res: &CachedResource, headers: &HeaderMap, query: &str) -> Option<(Sha
     let endpoint = if res.is_custom() { Endpoint::CUSTOM } else { Endpoint::BUILTIN };
     let media = negotiate::negotiate(header(headers, ACCEPT.as_str()), &endpoint)?;
     let protobuf = media.format == Format::Protobuf;
-    if media.format == Format::Yaml {
-        return None;
-    }
     let shape = match media.convert.as_ref().map(|c| (c.meta_kind(), c.version.as_str())) {
         None => Shape::Form(Form::Objects),
         Some((Some(partial::KIND), "v1")) => Shape::Form(Form::Metadata),
@@ -284,7 +283,7 @@ fn answer(res: &CachedResource, headers: &HeaderMap, query: &str) -> Option<(Sha
         Shape::Form(Form::Metadata | Form::MetadataList) => res.speaks_metadata_protobuf(),
         _ => res.speaks_protobuf(),
     };
-    speaks.then(|| (shape, Layout::of(headers, query, media.pretty, protobuf)))
+    speaks.then(|| (shape, Layout::of(headers, query, media.pretty, media.format)))
 }
 
 /// What a path under a cached resource names.
@@ -430,12 +429,17 @@ async fn serve_collection(
         return Ok(layout.error(&e));
     }
     if opts.watch {
-        // Indented streams, table streams with bookmarks, and watches asking for the list form are left to the apiserver.
-        let served = match shape {
-            Shape::Form(Form::Objects | Form::Metadata) => !layout.pretty,
-            Shape::Table(..) => !layout.pretty && !opts.allow_watch_bookmarks,
-            Shape::Form(Form::MetadataList) => false,
-        };
+        // Indented streams, YAML (which has no stream form: the apiserver's 406), table streams with bookmarks the printer cannot print, and watches asking for the list form are left to the apiserver.
+        let served = !layout.pretty
+            && !layout.yaml
+            && match &shape {
+                Shape::Form(Form::Objects | Form::Metadata) => true,
+                // A bookmark is a row of the kind's empty object: served where the printer prints it.
+                Shape::Table(printer, ..) => {
+                    !opts.allow_watch_bookmarks || printer.row(&apimachinery::watch::bookmark_object(&t.res.info, 1, false), 0).is_some()
+                }
+                Shape::Form(Form::MetadataList) => false,
+            };
         if !served {
             api.counters.watches_passed_through.fetch_add(1, Ordering::Relaxed);
             return Err("watch form");

@@ -122,3 +122,65 @@ fn every_captured_table_is_rebuilt_byte_for_byte() {
     println!("{} of {} captured resources rebuilt byte for byte", dirs.len() - failures.len(), dirs.len());
     assert!(failures.is_empty(), "{} captures differ:\n{}", failures.len(), failures.join("\n\n"));
 }
+
+/// The apiserver's Table watch events for bookmarks of every captured
+/// resource (`tests/reference/table-bookmarks/`, made with its own
+/// printers, registries and watch handler): kache's row of the kind's empty
+/// object, in each `includeObject` and with or without the columns, byte for byte.
+#[test]
+fn every_bookmark_is_printed_as_the_apiserver_prints_it() {
+    #[derive(serde::Deserialize)]
+    struct Variants<'a> {
+        #[serde(borrow)]
+        metadata: &'a serde_json::value::RawValue,
+        #[serde(borrow)]
+        object: &'a serde_json::value::RawValue,
+        #[serde(borrow)]
+        end: &'a serde_json::value::RawValue,
+        #[serde(borrow)]
+        extra: BTreeMapRaw<'a>,
+    }
+    type BTreeMapRaw<'a> = std::collections::BTreeMap<&'a str, &'a serde_json::value::RawValue>;
+    let fixtures = captures().join("../../table-bookmarks");
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(captures()).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_dir()).collect();
+    dirs.sort();
+    let (mut failures, mut compared) = (Vec::new(), 0);
+    for dir in &dirs {
+        let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+        let Ok(text) = std::fs::read_to_string(fixtures.join(format!("{name}.json"))) else {
+            // Component statuses cannot be watched (the apiserver's 405).
+            assert!(name.starts_with("componentstatuses."), "no bookmark fixture for {name}");
+            continue;
+        };
+        let want: Variants = serde_json::from_str(&text).unwrap();
+        let (group, version, plural) = resource_of(&name);
+        let list: Value = serde_json::from_slice(&read(dir, "list.json")).unwrap();
+        let kind = list["kind"].as_str().unwrap().strip_suffix("List").unwrap();
+        let res = Resource::new(&group, &version, &plural, kind, false);
+        let printer = printer_of(&group, &version, &plural).unwrap();
+        let bookmark = Bytes::from(crate::watch::bookmark_object(&res, 7, false));
+        let end = Bytes::from(crate::watch::bookmark_object(&res, 8, true));
+        let cases = [
+            ("metadata", want.metadata, &bookmark, IncludeObject::Metadata, true),
+            ("object", want.object, &bookmark, IncludeObject::Object, false),
+            ("end", want.end, &end, IncludeObject::Object, false),
+            ("metadataEnd", want.extra["metadataEnd"], &end, IncludeObject::Metadata, false),
+            ("endFirst", want.extra["endFirst"], &end, IncludeObject::Metadata, true),
+            ("none", want.extra["none"], &bookmark, IncludeObject::None, false),
+            ("endNone", want.extra["endNone"], &end, IncludeObject::None, false),
+        ];
+        for (variant, want, object, include, columns) in cases {
+            compared += 1;
+            let Some(got) = json_watch_table(crate::partial::MetaVersion::V1, &printer, include, object, &res, columns, 0) else {
+                failures.push(format!("{name} {variant}: no row"));
+                continue;
+            };
+            let got = got.concat();
+            if got != want.get().as_bytes() {
+                failures.push(format!("{name} {variant}: {}", difference(&got, want.get().as_bytes())));
+            }
+        }
+    }
+    println!("{} of {compared} bookmark events byte for byte", compared - failures.len());
+    assert!(failures.is_empty(), "{} bookmark events differ:\n{}", failures.len(), failures.join("\n\n"));
+}

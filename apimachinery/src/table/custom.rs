@@ -182,9 +182,21 @@ pub(super) fn row(cols: &[Column], bytes: &[u8], now: i64) -> Option<Row> {
 
 /// The default table's row: the name and the creation timestamp as written.
 pub(super) fn created_at_row(bytes: &[u8], _now: i64) -> Option<Row> {
-    let m = crate::meta::parse(bytes, &["metadata.creationTimestamp"]).ok()?;
-    let created = m.fields[0].as_deref().unwrap_or_default().to_string();
-    Some(Row { cells: vec![Cell::Str(m.name.into_owned()), Cell::Str(created)], conditions: None })
+    #[derive(serde::Deserialize, Default)]
+    #[serde(default, rename_all = "camelCase")]
+    struct Meta {
+        name: String,
+        creation_timestamp: Option<String>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Top {
+        #[serde(default)]
+        metadata: Meta,
+    }
+    let Top { metadata } = serde_json::from_slice(bytes).ok()?;
+    // `Time.UTC().Format(time.RFC3339)`: the zero time for a kind's empty object (a bookmark's).
+    let created = metadata.creation_timestamp.unwrap_or_else(|| "0001-01-01T00:00:00Z".to_string());
+    Some(Row { cells: vec![Cell::Str(metadata.name), Cell::Str(created)], conditions: None })
 }
 
 #[cfg(test)]

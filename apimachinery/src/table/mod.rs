@@ -82,6 +82,8 @@ pub struct Printer {
     /// The order the apiserver's printer gives a list's rows, when it is
     /// not the list's (flow schemas): a key per object (JSON).
     order: Option<OrderFn>,
+    /// A table watch's every event carries the columns, not only its first.
+    columns_on_every_event: bool,
 }
 
 /// A row's place among a list's rows, from its object (JSON).
@@ -129,7 +131,7 @@ impl Printer {
     }
 
     fn builtin(columns: &'static str, cells: RowFn) -> Printer {
-        Printer { columns: Cow::Borrowed(columns), cells: Cells::Builtin(cells), order: None }
+        Printer { columns: Cow::Borrowed(columns), cells: Cells::Builtin(cells), order: None, columns_on_every_event: false }
     }
 
     fn ordered(mut self, order: OrderFn) -> Printer {
@@ -137,8 +139,13 @@ impl Printer {
         self
     }
 
+    fn with_columns_on_every_event(mut self) -> Printer {
+        self.columns_on_every_event = true;
+        self
+    }
+
     fn custom(columns: String, cols: Vec<custom::Column>) -> Printer {
-        Printer { columns: Cow::Owned(columns), cells: Cells::Custom(cols), order: None }
+        Printer { columns: Cow::Owned(columns), cells: Cells::Custom(cols), order: None, columns_on_every_event: false }
     }
 }
 
@@ -162,8 +169,12 @@ pub fn json_table(
 /// A watch event's object (`object`, a lone object's JSON) as the Table of
 /// one row a table watch sends (an object of `res`, its metadata as
 /// metadata-only answers carry it); `columns`: the stream's first event carries
-/// the column definitions, every later one `null`. `None` when the object
-/// does not read as the printer expects.
+/// the column definitions, every later one `null` (but for printers that
+/// ignore `NoHeaders`). A bookmark's object is
+/// printed as any other (the kind's empty object: a row of empty cells), and
+/// the one ending the initial events carries its metadata even with
+/// `includeObject=None`. `None` when the object does not read as the
+/// printer expects.
 pub fn json_watch_table(
     version: MetaVersion,
     printer: &Printer,
@@ -173,19 +184,42 @@ pub fn json_watch_table(
     columns: bool,
     now: i64,
 ) -> Option<Vec<Bytes>> {
-    let meta = crate::meta::parse(object, &[]).ok()?;
+    // Read here rather than with `meta::parse`: a bookmark's object has no name.
+    #[derive(serde::Deserialize)]
+    struct Object<'a> {
+        #[serde(borrow)]
+        metadata: &'a serde_json::value::RawValue,
+    }
+    #[derive(serde::Deserialize)]
+    struct Meta<'a> {
+        #[serde(rename = "resourceVersion", borrow)]
+        resource_version: Cow<'a, str>,
+    }
+    let raw = serde_json::from_slice::<Object>(object).ok()?.metadata.get();
+    let revision = serde_json::from_str::<Meta>(raw).ok()?.resource_version;
     let row = printer.row(object, now)?;
-    let metadata = match crate::meta::served_metadata(res, meta.metadata.as_bytes()) {
-        std::borrow::Cow::Owned(served) => Bytes::from(served),
-        std::borrow::Cow::Borrowed(_) => object.slice_ref(meta.metadata.as_bytes()),
+    let metadata = match crate::meta::served_metadata(res, raw.as_bytes()) {
+        Cow::Owned(served) => Bytes::from(served),
+        Cow::Borrowed(_) => object.slice_ref(raw.as_bytes()),
     };
     let row_object = match include {
-        IncludeObject::None => None,
-        IncludeObject::Metadata => Some(crate::partial::object_in(version, [metadata])),
         IncludeObject::Object => Some(vec![object.clone()]),
+        // The bookmark ending the initial events carries its metadata even when nothing was asked for (`asTable`).
+        IncludeObject::None if !ends_initial_events(raw) => None,
+        IncludeObject::Metadata | IncludeObject::None => Some(crate::partial::object_in(version, [metadata])),
     };
-    let metadata = format!("{{\"resourceVersion\":\"{}\"}}", meta.resource_version_text);
-    Some(table_parts(version, &metadata, if columns { &printer.columns } else { "null" }, [(row, row_object)]))
+    let metadata = format!("{{\"resourceVersion\":\"{revision}\"}}");
+    let columns = if columns || printer.columns_on_every_event { &printer.columns } else { "null" };
+    Some(table_parts(version, &metadata, columns, [(row, row_object)]))
+}
+
+/// Whether `metadata` (an object's, as JSON) has the annotation
+/// `k8s.io/initial-events-end: "true"` (`HasInitialEventsEndBookmarkAnnotation`).
+fn ends_initial_events(metadata: &str) -> bool {
+    const ANNOTATION: &str = "k8s.io/initial-events-end";
+    metadata.contains(ANNOTATION)
+        && serde_json::from_str::<serde_json::Value>(metadata)
+            .is_ok_and(|m| m.pointer("/annotations").and_then(|a| a.get(ANNOTATION)).and_then(serde_json::Value::as_str) == Some("true"))
 }
 
 fn table_parts(

@@ -113,6 +113,8 @@ pub(super) fn of(group: &str, plural: &str) -> Option<Arc<Printer>> {
     let printer = Printer::builtin(columns, cells);
     Some(Arc::new(match (group, plural) {
         ("flowcontrol.apiserver.k8s.io", "flowschemas") => printer.ordered(cluster::flowschema_order),
+        // The aggregator's table convertor ignores `NoHeaders`.
+        ("apiregistration.k8s.io", "apiservices") => printer.with_columns_on_every_event(),
         _ => printer,
     }))
 }
@@ -154,6 +156,20 @@ fn format_labels(map: Option<&Value>) -> String {
     }
     pairs.sort();
     pairs.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")
+}
+
+/// `metav1.FormatLabelSelector`: [`selector`], `<none>` when it selects everything or nothing.
+fn format_selector(s: Option<&Value>) -> String {
+    match selector(s) {
+        s if s.is_empty() => "<none>".to_string(),
+        s => s,
+    }
+}
+
+/// Whether `o` is a kind's empty object (a bookmark's: no name), which the
+/// apiserver prints as it is, where objects read from storage come defaulted.
+fn is_empty_object(o: &Value) -> bool {
+    o.pointer("/metadata/name").is_none()
 }
 
 /// `metav1.LabelSelectorAsSelector(s).String()`: requirements in key order.

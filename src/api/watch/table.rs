@@ -1,10 +1,11 @@
 //! Table watches (`kubectl get -w`): a stream's frames rewritten, as they
 //! leave, into the apiserver's one-row Table events — the first carrying
 //! the column definitions, every later one `null` — with ages computed as
-//! each frame is sent. ERROR events pass unchanged. Only streams without
-//! bookmarks are answered this way (the router leaves the others to the
-//! apiserver); an object the printer cannot read ends the stream rather
-//! than show a wrong row.
+//! each frame is sent. ERROR events pass unchanged; a BOOKMARK is the row
+//! of the kind's empty object, as the apiserver prints it (streams with
+//! bookmarks are answered only where the printer prints that object: the
+//! router leaves the others to the apiserver). An object the printer
+//! cannot read ends the stream rather than show a wrong row.
 
 use std::sync::Arc;
 

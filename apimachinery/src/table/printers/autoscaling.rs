@@ -158,8 +158,8 @@ fn v1_metrics(o: &Value) -> (Vec<Value>, Vec<Value>) {
     };
     let mut specs: Vec<Value> = cpu("/spec/targetCPUUtilizationPercentage", "target").into_iter().collect();
     specs.extend(annotation_list(o, "autoscaling.alpha.kubernetes.io/metrics", v2_spec).unwrap_or_default());
-    if specs.is_empty() {
-        // autoscaling/v1's implicit default: 80% CPU.
+    if specs.is_empty() && !super::is_empty_object(o) {
+        // autoscaling/v1's implicit default: 80% CPU (set on objects read from storage).
         specs.push(json!({"type": "Resource", "resource": {"name": "cpu", "target": {"averageUtilization": 80}}}));
     }
     let statuses = annotation_list(o, "autoscaling.alpha.kubernetes.io/current-metrics", v2_status)

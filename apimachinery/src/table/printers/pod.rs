@@ -36,7 +36,8 @@ struct Meta<'a> {
 #[derive(Deserialize, Default)]
 #[serde(default, rename_all = "camelCase")]
 struct Spec<'a> {
-    containers: Vec<IgnoredAny>,
+    /// `null` in the kind's empty object (a bookmark's): no `omitempty`.
+    containers: Option<Vec<IgnoredAny>>,
     #[serde(borrow)]
     init_containers: Vec<Container<'a>>,
     #[serde(borrow)]
@@ -178,7 +179,7 @@ pub(super) fn row(bytes: &[u8], now: i64) -> Option<Row> {
         _ => None,
     };
     let restartable = |name: &str| spec.init_containers.iter().any(|c| c.name == name && c.restart_policy == "Always");
-    let total = spec.containers.len() + spec.init_containers.iter().filter(|c| c.restart_policy == "Always").count();
+    let total = spec.containers.as_ref().map_or(0, Vec::len) + spec.init_containers.iter().filter(|c| c.restart_policy == "Always").count();
     let mut ready = 0;
     let mut restarts = 0;
     let mut restartable_restarts = 0;

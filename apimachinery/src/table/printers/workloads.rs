@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::super::{Cell, Row};
-use super::{age, format_labels, int_at, items, name, row, selector, str_at, text};
+use super::{age, format_labels, format_selector, int_at, items, name, row, selector, str_at, text};
 use crate::time::{human_duration, parse_time, since};
 
 /// `layoutContainerCells`: the template's container names and images, comma-joined.
@@ -95,7 +95,7 @@ pub(super) fn deployment(o: &Value, now: i64) -> Row {
 
 /// `printReplicaSet`.
 pub(super) fn replicaset(o: &Value, now: i64) -> Row {
-    replicas(o, now, text(selector(o.pointer("/spec/selector"))))
+    replicas(o, now, text(format_selector(o.pointer("/spec/selector"))))
 }
 
 /// The row of a ReplicaSet or a ReplicationController, whose selectors
@@ -129,7 +129,7 @@ pub(super) fn daemonset(o: &Value, now: i64) -> Row {
         age(o, now),
         names,
         images,
-        text(selector(o.pointer("/spec/selector"))),
+        text(format_selector(o.pointer("/spec/selector"))),
     ])
 }
 
@@ -187,7 +187,7 @@ pub(super) fn job(o: &Value, now: i64) -> Row {
         age(o, now),
         names,
         images,
-        text(selector(o.pointer("/spec/selector"))),
+        text(format_selector(o.pointer("/spec/selector"))),
     ])
 }
 
@@ -242,10 +242,7 @@ pub(super) fn cronjob(o: &Value, now: i64) -> Row {
         Some(true) => "True",
         Some(false) => "False",
     };
-    let selector = match selector(o.pointer("/spec/jobTemplate/spec/selector")) {
-        s if s.is_empty() => "<none>".to_string(),
-        s => s,
-    };
+    let selector = format_selector(o.pointer("/spec/jobTemplate/spec/selector"));
     row(vec![
         name(o),
         text(str_at(o, &["spec", "schedule"])),
