@@ -122,7 +122,7 @@ struct Rig {
     task: tokio::task::JoinHandle<()>,
 }
 
-const WORKLOAD: Workload = Workload { pods: 300, nodes: 10, namespaces: 4, configmaps: 20, configmap_size: 100 };
+const WORKLOAD: Workload = Workload { pods: 300, nodes: 10, namespaces: 4, configmaps: 20, configmap_size: 100, rbac: 0 };
 
 async fn rig(churn: f64, page_size: usize) -> Rig {
     let config = SimConfig {

@@ -7,7 +7,7 @@
 //!   (no `resourceVersion`);
 //! - paged lists: clients walking the whole collection in pages of
 //!   `--page-size` (the first page at `--rv-mode`, then every `continue`),
-//!   in JSON, protobuf and Table;
+//!   in JSON, protobuf and Table (and YAML on request);
 //! - the indexed selectors: one node's pods (a kubelet) and one label.
 //!
 //! Each cell makes one unmeasured request (a paged one: one whole walk) first, then
@@ -85,6 +85,8 @@ pub enum Encoding {
     Protobuf,
     /// A `meta.k8s.io/v1` Table in JSON.
     Table,
+    /// `application/yaml`.
+    Yaml,
 }
 
 impl Encoding {
@@ -93,6 +95,7 @@ impl Encoding {
             Encoding::Json => "application/json",
             Encoding::Protobuf => "application/vnd.kubernetes.protobuf",
             Encoding::Table => "application/json;as=Table;v=v1;g=meta.k8s.io",
+            Encoding::Yaml => "application/yaml",
         }
     }
 
@@ -101,6 +104,7 @@ impl Encoding {
             Encoding::Json => "json",
             Encoding::Protobuf => "protobuf",
             Encoding::Table => "table",
+            Encoding::Yaml => "yaml",
         }
     }
 }
@@ -153,6 +157,15 @@ pub fn continue_token(body: &[u8], encoding: Encoding) -> Option<String> {
             let at = head.windows(key.len()).position(|w| w == key)? + key.len();
             let len = head[at..].iter().position(|b| *b == b'"')?;
             Some(String::from_utf8_lossy(&head[at..at + len]).into_owned()).filter(|t| !t.is_empty())
+        }
+        Encoding::Yaml => {
+            // Keys in order: the list's metadata comes last, `continue` first in it.
+            let tail = &body[body.len().saturating_sub(8192)..];
+            let key = b"\nmetadata:\n  continue: ";
+            let at = tail.windows(key.len()).rposition(|w| w == key)? + key.len();
+            let len = tail[at..].iter().position(|b| *b == b'\n')?;
+            let token = String::from_utf8_lossy(&tail[at..at + len]).trim_matches(['"', '\'']).to_string();
+            Some(token).filter(|t| !t.is_empty())
         }
         Encoding::Protobuf => {
             // `k8s\0`, then runtime.Unknown{raw: 2} holding the list{metadata: 1} holding ListMeta{continue: 3}.
@@ -309,11 +322,24 @@ async fn workloads(args: &ListsArgs, direct: &Target) -> anyhow::Result<Vec<Work
     Ok(out)
 }
 
+/// The `--resources` entry of kache for `collection` (`/api/v1/pods`,
+/// `/apis/GROUP/VERSION/[namespaces/NS/]RESOURCE`).
+fn cached_resource(collection: &str) -> String {
+    let path = collection.split('?').next().unwrap_or(collection);
+    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let resource = segments.last().copied().unwrap_or("pods");
+    match segments.as_slice() {
+        ["apis", group, version, ..] => format!("{group}/{version}/{resource}"),
+        _ => resource.to_string(),
+    }
+}
+
 /// Runs every list workload against every target and the plain server.
 pub async fn run_all(args: ListsArgs) -> anyhow::Result<()> {
     let nodes = args.nodes.unwrap_or(args.pods / 100).max(1);
     let sim_args = ["--pods", &args.pods.to_string(), "--nodes", &nodes.to_string()].map(String::from);
-    let fleet = Fleet::start(&args.targets, &sim_args, &[]).await?;
+    let resource = cached_resource(&args.collection);
+    let fleet = Fleet::start(&args.targets, &sim_args, &["--resources", &resource]).await?;
     let workloads = workloads(&args, fleet.direct()).await?;
     let bar = crate::progress::bar("lists", workloads.len() * (fleet.targets.len() + 1));
     let epoch = Instant::now();
@@ -352,7 +378,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn continue_tokens_are_read_from_json_and_protobuf_pages() {
+    fn kache_caches_the_listed_collection() {
+        assert_eq!(cached_resource("/api/v1/pods"), "pods");
+        assert_eq!(cached_resource("/apis/rbac.authorization.k8s.io/v1/clusterroles"), "rbac.authorization.k8s.io/v1/clusterroles");
+        assert_eq!(cached_resource("/apis/apps/v1/namespaces/ns-0001/deployments?limit=5"), "apps/v1/deployments");
+    }
+
+    #[test]
+    fn continue_tokens_are_read_from_json_protobuf_and_yaml_pages() {
         let json = br#"{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"9","continue":"eyJ2IjoibWV0YS5rOHMuaW8vdjEifQ","remainingItemCount":3},"items":[]}"#;
         assert_eq!(continue_token(json, Encoding::Json).as_deref(), Some("eyJ2IjoibWV0YS5rOHMuaW8vdjEifQ"));
         assert_eq!(continue_token(br#"{"metadata":{"resourceVersion":"9"},"items":[]}"#, Encoding::Json), None);
@@ -363,5 +396,11 @@ mod tests {
         let body = [&b"k8s\0"[..], &unknown].concat();
         assert_eq!(continue_token(&body, Encoding::Protobuf).as_deref(), Some("tok"));
         assert_eq!(continue_token(&body[..body.len() - 2], Encoding::Protobuf), None);
+        let yaml = b"apiVersion: v1\nitems:\n- metadata:\n    name: a\nkind: PodList\nmetadata:\n  continue: eyJ2Ijoi\n  remainingItemCount: 3\n  resourceVersion: \"9\"\n";
+        assert_eq!(continue_token(yaml, Encoding::Yaml).as_deref(), Some("eyJ2Ijoi"));
+        assert_eq!(
+            continue_token(b"apiVersion: v1\nitems: []\nkind: PodList\nmetadata:\n  resourceVersion: \"9\"\n", Encoding::Yaml),
+            None
+        );
     }
 }

@@ -34,6 +34,9 @@ pub struct SimArgs {
     /// Bytes of data in each generated ConfigMap.
     #[arg(long, default_value_t = 1024)]
     pub configmap_size: usize,
+    /// RBAC cluster roles to generate at start-up, and as many role bindings (spread over the namespaces).
+    #[arg(long, default_value_t = 0)]
+    pub rbac: usize,
     /// Changes per second written after start-up (creates, updates, deletes).
     #[arg(long, default_value_t = 0.0)]
     pub churn: f64,
@@ -99,6 +102,7 @@ impl SimArgs {
             namespaces: self.namespaces,
             configmaps: self.configmaps,
             configmap_size: self.configmap_size,
+            rbac: self.rbac,
         }
     }
 

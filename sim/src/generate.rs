@@ -36,6 +36,8 @@ pub struct Workload {
     pub configmaps: usize,
     /// Bytes of data per configmap.
     pub configmap_size: usize,
+    /// Number of RBAC cluster roles, and of role bindings.
+    pub rbac: usize,
 }
 
 fn now() -> String {
@@ -81,10 +83,36 @@ fn configmap(i: usize, size: usize, namespaces: usize) -> (String, Value) {
     )
 }
 
+/// The i-th generated cluster role: rules as a controller's role has them.
+fn clusterrole(i: usize) -> (String, Value) {
+    let rule = |groups: &[&str], resources: &[&str], verbs: &[&str]| json!({"apiGroups": groups, "resources": resources, "verbs": verbs});
+    let rules = [
+        rule(&[""], &["pods", "pods/status"], &["get", "list", "watch", "update", "patch"]),
+        rule(&["apps"], &["deployments", "replicasets", "statefulsets"], &["get", "list", "watch"]),
+        rule(&["", "events.k8s.io"], &["events"], &["create", "patch", "update"]),
+        rule(&["coordination.k8s.io"], &["leases"], &["get", "create", "update"]),
+    ];
+    let name = format!("system:controller:generated-{i:06}");
+    let meta = json!({"name": name, "labels": {"kubernetes.io/bootstrapping": "rbac-defaults"}, "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"}});
+    (String::new(), json!({"metadata": meta, "rules": &rules[..1 + i % rules.len()]}))
+}
+
+/// The i-th generated role binding: a cluster role bound to a service account and a group.
+fn rolebinding(i: usize, namespaces: usize) -> (String, Value) {
+    let ns = namespace_name(i % namespaces.max(1));
+    let subjects = json!([
+        {"kind": "ServiceAccount", "name": format!("controller-{}", i % 50), "namespace": ns},
+        {"kind": "Group", "apiGroup": "rbac.authorization.k8s.io", "name": format!("team-{}", i % 20)},
+    ]);
+    let role_ref =
+        json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": format!("system:controller:generated-{i:06}")});
+    (ns.clone(), json!({"metadata": {"name": format!("binding-{i:06}"), "namespace": ns}, "subjects": subjects, "roleRef": role_ref}))
+}
+
 impl Workload {
     /// How many objects it creates.
     pub fn objects(&self) -> usize {
-        self.namespaces + self.nodes + self.pods + self.configmaps
+        self.namespaces + self.nodes + self.pods + self.configmaps + 2 * self.rbac
     }
 }
 
@@ -156,7 +184,7 @@ fn insert_batched(state: &State, res: ResourceId, items: impl Iterator<Item = (S
     state.publish_revision();
 }
 
-/// Creates the workload's namespaces, nodes, pods and configmaps, showing progress.
+/// Creates the workload's namespaces, nodes, pods, configmaps and RBAC objects, showing progress.
 pub fn populate(state: &State, w: &Workload) {
     let mut progress = Progress::new(w.objects());
     let mut done = 0;
@@ -185,6 +213,9 @@ pub fn populate(state: &State, w: &Workload) {
     );
     insert_batched(state, reg.builtin("", "pods"), (0..w.pods).map(|i| pod(i, w.nodes, w.namespaces)), d, p);
     insert_batched(state, reg.builtin("", "configmaps"), (0..w.configmaps).map(|i| configmap(i, w.configmap_size, w.namespaces)), d, p);
+    insert_batched(state, reg.builtin("rbac.authorization.k8s.io", "clusterroles"), (0..w.rbac).map(clusterrole), d, p);
+    let bindings = reg.builtin("rbac.authorization.k8s.io", "rolebindings");
+    insert_batched(state, bindings, (0..w.rbac).map(|i| rolebinding(i, w.namespaces)), d, p);
     progress.finish();
 }
 
