@@ -416,3 +416,26 @@ fn malformed_requests_get_status_bodies_and_the_server_survives() {
     assert_eq!(sim.request("POST", cm, &json_type, Some(&big)).status, 413);
     assert_eq!(sim.get("/api/v1/pods").json()["items"].as_array().map(Vec::len), Some(3), "the server still answers");
 }
+
+#[test]
+fn generated_rbac_objects_bind_generated_cluster_roles_and_print_as_tables() {
+    let sim = Process::sim(&["--rbac", "7", "--namespaces", "3"]);
+    let roles = sim.get("/apis/rbac.authorization.k8s.io/v1/clusterroles").json();
+    let names: Vec<&str> = roles["items"].as_array().unwrap().iter().filter_map(|r| r["metadata"]["name"].as_str()).collect();
+    let generated: Vec<&&str> = names.iter().filter(|n| n.starts_with("system:controller:generated-")).collect();
+    assert_eq!(generated.len(), 7, "{names:?}");
+    assert!(roles["items"].as_array().unwrap().iter().all(|r| r["rules"].as_array().is_some_and(|rules| !rules.is_empty())));
+    let bindings = sim.get("/apis/rbac.authorization.k8s.io/v1/rolebindings").json();
+    let bindings = bindings["items"].as_array().unwrap();
+    assert_eq!(bindings.len(), 7);
+    let namespaces: std::collections::BTreeSet<&str> = bindings.iter().filter_map(|b| b["metadata"]["namespace"].as_str()).collect();
+    assert_eq!(namespaces.len(), 3, "spread over the namespaces");
+    assert!(bindings.iter().all(|b| names.contains(&b["roleRef"]["name"].as_str().unwrap())), "each binds a generated role");
+    let table = sim.request(
+        "GET",
+        "/apis/rbac.authorization.k8s.io/v1/rolebindings",
+        &[("accept", "application/json;as=Table;v=v1;g=meta.k8s.io")],
+        None,
+    );
+    assert_eq!(table.json()["rows"].as_array().map(Vec::len), Some(7));
+}
