@@ -41,6 +41,22 @@ struct Scan {
     key_start: Option<usize>,
 }
 
+impl Scan {
+    /// Reads `b` if it is inside a string (its closing quote included); `false` otherwise.
+    fn string_byte(&mut self, b: u8) -> bool {
+        if !self.in_string {
+            return false;
+        }
+        match (self.escaped, b) {
+            (true, _) => self.escaped = false,
+            (false, b'\\') => self.escaped = true,
+            (false, b'"') => self.in_string = false,
+            _ => {}
+        }
+        true
+    }
+}
+
 /// The streamed array, once reached.
 struct Stream {
     key: String,
@@ -102,13 +118,7 @@ impl<I> Converter<I> {
         let at = self.head.len();
         self.head.push(b);
         let s = &mut self.scan;
-        if s.in_string {
-            match (s.escaped, b) {
-                (true, _) => s.escaped = false,
-                (false, b'\\') => s.escaped = true,
-                (false, b'"') => s.in_string = false,
-                _ => {}
-            }
+        if s.string_byte(b) {
             return Some(());
         }
         match b {
@@ -160,14 +170,8 @@ impl<I> Converter<I> {
             // Only the document's end may follow the array.
             return matches!(b, b'}' | b' ' | b'\n' | b'\r' | b'\t').then_some(());
         }
-        if s.in_string {
+        if s.string_byte(b) {
             stream.element.push(b);
-            match (s.escaped, b) {
-                (true, _) => s.escaped = false,
-                (false, b'\\') => s.escaped = true,
-                (false, b'"') => s.in_string = false,
-                _ => {}
-            }
             return Some(());
         }
         match b {
