@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
-use crate::objects::Objects;
+use crate::objects::{Ledger, Objects};
 use crate::target::{Http, Target};
 
 /// How long deleting may take before the tool gives up and says what it
@@ -52,13 +52,15 @@ struct Owned {
     objects: Objects,
 }
 
-impl Cleanup {
-    /// Records `objects` as the run's on `target`: call before creating them.
-    pub fn record(&self, target: &Target, objects: &Objects) {
+impl Ledger for Cleanup {
+    /// Records `objects` as the run's on `target`: called before creating them.
+    fn record(&self, target: &Target, objects: &Objects) {
         let owned = Owned { target: target.name.clone(), http: target.http.clone(), objects: objects.clone() };
         self.owned.lock().unwrap_or_else(PoisonError::into_inner).push(owned);
     }
+}
 
+impl Cleanup {
     fn owned(&self) -> Vec<Owned> {
         self.owned.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }

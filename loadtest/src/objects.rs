@@ -25,7 +25,6 @@ use http::Method;
 use rand::Rng;
 use tokio::task::JoinSet;
 
-use crate::cleanup::Cleanup;
 use crate::procs::first_revision;
 use crate::target::{Http, Target};
 
@@ -42,6 +41,13 @@ pub enum Objects {
 
 /// A label key of the tool's own configmaps.
 const SHARD_LABEL: &str = "kache-loadtest/shard";
+
+/// Where what a run creates is recorded before it exists (the run's
+/// [`crate::cleanup::Cleanup`], which deletes it however the run ends).
+pub trait Ledger {
+    /// Records `objects` as the run's on `target`.
+    fn record(&self, target: &Target, objects: &Objects);
+}
 
 impl Objects {
     /// The collection every watcher and list reads.
@@ -93,11 +99,11 @@ impl Objects {
     }
 
     /// Creates what the tool owns (a real cluster's namespace and
-    /// configmaps) on `target`, recorded in `cleanup` first. The tasks
+    /// configmaps) on `target`, recorded in `ledger` first. The tasks
     /// creating stop when this future is dropped.
-    pub async fn create(&self, target: &Target, cleanup: &Cleanup) -> anyhow::Result<()> {
+    pub async fn create(&self, target: &Target, ledger: &impl Ledger) -> anyhow::Result<()> {
         let Objects::OwnConfigMaps { namespace, count, .. } = self else { return Ok(()) };
-        cleanup.record(target, self);
+        ledger.record(target, self);
         let ns = format!(r#"{{"apiVersion":"v1","kind":"Namespace","metadata":{{"name":"{namespace}"}}}}"#);
         target.http.create("/api/v1/namespaces", ns).await?;
         let next = Arc::new(AtomicUsize::new(0));
