@@ -284,12 +284,9 @@ fn a_policy_change_takes_effect_within_the_cache_times_and_ends_a_watch_that_los
     let list = |k: &Process| k.request("GET", "/api/v1/namespaces/ns-0002/pods", &[("authorization", &bob)], None).status;
     assert_eq!(list(&kache), 200);
     // bob watches; then the policy no longer lets ops read pods.
-    let url = format!("{}/api/v1/namespaces/ns-0002/pods?watch=1&timeoutSeconds=60", kache.url);
-    let watch = std::thread::spawn(move || {
-        let started = std::time::Instant::now();
-        let resp = common::request(&url, "GET", &[("authorization", "Bearer bob-token")], None);
-        (resp.status, started.elapsed())
-    });
+    // An hour's watch: only the lost access ends it (the client gives up after a minute, failing the test).
+    let url = format!("{}/api/v1/namespaces/ns-0002/pods?watch=1&timeoutSeconds=3600", kache.url);
+    let watch = std::thread::spawn(move || common::request(&url, "GET", &[("authorization", "Bearer bob-token")], None).status);
     std::thread::sleep(Duration::from_millis(300));
     let revoked = POLICY.replace(
         r#"{"subjects": ["group:ops"], "verbs": ["get", "list", "watch"], "groups": [""], "resources": ["pods", "configmaps"]},"#,
@@ -297,14 +294,12 @@ fn a_policy_change_takes_effect_within_the_cache_times_and_ends_a_watch_that_los
     );
     assert_ne!(revoked, POLICY);
     assert_eq!(sim.request("POST", "/_sim/policy", &[("content-type", "application/json")], Some(revoked.as_bytes())).status, 200);
-    let (status, lasted) = watch.join().unwrap();
-    assert_eq!(status, 200);
-    assert!(lasted < Duration::from_secs(10), "the watch of a user who lost access ended after {lasted:?}");
-    common::eventually(Duration::from_secs(5), "bob refused through kache", || (list(&kache) == 403).then_some(()));
+    assert_eq!(watch.join().unwrap(), 200, "the watch of a user who lost access ended");
+    common::eventually(Duration::from_secs(15), "bob refused through kache", || (list(&kache) == 403).then_some(()));
     assert_eq!(list(&sim), 403);
     // Given back, within the deny cache time.
     assert_eq!(sim.request("POST", "/_sim/policy", &[("content-type", "application/json")], Some(POLICY.as_bytes())).status, 200);
-    common::eventually(Duration::from_secs(5), "bob allowed again through kache", || (list(&kache) == 200).then_some(()));
+    common::eventually(Duration::from_secs(15), "bob allowed again through kache", || (list(&kache) == 200).then_some(()));
 }
 
 #[test]

@@ -2,10 +2,16 @@
 //! and HTTP/2, which allows 100 streams a connection as kube-apiserver does.
 //! A thousand requests at once through kache never wait for each other:
 //! kache opens the connections they need, as Go's transport does.
+//!
+//! Nothing here is timed. A stream that waited for another to end would
+//! wait for ever — the watches below stay open for an hour — so the
+//! behaviour is "every head arrives while every stream is still open";
+//! the deadlines only turn a hang into a failure and are far beyond any
+//! machine's load.
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use common::Process;
@@ -17,12 +23,12 @@ use serde_json::json;
 const AT_ONCE: usize = 1_000;
 /// Streams a client connection to kache carries (10 connections).
 const PER_CONNECTION: usize = 100;
-/// The longest any response head may take.
-const HEAD_WITHIN: Duration = Duration::from_secs(1);
+/// Turns a hang into a failure: no head that is coming takes this long.
+const HANG: Duration = Duration::from_secs(300);
 
-/// Sends `AT_ONCE` GETs of `paths(i)` to kache over h2c, all at once;
-/// returns each response and how long its head took.
-async fn all_at_once(kache: &str, paths: impl Fn(usize) -> String) -> Vec<(hyper::Response<hyper::body::Incoming>, Duration)> {
+/// Sends `AT_ONCE` GETs of `paths(i)` to kache over h2c, all at once, and
+/// returns each response once every head has arrived.
+async fn all_at_once(kache: &str, paths: impl Fn(usize) -> String) -> Vec<hyper::Response<hyper::body::Incoming>> {
     let mut senders = Vec::new();
     for _ in 0..AT_ONCE / PER_CONNECTION {
         senders.push(h2c(kache).await.0);
@@ -30,19 +36,11 @@ async fn all_at_once(kache: &str, paths: impl Fn(usize) -> String) -> Vec<(hyper
     let sends = (0..AT_ONCE).map(|i| {
         let mut sender = senders[i / PER_CONNECTION].clone();
         let req = hyper::Request::get(format!("{kache}{}", paths(i))).body(Empty::<Bytes>::new()).expect("a request");
-        async move {
-            let sent = Instant::now();
-            let resp = sender.send_request(req).await.expect("a response");
-            (resp, sent.elapsed())
-        }
+        async move { sender.send_request(req).await.expect("a response") }
     });
-    futures::future::join_all(sends).await
-}
-
-/// The slowest head, and how many took longer than [`HEAD_WITHIN`].
-fn heads(answers: &[(hyper::Response<hyper::body::Incoming>, Duration)]) -> (Duration, usize) {
-    let slowest = answers.iter().map(|(_, took)| *took).max().unwrap_or_default();
-    (slowest, answers.iter().filter(|(_, took)| *took > HEAD_WITHIN).count())
+    tokio::time::timeout(HANG, futures::future::join_all(sends))
+        .await
+        .unwrap_or_else(|_| panic!("not every one of {AT_ONCE} heads arrived: a request waits for another to end"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -53,11 +51,10 @@ async fn a_thousand_pass_through_watches_start_at_once_and_each_gets_its_events(
     common::eventually(Duration::from_secs(60), "kache ready", || (kache.get("/readyz").status == 200).then_some(()));
     assert_eq!(kache.post("/api/v1/namespaces", &json!({"metadata": {"name": "w"}})).status, 201);
     let rv = kache.get("/api/v1/namespaces/w/configmaps").json()["metadata"]["resourceVersion"].as_str().expect("a revision").to_string();
+    // An hour each: none ends while the others start.
     let watches =
-        all_at_once(&kache.url, |_| format!("/api/v1/namespaces/w/configmaps?watch=1&resourceVersion={rv}&timeoutSeconds=60")).await;
-    let (slowest, late) = heads(&watches);
-    assert_eq!(late, 0, "{late} of {AT_ONCE} watch heads took over {HEAD_WITHIN:?} (slowest {slowest:?})");
-    assert!(watches.iter().all(|(r, _)| r.status() == 200));
+        all_at_once(&kache.url, |_| format!("/api/v1/namespaces/w/configmaps?watch=1&resourceVersion={rv}&timeoutSeconds=3600")).await;
+    assert!(watches.iter().all(|r| r.status() == 200));
     let m = common::scrape(&kache);
     assert!(m["kache_upstream_streams"] >= AT_ONCE as f64, "{} streams upstream", m["kache_upstream_streams"]);
     assert!(
@@ -67,11 +64,11 @@ async fn a_thousand_pass_through_watches_start_at_once_and_each_gets_its_events(
     );
     // A write reaches every watch.
     assert_eq!(kache.post("/api/v1/namespaces/w/configmaps", &json!({"metadata": {"name": "seen"}})).status, 201);
-    let events = watches.into_iter().map(|(resp, _)| async move {
+    let events = watches.into_iter().map(|resp| async move {
         let mut body = resp.into_body();
         let mut got = Vec::new();
         while !got.ends_with(b"\n") {
-            let frame = tokio::time::timeout(Duration::from_secs(20), body.frame()).await.expect("the event within 20 s");
+            let frame = tokio::time::timeout(HANG, body.frame()).await.expect("the event, before the watch ends");
             got.extend_from_slice(&frame.expect("an open stream").expect("a frame").into_data().unwrap_or_default());
         }
         serde_json::from_slice::<serde_json::Value>(&got).expect("a watch event")
@@ -110,11 +107,13 @@ async fn a_thousand_consistent_reads_at_once_are_answered_without_waiting_for_ea
         _ => "/api/v1/pods?limit=10".to_string(),
     })
     .await;
-    let (slowest, late) = heads(&reads);
-    assert_eq!(late, 0, "{late} of {AT_ONCE} consistent reads took over {HEAD_WITHIN:?} for their head (slowest {slowest:?})");
-    for (resp, _) in reads {
+    for resp in reads {
         // Churn deletes pods: NotFound is then the fresh answer.
         assert!(matches!(resp.status().as_u16(), 200 | 404), "{}", resp.status());
         resp.into_body().collect().await.expect("the whole body");
     }
+    // They did not queue behind one probe each: reads that chose memory shared probes.
+    let m = common::scrape(&kache);
+    let probes = m.get(r#"kache_freshness_probes_total{resource="pods"}"#).copied().unwrap_or(0.0);
+    assert!(probes < (AT_ONCE / 2) as f64, "{probes} probes for {AT_ONCE} reads");
 }

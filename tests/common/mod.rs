@@ -279,6 +279,11 @@ impl Watch {
         self.lines.recv_timeout(timeout).ok()
     }
 
+    /// Whether the stream is still open (events not yet read do not count as an end).
+    pub fn is_open(&self) -> bool {
+        !matches!(self.lines.try_recv(), Err(std::sync::mpsc::TryRecvError::Disconnected))
+    }
+
     /// Waits for the stream to end; panics if it is still open after `timeout`.
     pub fn expect_end(&self, timeout: Duration) -> Vec<serde_json::Value> {
         let deadline = Instant::now() + timeout;
