@@ -125,7 +125,7 @@ fn select(c: &mut Criterion) {
         let opts = ListOptions::decode(query).expect("options");
         group.bench_function(name, |b| {
             let waits = Waits { revision: Duration::ZERO };
-            b.iter(|| match rt.block_on(list::list(&res, None, &opts, &waits)) {
+            b.iter(|| match rt.block_on(list::list(&res, None, &opts, &waits, &Default::default())) {
                 Ok(Answer::Page(p)) => black_box(p.items.len()),
                 other => panic!("{other:?}"),
             })

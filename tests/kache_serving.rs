@@ -606,3 +606,36 @@ fn yaml_lists_and_gets_are_answered_from_memory_as_the_apiserver_writes_them() {
     assert_eq!((k.status, &k.body), (406, &s.body), "{}", k.text());
     assert_eq!(metric(&kache, "kache_passed_through_total"), passed + 1);
 }
+
+#[test]
+fn the_first_large_protobuf_read_passes_through_while_every_message_is_made_then_memory_answers() {
+    const PB: &str = "application/vnd.kubernetes.protobuf";
+    // More pods than a client-go page: a whole list would make every message in the read.
+    let sim = Process::sim(&["--pods", "1200", "--namespaces", "3", "--nodes", "6"]);
+    let kache = Process::logged("serve", &["--server", &sim.url, "--resources", "pods"]);
+    ready(&kache);
+    let list = |k: &Process| k.request("GET", "/api/v1/pods?resourceVersion=0", &[("accept", PB)], None);
+    let making = |k: &Process| {
+        k.get("/metrics")
+            .text()
+            .lines()
+            .filter(|l| l.contains("reason=\"protobuf being made\""))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+            .sum::<u64>()
+    };
+    // A page of client-go's size is made in the read, as the apiserver makes it.
+    let lists = metric(&kache, "kache_lists_served_total");
+    assert_eq!(kache.request("GET", "/api/v1/pods?limit=500", &[("accept", PB)], None).status, 200);
+    assert_eq!(metric(&kache, "kache_lists_served_total"), lists + 1, "a page of 500 from memory");
+    // The whole list: upstream's answer while the messages are made, then memory's, the same bytes.
+    let first = list(&kache);
+    assert_eq!(first.status, 200);
+    assert_eq!(making(&kache), 1, "the first whole protobuf list passed through");
+    eventually(Duration::from_secs(60), "the messages made", || kache.log().contains("protobuf made ahead of large reads").then_some(()));
+    let lists = metric(&kache, "kache_lists_served_total");
+    let again = list(&kache);
+    assert_eq!(metric(&kache, "kache_lists_served_total"), lists + 1, "then from memory");
+    assert_eq!(making(&kache), 1);
+    assert!(again.body == list(&sim).body, "memory's bytes are the simulator's");
+    assert!(first.body == again.body, "upstream's and memory's answers are the same bytes");
+}

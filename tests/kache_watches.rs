@@ -245,10 +245,11 @@ async fn a_watcher_that_stops_reading_is_closed_and_the_others_stay_exact() {
     write!(stuck, "GET /api/v1/pods?watch=1&resourceVersion={start} HTTP/1.1\r\nHost: {addr}\r\n\r\n").expect("sends");
     let client = watching::client();
     let shape = Shape { path: "/api/v1/pods".into(), selectors: String::new(), rv: start, initial: None, bookmarks: true };
-    let url = format!("{}{}?{}", kache.url, shape.path, shape.query(15));
+    // The reader's stream must outlive the churn, however slow a busy machine makes the steps below.
+    let url = format!("{}{}?{}", kache.url, shape.path, shape.query(60));
     let reader = tokio::spawn({
         let client = client.clone();
-        async move { watching::watch(&client, &url, Duration::from_secs(30)).await }
+        async move { watching::watch(&client, &url, Duration::from_secs(120)).await }
     });
     eventually(Duration::from_secs(60), "the stuck watcher to be closed", || {
         (metric(&kache, "kache_watchers_closed_slow_total{") >= 1).then_some(())

@@ -30,7 +30,7 @@ use super::filter::Filter;
 use crate::budget;
 use crate::cache::CachedResource;
 use crate::store::{CachedObject, Snapshot, StoreError};
-use crate::upstream::freshness::Read as Fresh;
+use crate::upstream::freshness::{Decision, Read as Fresh};
 
 /// A page read from memory.
 #[derive(Debug)]
@@ -51,7 +51,14 @@ pub enum Answer {
 }
 
 /// Answers a validated list request for `res` in `namespace` (or all).
-pub async fn list(res: &CachedResource, namespace: Option<&str>, opts: &ListOptions, waits: &Waits) -> Result<Answer, ApiError> {
+/// A consistent read's plan and hedge go in `decision`.
+pub async fn list(
+    res: &CachedResource,
+    namespace: Option<&str>,
+    opts: &ListOptions,
+    waits: &Waits,
+    decision: &Decision,
+) -> Result<Answer, ApiError> {
     if res.pressure().passes_through() {
         return Ok(Answer::Upstream(budget::REASON));
     }
@@ -61,7 +68,8 @@ pub async fn list(res: &CachedResource, namespace: Option<&str>, opts: &ListOpti
     let snapshot = match plan.read {
         // A consistent read (or a continue token at the latest revision): the head once proven fresh.
         Read::MostRecent => {
-            match res.fresh.consistent(Fresh { bytes: res.read_bytes(&prefix, &plan.start, plan.limit), follows: true }).await {
+            let read = Fresh { bytes: res.read_bytes(&prefix, &plan.start, plan.limit), follows: true, stream: false };
+            match res.fresh.consistent(read, decision).await {
                 Ok(_) => res.store.view().head().clone(),
                 Err(why) => return Ok(Answer::Upstream(why.as_str())),
             }
@@ -189,7 +197,7 @@ mod tests {
     async fn ask(res: &CachedResource, query: &str) -> Answer {
         let mut opts = ListOptions::decode(query).expect("a list query");
         opts.validate().expect("a valid list query");
-        list(res, None, &opts, &Waits::default()).await.expect("an answer")
+        list(res, None, &opts, &Waits::default(), &Decision::default()).await.expect("an answer")
     }
 
     #[tokio::test]

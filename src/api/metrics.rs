@@ -29,7 +29,7 @@ use metrics::{counter, gauge};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
 use crate::upstream::costs::Side;
-use crate::upstream::freshness::{NotFresh, WAIT_BUCKETS};
+use crate::upstream::freshness::{NotFresh, Plan, WAIT_BUCKETS};
 
 use super::Api;
 use super::body::ApiBody;
@@ -66,7 +66,9 @@ pub fn install() {
         let builder = PrometheusBuilder::new()
             .set_buckets_for_metric(Matcher::Full("kache_request_duration_seconds".into()), &REQUEST_BUCKETS)
             .and_then(|b| b.set_buckets_for_metric(Matcher::Full("kache_consistent_wait_seconds".into()), &WAIT_BUCKETS))
-            .and_then(|b| b.set_buckets_for_metric(Matcher::Full("kache_freshness_proof_seconds".into()), &WAIT_BUCKETS));
+            .and_then(|b| b.set_buckets_for_metric(Matcher::Full("kache_freshness_proof_seconds".into()), &WAIT_BUCKETS))
+            .and_then(|b| b.set_buckets_for_metric(Matcher::Full("kache_consistent_predicted_seconds".into()), &REQUEST_BUCKETS))
+            .and_then(|b| b.set_buckets_for_metric(Matcher::Full("kache_consistent_actual_seconds".into()), &REQUEST_BUCKETS));
         let recorder = match builder {
             Ok(b) => b.build_recorder(),
             Err(e) => {
@@ -133,6 +135,10 @@ fn describe() {
     c!("kache_consistent_reads_passed_through_total", "Consistent reads passed through, by reason.");
     h!("kache_consistent_wait_seconds", metrics::Unit::Seconds, "How long consistent reads answered from memory waited for proof.");
     c!("kache_freshness_probes_total", "Upstream revision probes for consistent reads.");
+    c!(
+        "kache_consistent_hedges_total",
+        "Consistent reads that chose memory and, their proof being late, were sent upstream as well (the first answer wins)."
+    );
     c!("kache_freshness_catch_ups_total", "Catch-up watches opened to prove a quiet resource fresh.");
     c!("kache_freshness_proofs_total", "Catch-up watches that proved a revision.");
     h!("kache_freshness_proof_seconds", metrics::Unit::Seconds, "How long each catch-up watch took to prove a revision.");
@@ -144,6 +150,16 @@ fn describe() {
         "kache_freshness_proof_expected_seconds",
         metrics::Unit::Seconds,
         "Expected delay of a catch-up's proof (moving average of measured ones)."
+    );
+    h!(
+        "kache_consistent_predicted_seconds",
+        metrics::Unit::Seconds,
+        "Consistent lists and GETs: the expected time of the road the plan chose (choice: memory or upstream), from arrival to the answer's end."
+    );
+    h!(
+        "kache_consistent_actual_seconds",
+        metrics::Unit::Seconds,
+        "Consistent lists and GETs: what the answer took from arrival to its end, by the plan's choice (a late proof's hedge included)."
     );
     g!(
         "kache_consistent_plan_memory_seconds",
@@ -223,7 +239,7 @@ pub fn observe(req: Request, resp: Response<ApiBody>) -> Response<ApiBody> {
     counter!(
         "kache_requests_total",
         "verb" => req.verb.clone(),
-        "resource" => req.resource,
+        "resource" => req.resource.clone(),
         "source" => source.name(),
         "reason" => reason,
         "code" => resp.status().as_str().to_string()
@@ -231,15 +247,31 @@ pub fn observe(req: Request, resp: Response<ApiBody>) -> Response<ApiBody> {
     .increment(1);
     metrics::histogram!("kache_request_duration_seconds", "verb" => req.verb.clone(), "source" => source.name())
         .record(req.started.elapsed().as_secs_f64());
+    // A consistent read's plan against what its answer took, to the body's end.
+    let planned = resp.extensions().get::<Plan>().map(|plan| {
+        let labels = [("resource", req.resource.clone()), ("choice", if plan.from_memory() { "memory" } else { "upstream" }.to_string())];
+        metrics::histogram!("kache_consistent_predicted_seconds", &labels).record(plan.expected().as_secs_f64());
+        metrics::histogram!("kache_consistent_actual_seconds", &labels)
+    });
     let bytes = counter!("kache_response_bytes_total", "verb" => req.verb, "source" => source.name());
+    let started = req.started;
     resp.map(|body| {
-        body.map_frame(move |frame| {
+        let counted = body.map_frame(move |frame| {
             if let Some(data) = frame.data_ref() {
                 bytes.increment(data.len() as u64);
             }
             frame
-        })
-        .boxed()
+        });
+        match planned {
+            None => counted.boxed(),
+            // Reached when the body ends (not when it fails or is dropped).
+            Some(actual) => counted
+                .with_trailers(async move {
+                    actual.record(started.elapsed().as_secs_f64());
+                    None
+                })
+                .boxed(),
+        }
     })
 }
 
@@ -311,6 +343,7 @@ fn render(api: &Api) -> Bytes {
         count("kache_freshness_probes_total", f.probes.load(Ordering::Relaxed));
         count("kache_freshness_catch_ups_total", f.catch_ups.load(Ordering::Relaxed));
         count("kache_freshness_proofs_total", f.proofs.load(Ordering::Relaxed));
+        count("kache_consistent_hedges_total", f.hedges.load(Ordering::Relaxed));
         {
             let o = r.fresh.observed.lock();
             set("kache_freshness_hit_ratio", o.hit_ratio());

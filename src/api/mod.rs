@@ -53,6 +53,7 @@ use crate::budget::room;
 use crate::cache::{Cache, CachedResource};
 use crate::upstream::client::Client;
 use crate::upstream::costs::{Meter, Metered, Side};
+use crate::upstream::freshness::{Decision, NotFresh};
 use crate::upstream::reflector::Health;
 use body::ApiBody;
 use document::{Layout, Shape};
@@ -361,15 +362,59 @@ async fn handle(api: &Api, req: Request<Incoming>, certificate: &Certificate) ->
             Health::Stale { .. } => "stale",
             Health::Fresh => match answer(t.res, req.headers(), &query) {
                 None => "encoding",
-                Some(negotiated) => match from_memory(api, &t, negotiated, (&path, &query), user.as_ref()).await {
-                    Ok(resp) => return metrics::from(Source::Memory, resp),
-                    Err(why) => why,
-                },
+                Some(negotiated) => return read(api, &t, negotiated, req, user.as_ref()).await,
             },
         },
     };
     api.counters.passed_through.fetch_add(1, Ordering::Relaxed);
     metrics::from(Source::Upstream(why), crate::proxy::forward(&api.client, req, user.as_ref()).await)
+}
+
+/// A read of a cached, fresh resource: from memory, or upstream when
+/// memory will not answer it; a consistent read whose proof is late goes
+/// both ways and the first answer wins (`freshness::Decision`). Lists and
+/// GETs carry their plan to the metrics, which compare it with what the
+/// answer took.
+async fn read(
+    api: &Api,
+    t: &Target<'_>,
+    negotiated: (Shape, Layout),
+    req: Request<Incoming>,
+    user: Option<&apimachinery::auth::UserInfo>,
+) -> Response<ApiBody> {
+    let (path, query) = (req.uri().path().to_string(), req.uri().query().unwrap_or("").to_string());
+    let decision = Decision::default();
+    let memory = from_memory(api, t, negotiated, (&path, &query), user, &decision);
+    let upstream = async {
+        decision.upstream_due().await;
+        if decision.plan().is_some_and(|p| p.from_memory()) {
+            t.res.fresh.stats.hedges.fetch_add(1, Ordering::Relaxed);
+        }
+        crate::proxy::forward(&api.client, req, user).await
+    };
+    tokio::pin!(memory, upstream);
+    let (source, resp) = tokio::select! {
+        biased;
+        answered = &mut memory => match answered {
+            Ok(resp) => (Source::Memory, resp),
+            Err(why) => {
+                decision.go_upstream();
+                (Source::Upstream(why), upstream.await)
+            }
+        },
+        resp = &mut upstream => {
+            t.res.fresh.stats.record(Err(NotFresh::Late));
+            (Source::Upstream(NotFresh::Late.as_str()), resp)
+        }
+    };
+    if matches!(source, Source::Upstream(_)) {
+        api.counters.passed_through.fetch_add(1, Ordering::Relaxed);
+    }
+    let mut resp = metrics::from(source, resp);
+    if let Some(plan) = decision.plan().filter(|_| !apimachinery::params::is_stream(&path, &query)) {
+        resp.extensions_mut().insert(plan);
+    }
+    resp
 }
 
 /// The apiserver's authorizer's verdict on `user` doing `attrs` (anyone may, without client authentication).
@@ -387,6 +432,7 @@ async fn from_memory(
     (shape, layout): (Shape, Layout),
     (path, query): (&str, &str),
     user: Option<&apimachinery::auth::UserInfo>,
+    decision: &Decision,
 ) -> Result<Response<ApiBody>, &'static str> {
     {
         // Nothing is served from memory without the apiserver's authorizer's allow.
@@ -401,15 +447,30 @@ async fn from_memory(
                     }
                     _ => None,
                 };
-                serve_collection(api, t, query, (shape, layout), access).await
+                serve_collection(api, t, query, (shape, layout), access, decision).await
             }
             // A GET asking for the list form gets the apiserver's 406.
             Some(_) if matches!(shape, Shape::Form(Form::MetadataList)) => Err("encoding"),
-            Some(name) => serve_get(t.res, t.namespace, name, query, &api.config.waits, shape, layout).await.inspect(|_| {
+            Some(name) => serve_get(t.res, t.namespace, name, query, &api.config.waits, (shape, layout), decision).await.inspect(|_| {
                 api.counters.gets_served.fetch_add(1, Ordering::Relaxed);
             }),
         }
     }
+}
+
+/// A protobuf page of more objects than this passes through until the
+/// resource's messages are made ahead (`CachedResource::protobuf_warm`):
+/// client-go's pages (500) cost a few tens of ms to encode, as they cost
+/// the apiserver; a whole list costs seconds.
+const PROTOBUF_PAGE: usize = 500;
+
+/// Why a large protobuf read passes through while its messages are made.
+const PROTOBUF_AHEAD: &str = "protobuf being made";
+
+/// Whether a protobuf read of up to `limit` objects of `res` would make
+/// more than [`PROTOBUF_PAGE`] messages in the read; asking starts making them.
+fn protobuf_cold(res: &Arc<CachedResource>, limit: usize) -> bool {
+    limit > PROTOBUF_PAGE && res.store.view().head().len() > PROTOBUF_PAGE && !res.protobuf_warm()
 }
 
 /// A list or watch from memory, an error `Status`, or why the request passes through.
@@ -420,6 +481,7 @@ async fn serve_collection(
     query: &str,
     (shape, layout): (Shape, Layout),
     access: Option<crate::auth::Access>,
+    decision: &Decision,
 ) -> Result<Response<ApiBody>, &'static str> {
     let mut opts = match ListOptions::decode(query) {
         Ok(o) => o,
@@ -444,8 +506,14 @@ async fn serve_collection(
             api.counters.watches_passed_through.fetch_add(1, Ordering::Relaxed);
             return Err("watch form");
         }
+        if layout.protobuf && opts.sends_initial_events() && protobuf_cold(t.res, usize::MAX) {
+            api.counters.watches_passed_through.fetch_add(1, Ordering::Relaxed);
+            return Err(PROTOBUF_AHEAD);
+        }
         let ends = watch::Ends { stopping: api.stopping.subscribe(), access };
-        return match watch::watch(t.res, &api.dispatchers[t.index], t.namespace, &opts, (shape.clone(), layout), &api.config, ends).await {
+        let answer =
+            watch::watch((t.res, &api.dispatchers[t.index]), t.namespace, (&opts, decision), (shape.clone(), layout), &api.config, ends);
+        return match answer.await {
             Ok(watch::Answer::Stream(resp)) => {
                 api.counters.watches_served.fetch_add(1, Ordering::Relaxed);
                 Ok(resp)
@@ -462,7 +530,15 @@ async fn serve_collection(
         // A list asking for the single-object form gets the apiserver's 406.
         return Err("encoding");
     }
-    match list::list(t.res, t.namespace, &opts, &api.config.waits).await {
+    // Decided before any wait for a proof: a large protobuf list goes upstream at once while its messages are made.
+    let limit = match usize::try_from(opts.limit) {
+        Ok(n) if n > 0 && opts.resource_version != "0" => n,
+        _ => usize::MAX,
+    };
+    if layout.protobuf && protobuf_cold(t.res, limit) {
+        return Err(PROTOBUF_AHEAD);
+    }
+    match list::list(t.res, t.namespace, &opts, &api.config.waits, decision).await {
         Ok(Answer::Page(page)) => {
             let cost = room::cost(page.items.len(), layout.gzip);
             let Some(reservation) = api.room.reserve(cost, room::WAIT).await else {
@@ -500,8 +576,8 @@ async fn serve_get(
     name: &str,
     query: &str,
     waits: &Waits,
-    shape: Shape,
-    layout: Layout,
+    (shape, layout): (Shape, Layout),
+    decision: &Decision,
 ) -> Result<Response<ApiBody>, &'static str> {
     if res.pressure().passes_through() {
         return Err(crate::budget::REASON);
@@ -513,7 +589,7 @@ async fn serve_get(
     };
     match rv.as_deref() {
         None | Some("") => {
-            if let Err(why) = res.consistent_get(&key).await {
+            if let Err(why) = res.consistent_get(&key, decision).await {
                 return Err(why.as_str());
             }
         }

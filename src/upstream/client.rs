@@ -90,11 +90,18 @@ impl Client {
         &self.costs
     }
 
-    /// A meter for the answer to `req`, when it is a document (not a stream) that may measure throughput.
-    fn meter(&self, req: &Request<UpBody>) -> Option<Meter> {
-        let document =
-            req.method() == http::Method::GET && !apimachinery::params::is_stream(req.uri().path(), req.uri().query().unwrap_or(""));
-        document.then(|| Meter::new(self.costs.clone(), Side::Upstream))
+    /// Whether the answer to `req` is a document (not a stream) whose body measures upstream's throughput.
+    fn measures(req: &Request<UpBody>) -> bool {
+        req.method() == http::Method::GET && !apimachinery::params::is_stream(req.uri().path(), req.uri().query().unwrap_or(""))
+    }
+
+    /// A meter for an answer whose head just arrived, if it measures: from
+    /// the head on, so what the apiserver does before it answers (gathering
+    /// the list, waiting for its cache to be fresh: a round trip both roads
+    /// pay) is not taken for slow transfer. It sends the head once it has
+    /// encoded its first 4 KiB (Go's HTTP/2 handler buffer), then streams.
+    fn meter(&self, measures: bool) -> Option<Meter> {
+        measures.then(|| Meter::new(self.costs.clone(), Side::Upstream))
     }
 
     /// The HTTP/2 connections' counters and how many are open (`None`: no HTTP/2).
@@ -116,7 +123,7 @@ impl Client {
     /// Sends `req` with kache's credentials in place of any the request had.
     pub async fn send(&self, req: Request<UpBody>) -> Result<Response<Body>, UpstreamError> {
         let mut req = self.credentials(req);
-        let meter = self.meter(&req);
+        let measures = Self::measures(&req);
         if let Some(pool) = self.h2.as_ref().filter(|_| !self.http1_only.load(Ordering::Relaxed)) {
             // What it takes to send a body-less request again.
             let again =
@@ -124,7 +131,7 @@ impl Client {
             let mut resent = 0;
             loop {
                 match pool.send(req).await {
-                    Ok((resp, slot)) => return Ok(resp.map(|b| Metered::new(Held::new(b, slot), meter))),
+                    Ok((resp, slot)) => return Ok(resp.map(|b| Metered::new(Held::new(b, slot), self.meter(measures)))),
                     Err(PoolError::NotHttp2(unsent)) => {
                         tracing::info!(upstream = %self.base, "the apiserver chose HTTP/1.1: a connection per request from now on");
                         self.http1_only.store(true, Ordering::Relaxed);
@@ -144,18 +151,18 @@ impl Client {
                 }
             }
         }
-        self.send_http1(req, meter).await
+        self.send_http1(req, measures).await
     }
 
     /// Sends a connection-upgrade request over HTTP/1.1, with kache's credentials.
     pub async fn send_upgrade(&self, req: Request<UpBody>) -> Result<Response<Body>, UpstreamError> {
-        self.send_http1(self.credentials(req), None).await
+        self.send_http1(self.credentials(req), false).await
     }
 
-    async fn send_http1(&self, mut req: Request<UpBody>, meter: Option<Meter>) -> Result<Response<Body>, UpstreamError> {
+    async fn send_http1(&self, mut req: Request<UpBody>, measures: bool) -> Result<Response<Body>, UpstreamError> {
         *req.version_mut() = http::Version::HTTP_11;
         let resp = self.http1.request(req).await.map_err(|e| UpstreamError::Transport(error_chain(&e)))?;
-        Ok(resp.map(|b| Metered::new(Held::new(b, None), meter)))
+        Ok(resp.map(|b| Metered::new(Held::new(b, None), self.meter(measures))))
     }
 
     /// `req` with kache's credentials in place of any it had.

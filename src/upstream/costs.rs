@@ -3,8 +3,12 @@
 //! it through ([`super::freshness`]): the apiserver's latency (a consistent
 //! read's round trip, measured by the freshness probes), its throughput
 //! (bytes a second of the document bodies kache reads from it or relays:
-//! list pages, passed-through lists) and kache's own throughput answering
-//! lists from memory.
+//! list pages, passed-through lists — from each answer's head to its end,
+//! so a round trip both roads pay is not taken for a slow transfer) and
+//! kache's own throughput making lists from memory (the time spent making
+//! them — the socket's copy not included — not the client's reading,
+//! which either road waits for alike). The reflector's
+//! initial lists are the first measurement of upstream's.
 //!
 //! None of these is a constant of the apiserver's. A figure not yet
 //! measured is unknown. Upstream's unknown transfer time is taken as
@@ -131,19 +135,25 @@ impl Costs {
     }
 }
 
-/// Measures one body from its head to its end, for [`Costs`].
+/// Measures one body for [`Costs`]: upstream's from its head to its end
+/// (kache reads as fast as the apiserver sends); kache's own by the time
+/// spent making it, not the time the client took to read it — a slow
+/// client reads either road's answer as slowly, so only the making tells
+/// the roads apart.
 #[derive(Debug)]
 pub struct Meter {
     costs: Arc<Costs>,
     side: Side,
     started: Instant,
+    /// Time spent in the body's `poll_frame` (kache's side).
+    busy: Duration,
     bytes: u64,
 }
 
 impl Meter {
     /// A body from `side` whose head is out now.
     pub fn new(costs: Arc<Costs>, side: Side) -> Meter {
-        Meter { costs, side, started: Instant::now(), bytes: 0 }
+        Meter { costs, side, started: Instant::now(), busy: Duration::ZERO, bytes: 0 }
     }
 
     /// `n` more bytes went by.
@@ -154,7 +164,11 @@ impl Meter {
     /// The body ended: its throughput is recorded (a body that failed or
     /// was dropped measures nothing, so is never finished).
     pub fn finish(self) {
-        self.costs.rate(self.side).record(self.bytes, self.started.elapsed());
+        let took = match self.side {
+            Side::Upstream => self.started.elapsed(),
+            Side::Memory => self.busy,
+        };
+        self.costs.rate(self.side).record(self.bytes, took);
     }
 }
 
@@ -177,7 +191,12 @@ impl<B: Body<Data = Bytes> + Unpin> Body for Metered<B> {
     type Error = B::Error;
 
     fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
-        let frame = ready!(Pin::new(&mut self.inner).poll_frame(cx));
+        let polled = Instant::now();
+        let frame = Pin::new(&mut self.inner).poll_frame(cx);
+        if let Some(meter) = &mut self.meter {
+            meter.busy += polled.elapsed();
+        }
+        let frame = ready!(frame);
         match &frame {
             Some(Ok(f)) => {
                 if let (Some(meter), Some(data)) = (&mut self.meter, f.data_ref()) {

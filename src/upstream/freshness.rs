@@ -50,10 +50,20 @@
 //! goes upstream at once, with no probe and no wait; a list that goes
 //! upstream starts a catch-up for the reads that follow it (a paged list's
 //! continue pages name its revision), and now and then a probe is sent
-//! for no read ([`SAMPLE_EVERY`]) so the hit rate stays measured. A read
-//! that chose memory waits for the probe and then at most twice the longer
-//! of its two expected costs; a probe that fails, or a store that does not
-//! reach X in time, sends the read upstream. Never is a snapshot older
+//! for no read ([`SAMPLE_EVERY`]) so the hit rate stays measured. A
+//! streaming list costs upstream [`STREAM_COST`] lists. A read that chose
+//! memory and whose proof is later than expected (the expected wait after
+//! its probe's answer, and a quarter more) is sent upstream as well — a hedge
+//! ([`Decision`]): the first answer's head wins and the other road is
+//! dropped, so a wrong choice costs upstream's time plus the expected
+//! wait, never a timeout first and upstream from nothing after. The hedge
+//! is not sent at once: a read the store proves in time costs the
+//! apiserver nothing. Nor is it sent when upstream, though it would
+//! answer its head first, would end its answer later than memory at the
+//! latest (a catch-up proves within its timeout or not at all): a large
+//! list waits for a late proof, and is hedged only once the catch-up failed. The memory side gives up after twice the longer of
+//! its two expected costs; a probe that fails, or a store that does not
+//! reach X by then, leaves the read to upstream. Never is a snapshot older
 //! than X served: the caller reads the head only after [`Freshness`]
 //! returned X with `confirmed_rv >= X`.
 
@@ -115,11 +125,13 @@ pub enum NotFresh {
     Probe,
     /// The store did not reach upstream's revision within the budget.
     Timeout,
+    /// The proof was late, and upstream, asked meanwhile, answered first ([`Decision`]).
+    Late,
 }
 
 impl NotFresh {
     /// Every reason, in `repr` order.
-    pub const ALL: [NotFresh; 3] = [NotFresh::Sooner, NotFresh::Probe, NotFresh::Timeout];
+    pub const ALL: [NotFresh; 4] = [NotFresh::Sooner, NotFresh::Probe, NotFresh::Timeout, NotFresh::Late];
 
     /// The reason, as metrics and logs name it.
     pub fn as_str(self) -> &'static str {
@@ -127,6 +139,7 @@ impl NotFresh {
             NotFresh::Sooner => "sooner upstream",
             NotFresh::Probe => "probe",
             NotFresh::Timeout => "timeout",
+            NotFresh::Late => "late proof",
         }
     }
 }
@@ -140,6 +153,9 @@ pub struct Read {
     /// Reads at its revision are likely to follow (a list's continue
     /// pages, an informer's watch), which a proof under way serves.
     pub follows: bool,
+    /// A streaming list (`sendInitialEvents`): the apiserver sends each
+    /// object as an event of its own, which costs it [`STREAM_COST`] times a list's.
+    pub stream: bool,
 }
 
 /// The decision for one read and its inputs.
@@ -148,8 +164,12 @@ pub struct Plan {
     /// Expected time from memory, beyond the one round trip both ways pay:
     /// the wait for the store to reach the probe's revision plus kache's transfer.
     pub memory: Duration,
+    /// Of `memory`, the expected wait for the store to reach the probe's revision.
+    pub wait: Duration,
     /// Expected time upstream, beyond that round trip: its transfer.
     pub upstream: Duration,
+    /// The round trip both pay (the probe's, as measured; nothing until measured).
+    pub round_trip: Duration,
 }
 
 impl Plan {
@@ -158,9 +178,86 @@ impl Plan {
         self.memory <= self.upstream
     }
 
+    /// The chosen road's expected time to the answer's end, round trip included.
+    pub fn expected(&self) -> Duration {
+        self.round_trip + if self.from_memory() { self.memory } else { self.upstream }
+    }
+
     /// How long a read that chose memory waits after its probe.
     fn budget(&self) -> Duration {
         2 * self.memory.max(self.upstream)
+    }
+
+    /// How long after its probe's answer a read that chose memory, and
+    /// whose store was not yet there, also goes upstream: the expected
+    /// wait with a quarter more (the apiserver's bookmark ticks, which time
+    /// a quiet resource's proof, come every 1 to 1.25 s) and [`HEDGE_SLACK`].
+    fn hedge_after(&self) -> Duration {
+        self.wait.mul_f64(1.25) + HEDGE_SLACK
+    }
+}
+
+/// What a streaming list costs the apiserver, in lists of the same objects:
+/// it encodes and frames each object as its own watch event. Measured on
+/// kube-apiserver 1.36.2 with 50,000 pods (JSON): 7.2 s for the streaming
+/// list against 3.4 s for the list.
+pub const STREAM_COST: f64 = 2.0;
+
+/// Beyond a read's expected wait, how late its proof may be before the
+/// read also goes upstream: scheduling, not the apiserver (a few ms).
+const HEDGE_SLACK: Duration = Duration::from_millis(5);
+
+/// One consistent read's decision, shared by [`Freshness::consistent`] and
+/// the request handler: the plan it was made by, and — for a read that
+/// chose memory — when the handler should send it upstream as well (a
+/// hedge), because the proof is later than expected. The handler answers
+/// with whichever road answers first and drops the other; so a read that
+/// chose memory wrongly costs what upstream costs plus the expected wait,
+/// never a timeout on top, and the apiserver is asked only for reads whose
+/// proof is already late.
+#[derive(Debug)]
+pub struct Decision {
+    hedge: watch::Sender<Option<Instant>>,
+    plan: Mutex<Option<Plan>>,
+}
+
+impl Default for Decision {
+    fn default() -> Decision {
+        Decision { hedge: watch::Sender::new(None), plan: Mutex::new(None) }
+    }
+}
+
+impl Decision {
+    /// The plan the read was decided by (`None`: it was not a consistent read).
+    pub fn plan(&self) -> Option<Plan> {
+        *self.plan.lock()
+    }
+
+    /// The read goes upstream now (memory gave up, or was never chosen).
+    pub fn go_upstream(&self) {
+        self.hedge.send_replace(Some(Instant::now()));
+    }
+
+    /// Resolves once the read should (also) go upstream; never, for a read
+    /// answered from memory without a hedge.
+    pub async fn upstream_due(&self) {
+        let mut rx = self.hedge.subscribe();
+        loop {
+            let at = *rx.borrow_and_update();
+            match at {
+                Some(at) if at <= Instant::now() => return,
+                Some(at) => {
+                    tokio::select! {
+                        () = tokio::time::sleep_until(at.into()) => return,
+                        _ = rx.changed() => {}
+                    }
+                }
+                // The sender lives in `self`: `changed` fails only if it is gone, which borrowing `self` rules out.
+                None => {
+                    let _ = rx.changed().await;
+                }
+            }
+        }
     }
 }
 
@@ -179,8 +276,10 @@ pub struct FreshnessStats {
     pub proofs: AtomicU64,
     /// Consistent reads proven fresh (answered from memory).
     pub fresh: AtomicU64,
-    /// Consistent reads passed through: sooner upstream, probe failed, timed out.
-    pub passed: [AtomicU64; 3],
+    /// Consistent reads passed through: sooner upstream, probe failed, timed out, late proof.
+    pub passed: [AtomicU64; 4],
+    /// Reads that chose memory and were sent upstream as well, their proof being late ([`Decision`]).
+    pub hedges: AtomicU64,
     /// How long the reads proven fresh waited (`kache_consistent_wait_seconds`).
     waited: metrics::Histogram,
     /// How long each catch-up took to prove (`kache_freshness_proof_seconds`).
@@ -197,13 +296,15 @@ impl FreshnessStats {
             proofs: AtomicU64::new(0),
             fresh: AtomicU64::new(0),
             passed: Default::default(),
+            hedges: AtomicU64::new(0),
             waited: metrics::histogram!("kache_consistent_wait_seconds", "resource" => resource.qualified()),
             proof_delay: metrics::histogram!("kache_freshness_proof_seconds", "resource" => resource.qualified()),
             last_plan: Mutex::new(None),
         }
     }
 
-    fn record(&self, outcome: Result<Duration, NotFresh>) {
+    /// A consistent read's outcome: proven fresh after waiting so long, or passed through.
+    pub fn record(&self, outcome: Result<Duration, NotFresh>) {
         match outcome {
             Ok(waited) => {
                 self.fresh.fetch_add(1, Ordering::Relaxed);
@@ -353,28 +454,40 @@ impl Freshness {
     /// read arrived, once the store has confirmed it (`confirmed_rv >= X`);
     /// or why the read goes upstream — at once when memory would not answer
     /// it sooner ([`Freshness::plan`]).
-    pub async fn consistent(self: &Arc<Self>, read: Read) -> Result<u64, NotFresh> {
+    /// The plan is recorded in `decision`, and a read that chose memory
+    /// sets there when it should also go upstream ([`Decision`]).
+    pub async fn consistent(self: &Arc<Self>, read: Read, decision: &Decision) -> Result<u64, NotFresh> {
         let started = Instant::now();
-        let plan = self.plan(read.bytes);
+        let plan = self.plan(read);
         *self.stats.last_plan.lock() = Some(plan);
-        let outcome = if plan.from_memory() { self.prove(plan.budget()).await } else { Err(self.go_upstream(read)) };
+        *decision.plan.lock() = Some(plan);
+        let outcome = if plan.from_memory() { self.prove(&plan, decision).await } else { Err(self.go_upstream(read)) };
         self.stats.record(outcome.map(|_| started.elapsed()));
         outcome
     }
 
-    /// The expected costs of answering a read of `bytes` from memory and upstream.
-    pub fn plan(&self, bytes: u64) -> Plan {
+    /// The expected costs of answering `read` from memory and upstream.
+    pub fn plan(&self, read: Read) -> Plan {
         let costs: &Costs = self.client.costs();
         let now = Instant::now();
         let o = self.observed.lock();
-        // A catch-up under way is joined: only what is left of its delay counts.
-        let proof =
-            o.proof_delay().saturating_sub(o.catching_up_since.map_or(Duration::ZERO, |since| now.saturating_duration_since(since)));
+        // A catch-up under way is joined: only what is left of its delay
+        // counts — if that is more than the probe's round trip. Its bookmark
+        // proves the read's revision only if sent after the probe was
+        // answered; one due sooner leaves the read to the next catch-up.
+        let round_trip = costs.latency().unwrap_or_default();
+        let full = o.proof_delay();
+        let proof = match o.catching_up_since.map(|since| full.saturating_sub(now.saturating_duration_since(since))) {
+            None => full,
+            Some(left) if left > round_trip => left,
+            Some(left) => left + full,
+        };
         let since = now.checked_sub(RATE_WINDOW).unwrap_or(now);
         let rate = self.store.view().events_since(since) as f64 / RATE_WINDOW.as_secs_f64();
         let next_event = if rate > 0.0 { Duration::from_secs_f64(1.0 / rate) } else { Duration::MAX };
         let wait = proof.min(next_event).mul_f64(1.0 - o.hit_ratio());
-        Plan { memory: wait + costs.memory_transfer(bytes), upstream: costs.upstream_transfer(bytes) }
+        let upstream = costs.upstream_transfer(read.bytes).mul_f64(if read.stream { STREAM_COST } else { 1.0 });
+        Plan { memory: wait + costs.memory_transfer(read.bytes), wait, upstream, round_trip }
     }
 
     /// A read goes upstream: a catch-up starts for the reads that follow
@@ -390,7 +503,7 @@ impl Freshness {
         NotFresh::Sooner
     }
 
-    async fn prove(self: &Arc<Self>, budget: Duration) -> Result<u64, NotFresh> {
+    async fn prove(self: &Arc<Self>, plan: &Plan, decision: &Decision) -> Result<u64, NotFresh> {
         let held = self.store.view().confirmed_rv();
         let x = self.committed(Instant::now() + UPSTREAM_TIMEOUT).await?;
         // Upstream cannot be behind what kache already holds, unless its
@@ -399,7 +512,28 @@ impl Freshness {
         if x < held {
             return Err(NotFresh::Probe);
         }
-        if self.reach(x, Instant::now() + budget).await { Ok(x) } else { Err(NotFresh::Timeout) }
+        if self.store.view().confirmed_rv() >= x {
+            return Ok(x);
+        }
+        decision.hedge.send_replace(Some(self.hedge_at(plan)));
+        if self.reach(x, Instant::now() + plan.budget()).await { Ok(x) } else { Err(NotFresh::Timeout) }
+    }
+
+    /// When a read whose store is not yet at its probe's revision also goes
+    /// upstream. Once its expected wait is over (and a quarter more) — if
+    /// upstream would then answer it sooner than memory at the latest: a
+    /// catch-up proves within its timeout or not at all, and one that
+    /// starts by now is done by that timeout from now, so memory's latest
+    /// is then plus kache's transfer. A large list, which upstream takes
+    /// seconds to send, is not sent upstream for a proof that is only
+    /// late; only for one that failed.
+    fn hedge_at(&self, plan: &Plan) -> Instant {
+        let now = Instant::now();
+        let last_chance = now + Duration::from_secs(CATCH_UP_SECONDS);
+        let memory_at_latest = last_chance + plan.memory.saturating_sub(plan.wait);
+        let upstream_done = now + plan.round_trip + plan.upstream;
+        let late = now + plan.hedge_after();
+        if upstream_done < memory_at_latest { late } else { late.max(last_chance + HEDGE_SLACK) }
     }
 
     /// Whether the store reaches `rv` by `by`; a catch-up proves a quiet

@@ -96,11 +96,11 @@ const CHUNK: usize = 64 * 1024;
 
 /// Answers a validated watch request of `res` (in `namespace`, or all).
 /// Errors before the stream starts are the apiserver's `Status` responses.
+/// A consistent start's plan and hedge go in `decision`.
 pub async fn watch(
-    res: &Arc<CachedResource>,
-    dispatcher: &Dispatcher,
+    (res, dispatcher): (&Arc<CachedResource>, &Dispatcher),
     namespace: Option<&str>,
-    opts: &ListOptions,
+    (opts, decision): (&ListOptions, &crate::upstream::freshness::Decision),
     (shape, layout): (Shape, Layout),
     api: &ApiConfig,
     ends: Ends,
@@ -118,8 +118,8 @@ pub async fn watch(
     if consistent {
         // A consistent start: from a snapshot proven fresh, or upstream.
         let prefix = res.info.prefix(namespace);
-        let read = crate::upstream::freshness::Read { bytes: res.read_bytes(&prefix, &prefix, usize::MAX), follows: true };
-        if let Err(why) = res.fresh.consistent(read).await {
+        let read = crate::upstream::freshness::Read { bytes: res.read_bytes(&prefix, &prefix, usize::MAX), follows: true, stream: initial };
+        if let Err(why) = res.fresh.consistent(read, decision).await {
             return Ok(Answer::Upstream(why.as_str()));
         }
     } else if initial && !res.reached(requested, api.waits.revision).await {
