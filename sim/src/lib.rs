@@ -27,7 +27,9 @@
 //!   frames, 256 KiB × streams for the connection, idle connections closed
 //!   after 90 s — and list bodies cut as its streaming encoders and Go's
 //!   4 KiB response buffer cut them (about one DATA frame per item; a
-//!   Table, encoded whole, in frames of the client's `MAX_FRAME_SIZE`);
+//!   Table, encoded whole, in frames of the client's `MAX_FRAME_SIZE`),
+//!   over TLS written as Go writes them: a record and a system call per
+//!   full DATA frame (`gowrites`);
 //! - on request, its slowness ([`Slowness`]): list bodies, and the initial
 //!   events of watches, written no faster than `--list-mb-per-second`
 //!   (the apiserver: about 80), and consistent reads — a list or GET
@@ -53,6 +55,7 @@ mod container;
 mod db;
 mod faults;
 pub mod generate;
+mod gowrites;
 mod http2;
 mod list;
 mod object;
@@ -279,7 +282,12 @@ async fn serve(state: Arc<State>, listener: TcpListener, addr: SocketAddr, tls: 
                         let verified = clients.as_ref().is_some_and(|v| v.verify(chain));
                         ClientCert { verified, user: verified.then(|| apimachinery::auth::UserInfo::from_certificate(&chain[0])).flatten() }
                     });
-                    serve_connection(state, stream, http2, client, server_address).await
+                    if http2 {
+                        // Written as Go's server writes: a TLS record and a system call per full DATA frame.
+                        serve_connection(state, gowrites::GoWrites::new(stream), true, client, server_address).await
+                    } else {
+                        serve_connection(state, stream, false, client, server_address).await
+                    }
                 }
             }
         });

@@ -26,6 +26,10 @@
 //!   unanswered) is forgotten; a request it had not sent is sent on
 //!   another. One idle for [`IDLE`] is closed.
 //!
+//! - Reads from a connection's socket are gathered while it streams
+//!   ([`gather`]): the apiserver writes a record and a system call per
+//!   4 KiB frame, and waking for each cost more than the bytes.
+//!
 //! Invariant: streams sent on a connection ≤ its server's limit (a server
 //! that lowers it on an open connection is obeyed for new streams); a
 //! slot is given back exactly once.
@@ -49,6 +53,9 @@ use tokio::sync::watch;
 use tokio_rustls::TlsConnector;
 use tokio_rustls::client::TlsStream;
 
+use gather::Gathered;
+
+mod gather;
 mod preface;
 
 /// The error of a request body of any kind.
@@ -351,17 +358,17 @@ fn fail(conn: &Conn, why: String) {
     conn.dial.send_replace(Dial::Failed(why.into()));
 }
 
-async fn handshake_tls(pool: &Inner) -> Result<TlsStream<TcpStream>, String> {
+async fn handshake_tls(pool: &Inner) -> Result<TlsStream<Gathered<TcpStream>>, String> {
     let tcp = TcpStream::connect(&pool.authority).await.map_err(|e| format!("connecting to {}: {e}", pool.authority))?;
     // Small writes (a watch's frames) go out at once.
     let _ = tcp.set_nodelay(true);
     TlsConnector::from(pool.tls.clone())
-        .connect(pool.server_name.clone(), tcp)
+        .connect(pool.server_name.clone(), Gathered::new(tcp))
         .await
         .map_err(|e| format!("TLS handshake with {}: {e}", pool.authority))
 }
 
-type H2Connection = http2::Connection<TokioIo<preface::Sniff<TlsStream<TcpStream>>>, UpBody, TokioExecutor>;
+type H2Connection = http2::Connection<TokioIo<preface::Sniff<TlsStream<Gathered<TcpStream>>>>, UpBody, TokioExecutor>;
 
 /// The connection's task: drives it, and publishes each new stream limit
 /// h2 applies from its server's SETTINGS after the first (which the

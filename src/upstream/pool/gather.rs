@@ -1,0 +1,227 @@
+//! Reads from the apiserver's socket, gathered while it streams.
+//!
+//! kube-apiserver's Go server writes every full 4 KiB DATA frame as a TLS
+//! record and a system call of its own (`sim/src/gowrites.rs` has the
+//! details), so a reader that keeps up wakes once per 4 KiB: an epoll
+//! return, a context switch, a TLS record, a poll of every task on the
+//! way. Relaying a 230 MB list at the apiserver's 60–80 MB/s, that was
+//! 15,000 wake-ups a second and two thirds of kache's CPU (perf on
+//! kube-apiserver 1.36.2: `finish_task_switch` alone 30%).
+//!
+//! So, while the socket streams — a read came within [`STREAMING`] of the
+//! one before — a read that found less than [`SMALL`] bytes makes the next
+//! one wait [`HOLD`] for the kernel's buffer to fill (about 60 KB at
+//! 60 MB/s), and each read takes all the socket has, up to [`BUFFER`], in
+//! one system call; the TLS layer above then reads it from here. The first
+//! read after a quiet spell — a watch's event, an answer's head — is never
+//! held; bytes that arrive while a stream flows wait at most [`HOLD`].
+//!
+//! Invariant: bytes pass through unchanged and in order; writes are not
+//! touched.
+
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+use std::time::Duration;
+
+use std::os::fd::{AsRawFd, RawFd};
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::time::{Instant, Sleep};
+
+/// How long a read waits after a small one while the socket streams:
+/// tokio's timer resolution, and a watch event's added latency at worst.
+const HOLD: Duration = Duration::from_millis(1);
+
+/// Reads closer together than this are a stream.
+const STREAMING: Duration = Duration::from_millis(2);
+
+/// A read of at least this much does not hold the next (four TLS records).
+const SMALL: usize = 16 << 10;
+
+/// The most one read takes from the socket.
+const BUFFER: usize = 256 << 10;
+
+/// `inner`, read as the module doc says.
+#[derive(Debug)]
+pub struct Gathered<T> {
+    inner: T,
+    buf: Box<[u8]>,
+    /// The unread bytes are `buf[start..end]`.
+    start: usize,
+    end: usize,
+    /// When the last read from the socket brought bytes.
+    last: Option<Instant>,
+    /// Armed while the next read waits.
+    hold: Pin<Box<Sleep>>,
+    holding: bool,
+    /// The socket's receive low-water mark is [`BUFFER`] (else 1).
+    low_water: bool,
+}
+
+impl<T> Gathered<T> {
+    /// Wraps a socket.
+    pub fn new(inner: T) -> Gathered<T> {
+        Gathered {
+            inner,
+            buf: vec![0; BUFFER].into_boxed_slice(),
+            start: 0,
+            end: 0,
+            last: None,
+            hold: Box::pin(tokio::time::sleep(Duration::ZERO)),
+            holding: false,
+            low_water: false,
+        }
+    }
+}
+
+impl<T: AsyncRead + AsRawFd + Unpin> AsyncRead for Gathered<T> {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, out: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        let this = &mut *self;
+        if this.start == this.end {
+            if this.holding {
+                ready!(this.hold.as_mut().poll(cx));
+                this.holding = false;
+            }
+            let mut into = ReadBuf::new(&mut this.buf);
+            if Pin::new(&mut this.inner).poll_read(cx, &mut into)?.is_pending() {
+                // Nothing to read: the next byte must wake the reader (lowering the
+                // mark signals the kernel's readiness at once if bytes came meanwhile).
+                if this.low_water {
+                    this.low_water = false;
+                    set_receive_low_water(this.inner.as_raw_fd(), 1)?;
+                }
+                return Poll::Pending;
+            }
+            let n = into.filled().len();
+            (this.start, this.end) = (0, n);
+            if n > 0 {
+                let now = Instant::now();
+                if n < SMALL && this.last.is_some_and(|last| now.duration_since(last) < STREAMING) {
+                    this.hold.as_mut().reset(now + HOLD);
+                    this.holding = true;
+                    // Meanwhile the kernel wakes no one for less than a whole read.
+                    if !this.low_water {
+                        this.low_water = true;
+                        set_receive_low_water(this.inner.as_raw_fd(), BUFFER)?;
+                    }
+                }
+                this.last = Some(now);
+            }
+        }
+        let n = (this.end - this.start).min(out.remaining());
+        out.put_slice(&this.buf[this.start..this.start + n]);
+        this.start += n;
+        Poll::Ready(Ok(()))
+    }
+}
+
+/// Sets the socket's `SO_RCVLOWAT`: epoll reports it readable only once
+/// `bytes` are there (Linux's `tcp_data_ready`); a read still takes what
+/// there is. Neither std, socket2 nor rustix offers this option.
+#[allow(unsafe_code)]
+fn set_receive_low_water(fd: RawFd, bytes: usize) -> io::Result<()> {
+    let value = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    let len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: `fd` is the open socket `Gathered` owns, and setsockopt reads
+    // exactly `len` bytes from `value`, which lives across the call.
+    let done = unsafe { libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_RCVLOWAT, (&raw const value).cast(), len) };
+    if done == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+}
+
+impl<T: AsyncWrite + Unpin> AsyncWrite for Gathered<T> {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(mut self: Pin<&mut Self>, cx: &mut Context<'_>, bufs: &[io::IoSlice<'_>]) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::{TcpListener, TcpStream};
+
+    /// A loopback connection: the writing end, and the reading end gathered.
+    async fn pair() -> (TcpStream, Gathered<TcpStream>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let writer = TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
+        writer.set_nodelay(true).unwrap();
+        let (reader, _) = listener.accept().await.unwrap();
+        (writer, Gathered::new(reader))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn bytes_pass_in_order_and_a_read_after_quiet_is_not_held() {
+        let (mut writer, mut gathered) = pair().await;
+        let sent: Vec<u8> = (0..300_000u32).map(|i| (i % 253) as u8).collect();
+        let mut got = Vec::new();
+        let mut written = 0;
+        for piece in sent.chunks(4096) {
+            writer.write_all(piece).await.unwrap();
+            written += piece.len();
+            while got.len() < written {
+                let mut buf = [0u8; 1000];
+                let started = Instant::now();
+                let n = gathered.read(&mut buf).await.unwrap();
+                assert!(started.elapsed() <= HOLD, "a read waited {:?}", started.elapsed());
+                got.extend_from_slice(&buf[..n]);
+            }
+        }
+        assert!(got == sent);
+        // Quiet: the next read is not held, whatever the mark was.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        writer.write_all(b"event").await.unwrap();
+        let started = Instant::now();
+        let mut buf = [0u8; 16];
+        assert_eq!(gathered.read(&mut buf).await.unwrap(), 5);
+        assert_eq!(started.elapsed(), Duration::ZERO);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn while_bytes_stream_a_small_read_holds_the_next_so_they_gather() {
+        let (mut writer, mut gathered) = pair().await;
+        let mut buf = vec![0u8; BUFFER];
+        // Two small reads in a row: a stream.
+        writer.write_all(&[1; 4096]).await.unwrap();
+        assert_eq!(gathered.read(&mut buf).await.unwrap(), 4096);
+        writer.write_all(&[2; 4096]).await.unwrap();
+        assert_eq!(gathered.read(&mut buf).await.unwrap(), 4096);
+        // The next read waits the hold, and takes what came meanwhile at once.
+        for _ in 0..10 {
+            writer.write_all(&[3; 4096]).await.unwrap();
+        }
+        let started = Instant::now();
+        let n = gathered.read(&mut buf).await.unwrap();
+        assert_eq!(started.elapsed(), HOLD);
+        assert!(n > 4096, "{n} bytes: not gathered");
+        let mut rest = n;
+        while rest < 40_960 {
+            rest += gathered.read(&mut buf).await.unwrap();
+        }
+        assert_eq!(rest, 40_960);
+        // Under the raised mark, the last bytes of a stream still arrive.
+        writer.write_all(&[4; 100]).await.unwrap();
+        let mut tail = Vec::new();
+        while tail.len() < 100 {
+            let n = gathered.read(&mut buf).await.unwrap();
+            tail.extend_from_slice(&buf[..n]);
+        }
+        assert_eq!(tail, [4; 100]);
+    }
+}
