@@ -43,7 +43,7 @@ fn versions(items: impl Iterator<Item = Value>) -> BTreeMap<String, String> {
 fn streaming_list(kache: &Process, path: &str) -> BTreeMap<String, String> {
     let query = "watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=2";
     // A restarting apiserver refuses watches with 429 for a moment; clients retry.
-    let w = eventually(Duration::from_secs(10), "a watch accepted", || match kache.try_watch(&format!("{path}?{query}")) {
+    let w = eventually(Duration::from_secs(60), "a watch accepted", || match kache.try_watch(&format!("{path}?{query}")) {
         Ok(w) => Some(w),
         Err(429) => None,
         Err(status) => panic!("watch {path}: {status}"),
@@ -234,7 +234,7 @@ fn consistent_reads_go_where_they_are_answered_sooner() {
     assert_eq!(one.status, 200, "{}", one.text());
     assert_eq!(sooner(&kache) - before, 1, "a GET went upstream");
     // The first GET's wait started a catch-up, which measures what a proof takes.
-    eventually(Duration::from_secs(10), "the catch-up's proof", || {
+    eventually(Duration::from_secs(60), "the catch-up's proof", || {
         (counter(&kache, "kache_freshness_proofs_total", "pods") >= 1).then_some(())
     });
     // The proof, now measured (1–2.25 s: the simulator's bookmark tick), beats upstream's 4.6 s: from memory.
@@ -282,7 +282,7 @@ fn a_quiet_resource_next_to_a_fast_apiserver_is_read_upstream_and_its_proof_is_m
     assert!(ok(kache.get("/api/v1/pods"), "a consistent list")["items"].as_array().is_some_and(|i| i.len() == 2000));
     assert_eq!(counter(&kache, "kache_lists_served_total", ""), lists, "passed through");
     assert_eq!(counter(&kache, "kache_consistent_reads_passed_through_total", "sooner upstream"), 1);
-    eventually(Duration::from_secs(10), "the catch-up's proof", || {
+    eventually(Duration::from_secs(60), "the catch-up's proof", || {
         (counter(&kache, "kache_freshness_proofs_total", "pods") >= 1).then_some(())
     });
     let m = common::scrape(&kache);

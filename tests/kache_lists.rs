@@ -186,7 +186,7 @@ fn many_clients_one_upstream_list_and_watch_until_a_fault() {
     assert_eq!((sim.served("pods", "list"), sim.served("pods", "watch")), (1, 1), "1,000 lists later, still one of each upstream");
 
     sim.post("/_sim/drop-watches", &serde_json::json!({}));
-    eventually(Duration::from_secs(20), "a new upstream watch", || (sim.served("pods", "watch") == 2).then_some(()));
+    eventually(Duration::from_secs(60), "a new upstream watch", || (sim.served("pods", "watch") == 2).then_some(()));
     std::thread::sleep(Duration::from_millis(500));
     // The probe after a broken watch is the one extra list.
     assert_eq!((sim.served("pods", "list"), sim.served("pods", "watch")), (2, 2));
@@ -217,14 +217,14 @@ fn kubectl_works_through_kache() {
 
     let manifest = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"via-kache","namespace":"ns-0001"},"data":{"k":"v"}}"#;
     kache.kubectl_stdin(&["apply", "-f", "-"], Some(manifest));
-    let created = eventually(Duration::from_secs(10), "the configmap cached", || {
+    let created = eventually(Duration::from_secs(60), "the configmap cached", || {
         let list = kache.get("/api/v1/namespaces/ns-0001/configmaps?resourceVersion=0").json();
         list["items"].as_array()?.iter().find(|i| i["metadata"]["name"] == "via-kache").cloned()
     });
     assert_eq!(created["data"]["k"], "v");
     assert!(via(&kache, &["get", "configmap", "via-kache", "-n", "ns-0001", "-o", "name"]).contains("configmap/via-kache"));
     via(&kache, &["delete", "configmap", "via-kache", "-n", "ns-0001"]);
-    eventually(Duration::from_secs(10), "the deletion cached", || {
+    eventually(Duration::from_secs(60), "the deletion cached", || {
         let list = kache.get("/api/v1/namespaces/ns-0001/configmaps?resourceVersion=0").json();
         list["items"].as_array()?.iter().all(|i| i["metadata"]["name"] != "via-kache").then_some(())
     });

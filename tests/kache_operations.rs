@@ -204,7 +204,7 @@ fn kache_started_before_its_apiserver_answers_alive_not_ready_then_serves() {
     assert_eq!(kache.get("/livez").status, 200, "alive while the apiserver is away");
     let ready = kache.get("/readyz?verbose");
     assert_eq!(ready.status, 503);
-    let why = eventually(Duration::from_secs(10), "the upstream failure on /readyz", || {
+    let why = eventually(Duration::from_secs(60), "the upstream failure on /readyz", || {
         let text = kache.get("/readyz?verbose").text();
         text.contains(&upstream).then_some(text)
     });

@@ -257,7 +257,7 @@ async fn a_watcher_that_stops_reading_is_closed_and_the_others_stay_exact() {
     quiesce(&sim, &kache, "/api/v1/pods");
     let got = reader.await.expect("the reader ran");
     assert!(check_against_sim(&sim, &[shape], &[got], &client).await > 100);
-    eventually(Duration::from_secs(10), "both watchers gone", || (metric(&kache, "kache_watchers{") == 0).then_some(()));
+    eventually(Duration::from_secs(60), "both watchers gone", || (metric(&kache, "kache_watchers{") == 0).then_some(()));
     drop(stuck);
 }
 
@@ -285,7 +285,7 @@ async fn watch_shapes_and_errors_are_the_apiservers() {
     }
 
     // Older than kache's window (20 events): HTTP 200 and one ERROR 410.
-    eventually(Duration::from_secs(10), "the window to move", || (kache_revision(&kache, "/api/v1/pods") > first + 40).then_some(()));
+    eventually(Duration::from_secs(60), "the window to move", || (kache_revision(&kache, "/api/v1/pods") > first + 40).then_some(()));
     let client = watching::client();
     let old =
         watching::watch(&client, &format!("{}/api/v1/pods?watch=1&resourceVersion={first}", kache.url), Duration::from_secs(10)).await;
@@ -355,7 +355,7 @@ async fn a_relist_ends_every_watch_cleanly_and_new_watches_see_the_new_state() {
             tokio::spawn(async move { watching::watch(&client, &url, Duration::from_secs(60)).await })
         })
         .collect();
-    eventually(Duration::from_secs(10), "the watchers registered", || (metric(&kache, "kache_watchers{") == 20).then_some(()));
+    eventually(Duration::from_secs(60), "the watchers registered", || (metric(&kache, "kache_watchers{") == 20).then_some(()));
     let lists = metric(&kache, "kache_upstream_lists_total{");
     // etcd restored from a snapshot: revisions go back, kache re-lists.
     assert_eq!(sim.request("POST", "/_sim/restart?reset=true", &[], None).status, 200);
@@ -390,7 +390,7 @@ fn kubectl_watches_through_kache() {
     let mut json_watch = spawn(&["get", "configmaps", "-n", "default", "-w", "-o", "json", "--output-watch-events"]);
     // Table output: kubectl asks for tables, lists and watches both answered from memory.
     let mut table_watch = spawn(&["get", "configmaps", "-n", "default", "-w", "--output-watch-events"]);
-    eventually(Duration::from_secs(20), "kubectl's two watches from memory", || {
+    eventually(Duration::from_secs(60), "kubectl's two watches from memory", || {
         (metric(&kache, "kache_watches_served_total") >= served + 2).then_some(())
     });
     std::thread::sleep(Duration::from_millis(500));

@@ -130,7 +130,7 @@ fn kubectl_watch_sees_changes_as_they_happen() {
         }
     });
     // Keep creating until the watch (which starts asynchronously) reports one.
-    let seen = eventually(Duration::from_secs(20), "kubectl --watch to print a new configmap", || {
+    let seen = eventually(Duration::from_secs(60), "kubectl --watch to print a new configmap", || {
         let name = format!("cm-{}", sim.revision());
         assert_eq!(sim.post("/api/v1/namespaces/default/configmaps", &json!({"metadata": {"name": name}})).status, 201);
         rx.recv_timeout(Duration::from_millis(500)).ok()

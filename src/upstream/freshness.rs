@@ -58,7 +58,9 @@
 //! dropped, so a wrong choice costs upstream's time plus the expected
 //! wait, never a timeout first and upstream from nothing after. The hedge
 //! is not sent at once: a read the store proves in time costs the
-//! apiserver nothing. Nor is it sent when upstream, though it would
+//! apiserver nothing; and memory goes on racing it for as long as a
+//! catch-up may take (a read that gives up on memory is one whose hedge
+//! has not answered either). Nor is a hedge sent when upstream, though it would
 //! answer its head first, would end its answer later than memory at the
 //! latest (a catch-up proves within its timeout or not at all): a large
 //! list waits for a late proof, and is hedged only once the catch-up failed. The memory side gives up after twice the longer of
@@ -515,8 +517,11 @@ impl Freshness {
         if self.store.view().confirmed_rv() >= x {
             return Ok(x);
         }
-        decision.hedge.send_replace(Some(self.hedge_at(plan)));
-        if self.reach(x, Instant::now() + plan.budget()).await { Ok(x) } else { Err(NotFresh::Timeout) }
+        let hedge = self.hedge_at(plan);
+        decision.hedge.send_replace(Some(hedge));
+        // Past its hedge, memory still races upstream, for as long as a catch-up may take.
+        let by = (Instant::now() + plan.budget()).max(hedge + Duration::from_secs(CATCH_UP_SECONDS));
+        if self.reach(x, by).await { Ok(x) } else { Err(NotFresh::Timeout) }
     }
 
     /// When a read whose store is not yet at its probe's revision also goes
