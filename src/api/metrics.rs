@@ -137,7 +137,7 @@ fn describe() {
     c!("kache_freshness_probes_total", "Upstream revision probes for consistent reads.");
     c!(
         "kache_consistent_hedges_total",
-        "Consistent reads that chose memory and, their proof being late, were sent upstream as well (the first answer wins)."
+        "Consistent reads that chose memory and were sent upstream too: their proof late (the first answer wins) or failed."
     );
     c!("kache_freshness_catch_ups_total", "Catch-up watches opened to prove a quiet resource fresh.");
     c!("kache_freshness_proofs_total", "Catch-up watches that proved a revision.");

@@ -280,7 +280,7 @@ pub struct FreshnessStats {
     pub fresh: AtomicU64,
     /// Consistent reads passed through: sooner upstream, probe failed, timed out, late proof.
     pub passed: [AtomicU64; 4],
-    /// Reads that chose memory and were sent upstream as well, their proof being late ([`Decision`]).
+    /// Reads that chose memory and were sent upstream too: their proof late ([`Decision`]) or failed.
     pub hedges: AtomicU64,
     /// How long the reads proven fresh waited (`kache_consistent_wait_seconds`).
     waited: metrics::Histogram,
