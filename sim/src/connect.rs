@@ -9,9 +9,9 @@
 //! 101 is only answered to an HTTP/1.1 request whose upgrade hyper can hand
 //! over, with exactly one negotiated subprotocol.
 
+use crate::request_body::Drained;
 use http::header::{CONNECTION, SEC_WEBSOCKET_ACCEPT, SEC_WEBSOCKET_KEY, SEC_WEBSOCKET_PROTOCOL, SEC_WEBSOCKET_VERSION, UPGRADE};
 use http::{HeaderMap, Method, Request, Response, StatusCode, Version};
-use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use serde_json::Value;
 use tokio_tungstenite::WebSocketStream;
@@ -53,7 +53,7 @@ impl Subresource {
 }
 
 /// Serves `sub` of `pod` (already read from storage).
-pub fn handle(mut req: Request<Incoming>, pod: &Obj, sub: Subresource) -> Result<Response<Body>, ApiError> {
+pub fn handle(mut req: Request<Drained>, pod: &Obj, sub: Subresource) -> Result<Response<Body>, ApiError> {
     let query = Query::parse(req.uri().query().unwrap_or(""));
     let spec: Value =
         serde_json::from_slice::<Value>(&pod.item).ok().and_then(|mut v| v.get_mut("spec").map(Value::take)).unwrap_or_default();
@@ -94,7 +94,7 @@ pub fn handle(mut req: Request<Incoming>, pod: &Obj, sub: Subresource) -> Result
 }
 
 /// Port forwarding: SPDY tunnelled in a WebSocket, or a plain SPDY upgrade.
-fn port_forward(mut req: Request<Incoming>) -> Result<Response<Body>, ApiError> {
+fn port_forward(mut req: Request<Drained>) -> Result<Response<Body>, ApiError> {
     if is_upgrade(req.headers()) && header(req.headers(), UPGRADE).is_some_and(|u| u.eq_ignore_ascii_case(SPDY)) {
         if req.version() != Version::HTTP_11 {
             return Err(ApiError::bad_request("unable to upgrade: a SPDY upgrade is an HTTP/1.1 request"));
@@ -205,7 +205,7 @@ fn is_upgrade(headers: &HeaderMap) -> bool {
 
 /// Checks a WebSocket upgrade request and negotiates one of `supported`
 /// (the first the client lists); returns the 101 response and the protocol.
-fn accept_websocket(req: &Request<Incoming>, supported: &[&'static str]) -> Result<(Response<Body>, &'static str), ApiError> {
+fn accept_websocket(req: &Request<Drained>, supported: &[&'static str]) -> Result<(Response<Body>, &'static str), ApiError> {
     let headers = req.headers();
     if !is_upgrade(headers) {
         return Err(ApiError::bad_request("Upgrade request required"));

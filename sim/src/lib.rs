@@ -65,6 +65,7 @@ mod policy;
 mod portforward;
 mod proto;
 mod remotecommand;
+mod request_body;
 pub mod resources;
 mod server;
 mod spdy;
@@ -322,7 +323,7 @@ where
             let client_cert = client_cert.clone();
             let stream = streams.open(req.version());
             async move {
-                let resp = server::handle(state, req, server_address, client_cert).await;
+                let resp = server::handle(state, req.map(request_body::Drained::new), server_address, client_cert).await;
                 Ok::<_, std::convert::Infallible>(resp.map(|body| stream.hold(body)))
             }
         })

@@ -7,11 +7,11 @@ use std::io::Write;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use crate::request_body::Drained;
 use bytes::Bytes;
 use http::header::{ACCEPT, ACCEPT_ENCODING, CONTENT_ENCODING, CONTENT_TYPE, RETRY_AFTER, USER_AGENT, VARY};
 use http::{HeaderMap, Method, Request, Response, StatusCode};
 use http_body_util::BodyExt;
-use hyper::body::Incoming;
 use serde_json::{Value, json};
 
 use crate::body::{self, Body, Writes};
@@ -175,7 +175,7 @@ fn resource_target(state: &State, group: &str, version: &str, rest: &[&str]) -> 
 /// Serves one request.
 pub async fn handle(
     state: Arc<State>,
-    req: Request<Incoming>,
+    req: Request<Drained>,
     server_address: String,
     client_cert: Option<crate::ClientCert>,
 ) -> Response<Body> {
@@ -210,7 +210,7 @@ pub async fn handle(
 /// Authenticates the request (a verified client certificate, else a bearer
 /// token of the policy, else anonymous if the policy allows it), applies its
 /// impersonation, and authorizes it, as the apiserver's filters do.
-fn enforce(policy: &crate::Policy, req: &Request<Incoming>, client_cert: Option<crate::ClientCert>) -> Result<(), ApiError> {
+fn enforce(policy: &crate::Policy, req: &Request<Drained>, client_cert: Option<crate::ClientCert>) -> Result<(), ApiError> {
     let client_cert_presented = client_cert.is_some();
     let token = header(req.headers(), http::header::AUTHORIZATION.as_str()).and_then(|a| a.strip_prefix("Bearer ")).map(str::trim);
     // As the apiserver's union of authenticators: a valid certificate, else a valid token; a certificate that does not verify is no one (401 unless a token authenticates).
@@ -227,7 +227,7 @@ fn enforce(policy: &crate::Policy, req: &Request<Incoming>, client_cert: Option<
 }
 
 /// `POST …/tokenreviews` and `…/subjectaccessreviews`, answered from the policy.
-async fn review(state: &State, req: Request<Incoming>, enc: Encoding, kind: &str) -> Result<Response<Body>, ApiError> {
+async fn review(state: &State, req: Request<Drained>, enc: Encoding, kind: &str) -> Result<Response<Body>, ApiError> {
     let policy = state.policy().ok_or_else(ApiError::no_such_path)?;
     let resource = if kind == "TokenReview" { "tokenreviews.authentication.k8s.io" } else { "subjectaccessreviews.authorization.k8s.io" };
     state.count(resource.to_string(), "create");
@@ -276,7 +276,7 @@ async fn review(state: &State, req: Request<Incoming>, enc: Encoding, kind: &str
     Ok(enc.value(StatusCode::CREATED, &review))
 }
 
-async fn route(state: &Arc<State>, req: Request<Incoming>, enc: Encoding, server_address: &str) -> Result<Response<Body>, ApiError> {
+async fn route(state: &Arc<State>, req: Request<Drained>, enc: Encoding, server_address: &str) -> Result<Response<Body>, ApiError> {
     let path = req.uri().path().to_string();
     let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
     let reg = state.registry().clone();
@@ -331,7 +331,7 @@ fn now() -> String {
     humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
 }
 
-async fn read_body(req: Request<Incoming>) -> Result<(HeaderMap, Vec<u8>), ApiError> {
+async fn read_body(req: Request<Drained>) -> Result<(HeaderMap, Vec<u8>), ApiError> {
     let (parts, incoming) = req.into_parts();
     let limited = http_body_util::Limited::new(incoming, MAX_BODY);
     let bytes = limited.collect().await.map_err(|e| {
@@ -397,7 +397,7 @@ fn printer_of(state: &State, res: ResourceId) -> Option<Arc<table::Printer>> {
     table::crd_printer(&crd.item, &rt.version).map(Arc::new)
 }
 
-async fn resource(state: &Arc<State>, req: Request<Incoming>, t: Target, mut enc: Encoding) -> Result<Response<Body>, ApiError> {
+async fn resource(state: &Arc<State>, req: Request<Drained>, t: Target, mut enc: Encoding) -> Result<Response<Body>, ApiError> {
     let reg = state.registry().clone();
     let rt = reg.get(t.res);
     let ns = t.namespace.clone().unwrap_or_default();
