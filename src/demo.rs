@@ -83,8 +83,17 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let k = &running.url;
+    // kubectl's own work (decoding, printing, client-side throttling) takes
+    // the same seconds whichever server answers `get pods -A`; a bare
+    // client's time shows kache's part. Measured with these 10,000 pods on
+    // 2 busy cores: 1.6 ms from kache against 9–18 ms from the simulator
+    // (release build), 17 ms against 28 ms (debug build).
+    let node = "/api/v1/pods?resourceVersion=0&fieldSelector=spec.nodeName%3Dnode-0001";
     kache::logs::say(&format!(
         "kache: serving on {k} in front of a simulated cluster at {url} ({} pods, {} changes/s)\n\
+         time one node's pods (what a kubelet lists) from kache's index, then from the simulator, which scans every pod:\n  \
+         curl -s -o /dev/null -w '%{{time_total}}s\\n' '{k}{node}'\n  \
+         curl -s -o /dev/null -w '%{{time_total}}s\\n' '{url}{node}'\n\
          try:\n  kubectl --server {k} get pods -A --chunk-size=500\n  kubectl --server {k} get --raw '/api/v1/pods?resourceVersion=0' | head -c 300\n  \
          kubectl --server {k} get --raw '/api/v1/namespaces/ns-0001/pods?limit=5'\n  kubectl --server {k} get configmaps -n ns-0002\n  \
          kubectl --server {k} get pods -A -l tier=web\n  kubectl --server {k} get pods -A --field-selector spec.nodeName=node-0001\n  \

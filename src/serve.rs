@@ -303,10 +303,12 @@ async fn listen(addr: &str) -> std::io::Result<TcpListener> {
 }
 
 /// Connects, discovers, starts the reflectors and the server.
-/// `listening` is called with kache's URL as soon as it listens: from then
-/// on it answers — while the apiserver is not reachable yet, with
+/// `listening` is called with kache's URL as soon as it listens: once the
+/// apiserver has answered discovery, or has not within [`FIRST_DISCOVERY`].
+/// From then on it answers — while the apiserver is not reachable yet, with
 /// [`Starting`]'s answers (alive, not ready), retrying discovery with backoff.
-/// Configuration errors (flags, files, an unknown resource) end it at once.
+/// Configuration errors (flags, files, an unknown resource) end it at once:
+/// before it listens when the apiserver answered by then.
 pub async fn start(args: &ServeArgs, listening: impl FnOnce(&str)) -> anyhow::Result<Running> {
     // Before anything takes a metric's handle (the freshness histograms): a handle taken earlier records nowhere.
     api::metrics::install();
@@ -316,6 +318,15 @@ pub async fn start(args: &ServeArgs, listening: impl FnOnce(&str)) -> anyhow::Re
     args.resources()?;
     let creds = args.upstream.resolve().await?;
     let client = Client::new(&creds)?;
+    // Discovery once before listening, so that an entry of --resources that
+    // names nothing on an answering apiserver is refused before kache says
+    // it serves; an apiserver that does not answer within FIRST_DISCOVERY
+    // is waited for while listening, as below.
+    let answered = match tokio::time::timeout(FIRST_DISCOVERY, resolve(&client, &args.resources)).await {
+        Ok(Ok(resources)) => Some(resources),
+        Ok(Err(UpstreamError::Config(e))) => anyhow::bail!(e),
+        Ok(Err(_)) | Err(_) => None,
+    };
     let listener = listen(&args.listen).await.map_err(|e| anyhow::anyhow!("--listen {}: {e}", args.listen))?;
     let scheme = if tls.is_some() { "https" } else { "http" };
     let url = format!("{scheme}://{}", listener.local_addr()?);
@@ -333,7 +344,10 @@ pub async fn start(args: &ServeArgs, listening: impl FnOnce(&str)) -> anyhow::Re
     }
     let (discovered, done) = oneshot::channel::<()>();
     let discovering = async {
-        let resources = discover(&client, &creds, &args.resources, &starting).await;
+        let resources = match answered {
+            Some(resources) => Ok(resources),
+            None => discover(&client, &creds, &args.resources, &starting).await,
+        };
         let _ = discovered.send(());
         resources
     };
@@ -363,6 +377,19 @@ pub async fn start(args: &ServeArgs, listening: impl FnOnce(&str)) -> anyhow::Re
     })
 }
 
+/// How long kache waits for the apiserver's discovery before it listens:
+/// far more than an answering apiserver takes (every group of a 1.36
+/// apiserver, `--resources '*'`: 0.1 s), and a delay the kubelet's probes
+/// tolerate (a liveness probe fails after 3 × 10 s).
+const FIRST_DISCOVERY: Duration = Duration::from_secs(5);
+
+/// The resources `specs` name, with the CRDs their custom resources need.
+async fn resolve(client: &Client, specs: &[String]) -> Result<Vec<apimachinery::resource::Resource>, UpstreamError> {
+    let mut resources = discovery::resolve(client, specs).await?;
+    with_crds(client, &mut resources).await;
+    Ok(resources)
+}
+
 /// The resources to cache, from the apiserver's discovery; until it
 /// answers, retried with backoff (200 ms doubling to 30 s), each failure
 /// logged with the apiserver's URL and shown by `/readyz`.
@@ -374,11 +401,8 @@ async fn discover(
 ) -> anyhow::Result<Vec<apimachinery::resource::Resource>> {
     let mut delay = Duration::from_millis(200);
     loop {
-        match discovery::resolve(client, specs).await {
-            Ok(mut resources) => {
-                with_crds(client, &mut resources).await;
-                return Ok(resources);
-            }
+        match resolve(client, specs).await {
+            Ok(resources) => return Ok(resources),
             Err(UpstreamError::Config(e)) => anyhow::bail!(e),
             Err(e) => {
                 tracing::warn!(upstream = %creds.server, error = %e, retry_in = ?delay, "the apiserver is not answering discovery yet");

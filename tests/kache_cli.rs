@@ -1,6 +1,7 @@
 //! The command line as a new user meets it: refusals before anything
-//! listens, one line each whatever `RUST_BACKTRACE` says, and a closed
-//! output taken as a reason to stop, quietly.
+//! listens, one line each whatever `RUST_BACKTRACE` says (an unknown
+//! resource with what it probably meant), and a closed output taken as a
+//! reason to stop, quietly.
 
 mod common;
 
@@ -40,6 +41,33 @@ fn malformed_resources_are_refused_before_kache_listens() {
         assert_eq!((out.status.code(), stdout.as_ref()), (Some(1), ""), "{resources}: {stderr}");
         assert_eq!(stderr.lines().count(), 1, "{resources}: {stderr}");
         assert!(stderr.starts_with("Error: --resources ") && stderr.contains("not a resource"), "{resources}: {stderr}");
+    }
+}
+
+#[test]
+fn an_unknown_resource_is_refused_with_a_did_you_mean_before_kache_listens() {
+    let sim = Process::sim(&["--pods", "10"]);
+    // Discovery answers once the simulator has generated its cluster; before that kache would listen first.
+    common::eventually(Duration::from_secs(30), "the simulator to be ready", || (sim.get("/readyz").status == 200).then_some(()));
+    for (resources, says) in [
+        ("podz", r#"resource "podz" not found on the apiserver; did you mean "pods"?"#),
+        ("pod", r#"resource "pod" not found on the apiserver; did you mean "pods"?"#),
+        ("po", r#"resource "po" not found on the apiserver; did you mean "pods"?"#),
+        ("pods,nodez", r#"resource "nodez" not found on the apiserver; did you mean "nodes"?"#),
+        ("deployments", r#"resource "deployments" not found on the apiserver; did you mean "deployments.apps"?"#),
+        ("deploymnets.apps", r#"resource "deploymnets.apps" not found on the apiserver; did you mean "deployments.apps"?"#),
+        ("apps/v2/deployments", r#"resource "apps/v2/deployments" not found on the apiserver; did you mean "apps/v1/deployments"?"#),
+        ("v1/podz", r#"resource "v1/podz" not found on the apiserver; did you mean "v1/pods"?"#),
+        ("gizmos", r#"resource "gizmos" not found on the apiserver (expected RESOURCE, RESOURCE.GROUP or GROUP/VERSION/RESOURCE)"#),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_kache"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--server", &sim.url, "--resources", resources])
+            .env("RUST_BACKTRACE", "1")
+            .output()
+            .unwrap();
+        let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert_eq!((out.status.code(), stdout.as_ref()), (Some(1), ""), "{resources}: printed before refusing: {stderr}");
+        assert_eq!(stderr.trim_end(), format!("Error: {says}"), "{resources}");
     }
 }
 

@@ -1,6 +1,6 @@
 //! Two tiers of kache, as real processes: the simulator, kache (tier 1) in
 //! front of it, and kache (tier 2) whose upstream is tier 1, as
-//! `config/deploy/second-tier.yaml` deploys them. Through tier 2 a client
+//! `config/deploy/overlays/shared` deploys them. Through tier 2 a client
 //! gets what the simulator would give it — full lists, paged lists, watch
 //! streams — and tier 2 answers from its own memory: tier 1 sees tier 2's
 //! one list and one watch per resource, not a request per client request.

@@ -1,8 +1,12 @@
-//! The deployment manifests in `config/deploy/` are what they say:
+//! The deployment manifests in `config/deploy/` are what they say. They are
+//! kustomize roots — the base, the overlays, and each overlay with the
+//! optional monitoring component — and each is checked as `kubectl
+//! kustomize` builds it:
 //!
-//! - kubectl takes every one: `kubectl apply --dry-run=client` against the
-//!   simulator, whose discovery maps each object's kind (an unknown kind or
-//!   version fails);
+//! - kubectl builds and takes every one: `kubectl kustomize`, then `kubectl
+//!   apply --dry-run=client` against the simulator, whose discovery maps each
+//!   object's kind (an unknown kind or version fails); every manifest file is
+//!   in its directory's kustomization;
 //! - every object is a Kubernetes 1.36 object by the API's own types
 //!   (k8s-openapi, generated from kube-apiserver 1.36's OpenAPI schema): each
 //!   object goes through its kind's type and back, and a field the schema
@@ -16,7 +20,13 @@
 //!   longer than its drain, files under mounted volumes, and RBAC for what
 //!   it caches (and, with client authentication, for reviews and
 //!   impersonation); a kache whose upstream is a Service names one that
-//!   exists.
+//!   exists;
+//! - every kache container runs as production wants it: a `--memory-budget`
+//!   leaving a quarter of its memory limit to what the budget does not
+//!   count, JSON logs, a health and metrics listener on the pod network that
+//!   the pod's `prometheus.io` annotations (and the optional PodMonitor)
+//!   name, a `--state-dir` on a writable volume, and a PodDisruptionBudget
+//!   for a Deployment of more than one replica.
 //!
 //! Why kubectl runs with `--validate=false`: its validation needs the
 //! server's OpenAPI schemas, and the simulator serves no `/openapi/v2` and an
@@ -33,28 +43,84 @@ use std::path::{Path, PathBuf};
 use common::Process;
 use serde_json::Value;
 
-/// The manifests, sorted.
-fn manifests() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/deploy");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.expect("a directory entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+fn deploy_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("config/deploy")
+}
+
+/// The kustomize roots that build on their own, relative to `config/deploy`
+/// (components are built into the overlays by [`builds`]), sorted.
+fn kustomizations() -> Vec<String> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+            let path = entry.expect("a directory entry").path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.file_name().is_some_and(|n| n == "kustomization.yaml") {
+                out.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(&deploy_dir(), &mut files);
+    let mut roots: Vec<String> = files
+        .iter()
+        .filter(|f| yaml_value(f)["kind"] == "Kustomization")
+        .map(|f| f.parent().unwrap().strip_prefix(deploy_dir()).unwrap().to_string_lossy().into_owned())
         .collect();
-    files.sort();
-    files
+    roots.sort();
+    roots
+}
+
+/// The optional component every overlay can take, and the namespace each overlay's objects live in.
+const MONITORING: &str = "components/monitoring";
+const OVERLAY_NAMESPACES: [(&str, &str); 2] = [("overlays/shared", "kache"), ("overlays/sidecar", "kache-example")];
+
+fn yaml_value(path: &Path) -> Value {
+    serde_saphyr::from_str(&read(path)).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// `kubectl kustomize DIR`.
+fn kustomize(dir: &Path) -> String {
+    let out = std::process::Command::new("kubectl").arg("kustomize").arg(dir).output().expect("kubectl is installed");
+    assert!(out.status.success(), "kubectl kustomize {}: {}", dir.display(), String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).expect("UTF-8 YAML")
+}
+
+/// What each kustomize root builds, by name: every root of
+/// [`kustomizations`], and each overlay with the monitoring component (a
+/// kustomization of the operator's own, as the component's documents it).
+fn builds() -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = kustomizations().into_iter().map(|k| (k.clone(), kustomize(&deploy_dir().join(&k)))).collect();
+    for (overlay, namespace) in OVERLAY_NAMESPACES {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        // kustomize takes no absolute paths: from the temp dir up to `/`, then down.
+        let deploy = Path::new(&"../".repeat(dir.path().components().count() - 1)).join(deploy_dir().strip_prefix("/").expect("absolute"));
+        let (overlay_dir, component_dir) = (deploy.join(overlay), deploy.join(MONITORING));
+        let kustomization =
+            format!("resources: [{}]\ncomponents: [{}]\nnamespace: {namespace}\n", overlay_dir.display(), component_dir.display());
+        std::fs::write(dir.path().join("kustomization.yaml"), kustomization).expect("a kustomization");
+        out.push((format!("{overlay} + {MONITORING}"), kustomize(dir.path())));
+    }
+    out
 }
 
 /// The simulator as kubectl's server. It serves cluster roles and role
-/// bindings; the other two RBAC kinds are served as custom resources with
-/// their real group, version, kind and scope, so that discovery maps them
-/// as an apiserver's does.
+/// bindings; the other two RBAC kinds, PodDisruptionBudgets and
+/// prometheus-operator's kinds are served as custom resources with their
+/// real group, version, kind and scope, so that discovery maps them as an
+/// apiserver's does.
 fn server() -> Process {
     Process::sim(&[
         "--crd",
         "clusterrolebindings.rbac.authorization.k8s.io/v1=ClusterRoleBinding,cluster",
         "--crd",
         "roles.rbac.authorization.k8s.io/v1=Role",
+        "--crd",
+        "poddisruptionbudgets.policy/v1=PodDisruptionBudget",
+        "--crd",
+        "podmonitors.monitoring.coreos.com/v1=PodMonitor",
+        "--crd",
+        "prometheusrules.monitoring.coreos.com/v1=PrometheusRule",
     ])
 }
 
@@ -138,11 +204,50 @@ fn schema_check(object: &Value) -> Result<(), String> {
         ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding") => round_trip::<rbac::ClusterRoleBinding>(object),
         ("rbac.authorization.k8s.io/v1", "Role") => round_trip::<rbac::Role>(object),
         ("rbac.authorization.k8s.io/v1", "RoleBinding") => round_trip::<rbac::RoleBinding>(object),
+        ("monitoring.coreos.com/v1", "PodMonitor" | "PrometheusRule") => return operator_fields(object),
         _ => Err(format!("{api_version} {kind} is not a kind this check knows")),
     };
     let typed = typed.map_err(|e| format!("{}: {e}", describe(object)))?;
     let mut out = Vec::new();
     differences("", object, &typed, &mut out);
+    if out.is_empty() { Ok(()) } else { Err(format!("{}: {}", describe(object), out.join("; "))) }
+}
+
+/// prometheus-operator's kinds, which k8s-openapi does not have: at each
+/// level the manifests use, only fields its CRDs have there (a selection).
+fn operator_fields(object: &Value) -> Result<(), String> {
+    const FIELDS: &[(&str, &[&str])] = &[
+        ("", &["apiVersion", "kind", "metadata", "spec"]),
+        (".metadata", &["name", "namespace", "labels", "annotations"]),
+        (".spec", &["selector", "namespaceSelector", "podMetricsEndpoints", "jobLabel", "podTargetLabels", "sampleLimit", "groups"]),
+        (
+            ".spec.podMetricsEndpoints[]",
+            &["port", "portNumber", "path", "scheme", "interval", "scrapeTimeout", "honorLabels", "relabelings", "metricRelabelings"],
+        ),
+        (".spec.groups[]", &["name", "interval", "limit", "rules"]),
+        (".spec.groups[].rules[]", &["alert", "record", "expr", "for", "keep_firing_for", "labels", "annotations"]),
+    ];
+    fn walk(path: &str, v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::Object(map) => {
+                if let Some((_, known)) = FIELDS.iter().find(|(p, _)| *p == path) {
+                    out.extend(map.keys().filter(|k| !known.contains(&k.as_str())).map(|k| format!("{path}.{k}: no such field")));
+                }
+                for (k, w) in map {
+                    walk(&format!("{path}.{k}"), w, out);
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|w| walk(&format!("{path}[]"), w, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk("", object, &mut out);
+    if object["kind"] == "PodMonitor" && object["spec"]["groups"].is_object()
+        || object["kind"] == "PrometheusRule" && !object["spec"]["selector"].is_null()
+    {
+        out.push("a field of the other kind".into());
+    }
     if out.is_empty() { Ok(()) } else { Err(format!("{}: {}", describe(object), out.join("; "))) }
 }
 
@@ -358,6 +463,69 @@ fn kache_problems(objects: &[Value], help: &Help) -> Vec<String> {
                 problem("capabilities not dropped (drop: [ALL])".into());
             }
 
+            // What production wants: a memory budget within the limit, JSON
+            // logs, metrics Prometheus reaches, state for warm restarts.
+            let limit = c["resources"]["limits"]["memory"].as_str().and_then(mebibytes);
+            match (args.value("--memory-budget").and_then(|b| b.parse::<u64>().ok()).filter(|b| *b > 0), limit) {
+                (None, _) => {
+                    problem("no --memory-budget: over its memory limit kache is OOM-killed instead of shedding history and lists".into())
+                }
+                (Some(budget), Some(limit)) if budget * 4 > limit * 3 => problem(format!(
+                    "--memory-budget={budget} leaves less than a quarter of the {limit} MiB memory limit to what the budget does not count"
+                )),
+                _ => {}
+            }
+            if args.value("--log-format") != Some("json") {
+                problem("logs as text: --log-format=json for the cluster's log pipeline".into());
+            }
+            match args.value("--health-listen") {
+                None => problem("no --health-listen: Prometheus has no /metrics to scrape without credentials".into()),
+                Some(address) if is_loopback(address) => {
+                    problem(format!("--health-listen={address}: Prometheus cannot reach a loopback address"))
+                }
+                Some(address) => {
+                    let port = address.rsplit_once(':').map_or("", |(_, p)| p);
+                    if !c["ports"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .any(|p| p["containerPort"].as_u64().map(|n| n.to_string()).as_deref() == Some(port))
+                    {
+                        problem(format!("--health-listen={address}: no container port {port}"));
+                    }
+                    let annotations = &object["spec"]["template"]["metadata"]["annotations"];
+                    for (key, value) in [("prometheus.io/scrape", "true"), ("prometheus.io/port", port), ("prometheus.io/path", "/metrics")]
+                    {
+                        if annotations[key] != value {
+                            problem(format!("pod annotation {key} is {}, not {value:?}", annotations[key]));
+                        }
+                    }
+                }
+            }
+            match args.value("--state-dir") {
+                None => problem("no --state-dir: every restart lists everything again".into()),
+                Some(dir) => {
+                    let mounts = c["volumeMounts"].as_array().into_iter().flatten();
+                    let on = |m: &&Value| {
+                        m["mountPath"]
+                            .as_str()
+                            .map(|p| p.trim_end_matches('/'))
+                            .is_some_and(|p| dir == p || dir.starts_with(&format!("{p}/")))
+                    };
+                    match mounts.filter(on).max_by_key(|m| m["mountPath"].as_str().map_or(0, str::len)) {
+                        None => problem(format!("--state-dir={dir} is on no volume, and the root filesystem is read-only")),
+                        Some(m) if m["readOnly"] == true => problem(format!("--state-dir={dir}: its volume is mounted read-only")),
+                        Some(m) => {
+                            let volume = pod["volumes"].as_array().into_iter().flatten().find(|v| v["name"] == m["name"]);
+                            let kept = ["emptyDir", "persistentVolumeClaim", "ephemeral"];
+                            if !volume.is_some_and(|v| kept.iter().any(|k| !v[*k].is_null())) {
+                                problem(format!("--state-dir={dir}: volume {} is not an emptyDir or a claim", m["name"]));
+                            }
+                        }
+                    }
+                }
+            }
+
             // Time to drain on SIGTERM.
             let drain: u64 = args
                 .value("--shutdown-drain")
@@ -436,6 +604,95 @@ fn kache_problems(objects: &[Value], help: &Help) -> Vec<String> {
     problems
 }
 
+/// A memory quantity (`1Gi`, `512Mi`, `2G`, `1073741824`) in whole MiB.
+fn mebibytes(quantity: &str) -> Option<u64> {
+    let (number, unit) = quantity.split_at(quantity.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(quantity.len()));
+    let bytes = match unit {
+        "" => 1.0,
+        "k" => 1e3,
+        "M" => 1e6,
+        "G" => 1e9,
+        "Ki" => 1024.0,
+        "Mi" => 1024.0 * 1024.0,
+        "Gi" => 1024.0 * 1024.0 * 1024.0,
+        _ => return None,
+    } * number.parse::<f64>().ok()?;
+    Some((bytes / (1024.0 * 1024.0)) as u64)
+}
+
+/// Each workload running kache, with its kache containers.
+fn kache_workloads(objects: &[Value]) -> impl Iterator<Item = (&Value, Vec<&Value>)> {
+    objects.iter().filter(|o| matches!(o["kind"].as_str(), Some("Deployment" | "DaemonSet"))).filter_map(|o| {
+        let pod = &o["spec"]["template"]["spec"];
+        let containers: Vec<&Value> = ["initContainers", "containers"]
+            .iter()
+            .flat_map(|k| pod[*k].as_array().into_iter().flatten())
+            .filter(|c| c["image"].as_str().is_some_and(|i| i.starts_with(IMAGE)))
+            .collect();
+        (!containers.is_empty()).then_some((o, containers))
+    })
+}
+
+/// Every Deployment of more than one kache replica has a PodDisruptionBudget
+/// in its namespace that selects its pods, so a drain takes one at a time.
+fn disruption_problems(objects: &[Value]) -> Vec<String> {
+    let covered = |d: &Value| {
+        let labels = &d["spec"]["template"]["metadata"]["labels"];
+        objects.iter().filter(|b| b["kind"] == "PodDisruptionBudget" && b["metadata"]["namespace"] == d["metadata"]["namespace"]).any(|b| {
+            let selector = b["spec"]["selector"]["matchLabels"].as_object();
+            selector.is_some_and(|m| !m.is_empty() && m.iter().all(|(k, v)| &labels[k] == v))
+        })
+    };
+    kache_workloads(objects)
+        .map(|(d, _)| d)
+        .filter(|d| d["kind"] == "Deployment" && d["spec"]["replicas"].as_u64().unwrap_or(1) > 1 && !covered(d))
+        .map(|d| {
+            format!("{}: {} replicas and no PodDisruptionBudget: a drain may evict them all at once", describe(d), d["spec"]["replicas"])
+        })
+        .collect()
+}
+
+/// Every PodMonitor scrapes `/metrics` from a port that a kache container
+/// of its namespace names, on which kache serves it (`--health-listen`).
+fn monitoring_problems(objects: &[Value]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for monitor in objects.iter().filter(|o| o["kind"] == "PodMonitor") {
+        let namespace = &monitor["metadata"]["namespace"];
+        let health_ports: Vec<(&Value, String)> = kache_workloads(objects)
+            .filter(|(w, _)| &w["metadata"]["namespace"] == namespace)
+            .flat_map(|(_, containers)| containers)
+            .filter_map(|c| {
+                let args = Args(strings(&c["args"]).into_iter().map(str::to_string).collect());
+                Some((c, args.value("--health-listen")?.rsplit_once(':')?.1.to_string()))
+            })
+            .collect();
+        if health_ports.is_empty() {
+            problems.push(format!("{}: no kache container in its namespace serves /metrics to scrape", describe(monitor)));
+        }
+        let endpoints = monitor["spec"]["podMetricsEndpoints"].as_array().cloned().unwrap_or_default();
+        if endpoints.is_empty() {
+            problems.push(format!("{}: no podMetricsEndpoints", describe(monitor)));
+        }
+        for e in &endpoints {
+            if e["path"] != "/metrics" {
+                problems.push(format!("{}: scrapes {}, not /metrics", describe(monitor), e["path"]));
+            }
+            for (c, port) in &health_ports {
+                let named = c["ports"].as_array().into_iter().flatten().find(|p| p["name"] == e["port"]);
+                if named.and_then(|p| p["containerPort"].as_u64()).map(|n| n.to_string()).as_ref() != Some(port) {
+                    problems.push(format!(
+                        "{}: kache container {} names no port {} for its --health-listen port {port}",
+                        describe(monitor),
+                        c["name"],
+                        e["port"]
+                    ));
+                }
+            }
+        }
+    }
+    problems
+}
+
 /// Every Service routes to a named port of the pods of a Deployment in its namespace.
 fn service_problems(objects: &[Value]) -> Vec<String> {
     let mut problems = Vec::new();
@@ -463,52 +720,88 @@ fn service_problems(objects: &[Value]) -> Vec<String> {
     problems
 }
 
-/// Each manifest's objects, after kubectl's dry run of it passed.
-fn every_manifest(server: &Process) -> Vec<(PathBuf, Vec<Value>)> {
-    manifests()
+/// Each build's objects, after kubectl's dry run of it passed.
+fn every_build(server: &Process) -> Vec<(String, Vec<Value>)> {
+    builds()
         .into_iter()
-        .map(|path| {
-            let yaml = read(&path);
-            let applied = dry_run(server, &yaml).unwrap_or_else(|e| panic!("{}: kubectl apply --dry-run=client: {e}", path.display()));
+        .map(|(name, yaml)| {
+            let applied = dry_run(server, &yaml).unwrap_or_else(|e| panic!("{name}: kubectl apply --dry-run=client: {e}"));
             let objects = objects(server, &yaml);
             assert_eq!(
                 applied.lines().filter(|l| l.ends_with(" created (dry run)")).count(),
                 objects.len(),
-                "{}: kubectl applied every object\n{applied}",
-                path.display()
+                "{name}: kubectl applied every object\n{applied}"
             );
-            (path, objects)
+            (name, objects)
         })
         .collect()
 }
 
+/// The kache workloads each root builds.
+const WORKLOADS: [(&str, usize); 3] = [("base", 1), ("overlays/shared", 2), ("overlays/sidecar", 1)];
+
 #[test]
-fn every_manifest_is_accepted_by_kubectl_and_valid_by_the_api_schema() {
-    let files: Vec<String> = manifests().iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
-    for expected in ["deployment.yaml", "second-tier.yaml", "sidecar.yaml"] {
-        assert!(files.iter().any(|f| f == expected), "config/deploy/{expected} is missing: {files:?}");
+fn every_kustomization_builds_is_accepted_by_kubectl_and_valid_by_the_api_schema() {
+    let roots = kustomizations();
+    for (expected, _) in WORKLOADS {
+        assert!(roots.iter().any(|r| r == expected), "config/deploy/{expected} is not a kustomization: {roots:?}");
+    }
+    // No manifest is left out of its directory's kustomization.
+    for root in roots.iter().map(String::as_str).chain([MONITORING]) {
+        let dir = deploy_dir().join(root);
+        let listed: Vec<String> =
+            strings(&yaml_value(&dir.join("kustomization.yaml"))["resources"]).into_iter().map(str::to_string).collect();
+        for entry in std::fs::read_dir(&dir).expect("a directory") {
+            let file = entry.expect("an entry").file_name().to_string_lossy().into_owned();
+            if file.ends_with(".yaml") && file != "kustomization.yaml" {
+                assert!(listed.contains(&file), "config/deploy/{root}/{file} is not in its kustomization's resources: {listed:?}");
+            }
+        }
     }
     let server = server();
-    for (path, objects) in every_manifest(&server) {
-        assert!(!objects.is_empty(), "{}: no objects", path.display());
+    let builds = every_build(&server);
+    assert_eq!(builds.len(), roots.len() + OVERLAY_NAMESPACES.len(), "each root, and each overlay with monitoring");
+    for (name, objects) in builds {
+        assert!(!objects.is_empty(), "{name}: no objects");
         let errors: Vec<String> = objects.iter().filter_map(|o| schema_check(o).err()).collect();
-        assert!(errors.is_empty(), "{}:\n{}", path.display(), errors.join("\n"));
+        assert!(errors.is_empty(), "{name}:\n{}", errors.join("\n"));
     }
 }
 
 #[test]
 fn every_kache_container_is_deployed_as_kache_needs() {
     let server = server();
-    let all: Vec<Value> = every_manifest(&server).into_iter().flat_map(|(_, objects)| objects).collect();
-    let kache = |o: &&Value| o["spec"]["template"]["spec"].to_string().contains(IMAGE);
-    assert_eq!(all.iter().filter(kache).count(), 3, "one kache workload per manifest");
-    let problems = [kache_problems(&all, &Help::new()), service_problems(&all)].concat();
-    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    let help = Help::new();
+    for (name, objects) in every_build(&server) {
+        let root = name.split(" + ").next().unwrap_or_default();
+        let expected = WORKLOADS.iter().find(|(r, _)| *r == root).map_or(0, |(_, n)| *n);
+        assert_eq!(kache_workloads(&objects).count(), expected, "{name}: kache workloads");
+        if name.ends_with(MONITORING) {
+            assert!(objects.iter().any(|o| o["kind"] == "PodMonitor") && objects.iter().any(|o| o["kind"] == "PrometheusRule"), "{name}");
+            assert!(objects.iter().all(|o| o["metadata"]["namespace"].is_null() || o["metadata"]["namespace"] == objects_namespace(&name)));
+        }
+        let problems =
+            [kache_problems(&objects, &help), service_problems(&objects), disruption_problems(&objects), monitoring_problems(&objects)]
+                .concat();
+        assert!(problems.is_empty(), "{name}:\n{}", problems.join("\n"));
+    }
+}
+
+/// The namespace of an overlay built with monitoring.
+fn objects_namespace(name: &str) -> &'static str {
+    OVERLAY_NAMESPACES.iter().find(|(o, _)| name.starts_with(o)).map_or("", |(_, ns)| ns)
 }
 
 /// The sidecar manifest's kache container, in its Deployment.
 fn kache(deployment: &mut Value) -> &mut serde_json::Map<String, Value> {
     deployment["spec"]["template"]["spec"]["initContainers"][0].as_object_mut().expect("the kache sidecar")
+}
+
+/// Removes kache's argument `arg`.
+fn remove_arg(deployment: &mut Value, arg: &str) {
+    let args = kache(deployment)["args"].as_array_mut().expect("args");
+    let at = args.iter().position(|a| a == arg).unwrap_or_else(|| panic!("no argument {arg}"));
+    args.remove(at);
 }
 
 /// Replaces kache's argument `from` with `to`.
@@ -522,7 +815,7 @@ fn set_arg(deployment: &mut Value, from: &str, to: &str) {
 #[test]
 fn the_checks_fail_a_misspelled_field_a_wrong_type_an_unknown_kind_and_a_kache_misconfiguration() {
     let server = server();
-    let yaml = read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("config/deploy/sidecar.yaml"));
+    let yaml = kustomize(&deploy_dir().join("overlays/sidecar"));
     let valid = objects(&server, &yaml);
     let help = Help::new();
     assert!(valid.iter().all(|o| schema_check(o).is_ok()) && kache_problems(&valid, &help).is_empty(), "the sidecar manifest is valid");
@@ -553,7 +846,7 @@ fn the_checks_fail_a_misspelled_field_a_wrong_type_an_unknown_kind_and_a_kache_m
     assert!(err.contains(r#"no matches for kind "Deploymnet" in version "apps/v1""#), "{err}");
 
     // What kache needs.
-    let cases: [(&str, Vec<Value>, &str); 7] = [
+    let cases: [(&str, Vec<Value>, &str); 12] = [
         (
             "no liveness probe",
             changed(&|o| {
@@ -579,9 +872,57 @@ fn the_checks_fail_a_misspelled_field_a_wrong_type_an_unknown_kind_and_a_kache_m
             "terminationGracePeriodSeconds 30",
         ),
         ("a writable root", changed(&|o| kache(o)["securityContext"]["readOnlyRootFilesystem"] = false.into()), "writable root filesystem"),
+        ("no memory budget", changed(&|o| remove_arg(o, "--memory-budget=768")), "no --memory-budget"),
+        (
+            "a memory budget that leaves too little",
+            changed(&|o| set_arg(o, "--memory-budget=768", "--memory-budget=800")),
+            "--memory-budget=800 leaves less than a quarter of the 1024 MiB memory limit",
+        ),
+        ("text logs", changed(&|o| remove_arg(o, "--log-format=json")), "logs as text"),
+        (
+            "state on the read-only root",
+            changed(&|o| set_arg(o, "--state-dir=/var/lib/kache", "--state-dir=/var/lib/elsewhere")),
+            "--state-dir=/var/lib/elsewhere is on no volume",
+        ),
+        (
+            "no scrape annotation",
+            changed(&|o| {
+                o["spec"]["template"]["metadata"]["annotations"].as_object_mut().expect("annotations").remove("prometheus.io/port");
+            }),
+            "pod annotation prometheus.io/port is null",
+        ),
     ];
     for (what, objects, expected) in cases {
         let problems = kache_problems(&objects, &help).join("\n");
         assert!(problems.contains(expected), "{what}: expected {expected:?} among the problems: {problems}");
     }
+}
+
+/// The checks of the shared tiers fail what they should: a Deployment of
+/// two replicas without a PodDisruptionBudget, a PodMonitor on a port kache
+/// does not name, a PodMonitor field that does not exist.
+#[test]
+fn the_checks_fail_a_missing_disruption_budget_and_a_pod_monitor_that_scrapes_nothing() {
+    let server = server();
+    let (name, valid) =
+        every_build(&server).into_iter().find(|(n, _)| n == &format!("overlays/shared + {MONITORING}")).expect("the shared build");
+    assert!(disruption_problems(&valid).is_empty() && monitoring_problems(&valid).is_empty(), "{name} is valid");
+
+    let no_budgets: Vec<Value> = valid.iter().filter(|o| o["kind"] != "PodDisruptionBudget").cloned().collect();
+    let problems = disruption_problems(&no_budgets).join("\n");
+    assert!(problems.contains("Deployment kache/kache-tier2: 2 replicas and no PodDisruptionBudget"), "{problems}");
+
+    let mut wrong_port = valid.clone();
+    let monitor = wrong_port.iter_mut().find(|o| o["kind"] == "PodMonitor").expect("a PodMonitor");
+    monitor["spec"]["podMetricsEndpoints"][0]["port"] = "health".into();
+    let problems = monitoring_problems(&wrong_port).join("\n");
+    assert!(problems.contains(r#"names no port "health" for its --health-listen port 8081"#), "{problems}");
+
+    let mut misspelled = valid.clone();
+    let monitor = misspelled.iter_mut().find(|o| o["kind"] == "PodMonitor").expect("a PodMonitor");
+    let endpoints = monitor["spec"].as_object_mut().expect("spec").remove("podMetricsEndpoints").expect("endpoints");
+    monitor["spec"]["podMetricEndpoints"] = endpoints;
+    let monitor = misspelled.iter().find(|o| o["kind"] == "PodMonitor").expect("a PodMonitor");
+    assert!(schema_check(monitor).expect_err("a misspelled field").contains(".spec.podMetricEndpoints: no such field"));
+    assert!(monitoring_problems(&misspelled).join("\n").contains("no podMetricsEndpoints"));
 }

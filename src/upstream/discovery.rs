@@ -5,6 +5,12 @@
 //! `apps/v1/deployments` or `example.com/v1/widgets`; `*` means every
 //! listable and watchable resource at its group's preferred version.
 //! Subresources (`pods/log`) are never cached.
+//!
+//! Only plural names are taken, as RBAC rules name resources: an entry that
+//! names nothing gets a did-you-mean instead — the plural of a singular or
+//! short name (`pod`, `po` → `pods`), the group of a name found in another
+//! one (`deployments` → `deployments.apps`), or the nearest name (`podz` →
+//! `pods`).
 
 use apimachinery::resource::Resource;
 use serde::Deserialize;
@@ -24,6 +30,18 @@ struct ApiResource {
     kind: String,
     #[serde(default)]
     verbs: Vec<String>,
+    #[serde(default, rename = "singularName")]
+    singular: String,
+    #[serde(default, rename = "shortNames")]
+    short_names: Vec<String>,
+}
+
+/// A top-level resource of a group version, as discovery lists it.
+struct Listed {
+    info: Resource,
+    verbs: Vec<String>,
+    /// Its singular and short names (`pod`, `po`), which kubectl takes too.
+    aliases: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -113,18 +131,19 @@ impl Spec {
 }
 
 async fn resolve_one(client: &Client, spec: &str) -> Result<Vec<Resource>, UpstreamError> {
-    let (candidates, resource) = match Spec::parse(spec)? {
+    let parsed = Spec::parse(spec)?;
+    let (candidates, resource) = match &parsed {
         Spec::All => {
             let mut all = Vec::new();
             for (group, version) in preferred_versions(client).await? {
                 let listing = fetch(client, &group, &version).await?;
-                all.extend(listing.into_iter().filter(|r| is_cacheable(&r.1)).map(|r| r.0));
+                all.extend(listing.into_iter().filter(|r| is_cacheable(&r.verbs)).map(|r| r.info));
             }
             return Ok(all);
         }
-        Spec::Exact { group, version, resource } => (vec![(group, version)], resource),
+        Spec::Exact { group, version, resource } => (vec![(group.clone(), version.clone())], resource),
         Spec::Named { group, resource } => {
-            let gvs = preferred_versions(client).await?.into_iter().filter(|(g, _)| *g == group).collect();
+            let gvs = preferred_versions(client).await?.into_iter().filter(|(g, _)| g == group).collect();
             (gvs, resource)
         }
     };
@@ -133,23 +152,53 @@ async fn resolve_one(client: &Client, spec: &str) -> Result<Vec<Resource>, Upstr
             Err(UpstreamError::Status { code: 404, .. }) => continue,
             other => other?,
         };
-        if let Some((info, verbs)) = listing.into_iter().find(|(r, _)| r.plural == resource) {
-            if !is_cacheable(&verbs) {
+        if let Some(found) = listing.into_iter().find(|r| r.info.plural == *resource) {
+            if !is_cacheable(&found.verbs) {
                 return Err(UpstreamError::Config(format!(
                     "resource {spec:?} cannot be cached: it must support list and watch (verbs: {})",
-                    verbs.join(", ")
+                    found.verbs.join(", ")
                 )));
             }
-            return Ok(vec![info]);
+            return Ok(vec![found.info]);
         }
     }
-    Err(unknown(spec))
+    Err(match suggestion(client, spec, &parsed).await {
+        Some(meant) => UpstreamError::Config(format!("resource {spec:?} not found on the apiserver; did you mean {meant:?}?")),
+        None => UpstreamError::Config(format!(
+            "resource {spec:?} not found on the apiserver (expected RESOURCE, RESOURCE.GROUP or GROUP/VERSION/RESOURCE)"
+        )),
+    })
 }
 
-fn unknown(spec: &str) -> UpstreamError {
-    UpstreamError::Config(format!(
-        "resource {spec:?} not found on the apiserver (expected RESOURCE, RESOURCE.GROUP or GROUP/VERSION/RESOURCE)"
-    ))
+/// The cacheable resource an unknown entry `text` most likely meant, written
+/// as the entry was (`RESOURCE[.GROUP]` or `[GROUP/]VERSION/RESOURCE`) with
+/// its plural: first one whose singular or short name, or whose plural in
+/// another group or version, is the entry's name (its own group first); else
+/// the nearest by edit distance, if at most a third of the entry differs.
+/// Best effort: a group whose discovery fails is left out.
+async fn suggestion(client: &Client, text: &str, spec: &Spec) -> Option<String> {
+    let (group, name) = match spec {
+        Spec::All => return None,
+        Spec::Named { group, resource } | Spec::Exact { group, resource, .. } => (group, resource),
+    };
+    let mut listed = Vec::new();
+    for (g, v) in preferred_versions(client).await.ok()? {
+        listed.extend(fetch(client, &g, &v).await.unwrap_or_default().into_iter().filter(|r| is_cacheable(&r.verbs)));
+    }
+    let written = |r: &Resource| match spec {
+        Spec::Exact { .. } if r.group.is_empty() => format!("{}/{}", r.version, r.plural),
+        Spec::Exact { .. } => format!("{}/{}/{}", r.group, r.version, r.plural),
+        _ => r.qualified(),
+    };
+    let named = listed
+        .iter()
+        .filter(|r| r.info.plural == *name || r.aliases.contains(name))
+        .min_by_key(|r| r.info.group != *group)
+        .map(|r| written(&r.info));
+    named.or_else(|| {
+        let (distance, nearest) = listed.iter().map(|r| written(&r.info)).map(|w| (strsim::levenshtein(text, &w), w)).min()?;
+        (distance <= (text.chars().count() / 3).max(1)).then_some(nearest)
+    })
 }
 
 fn is_cacheable(verbs: &[String]) -> bool {
@@ -165,8 +214,8 @@ async fn preferred_versions(client: &Client) -> Result<Vec<(String, String)>, Up
     Ok(out)
 }
 
-/// The top-level resources of one group version, with their verbs.
-async fn fetch(client: &Client, group: &str, version: &str) -> Result<Vec<(Resource, Vec<String>)>, UpstreamError> {
+/// The top-level resources of one group version, with their verbs and other names.
+async fn fetch(client: &Client, group: &str, version: &str) -> Result<Vec<Listed>, UpstreamError> {
     let path = if group.is_empty() { format!("/api/{version}") } else { format!("/apis/{group}/{version}") };
     let body = client.get_bytes(&path).await?;
     let list: ResourceList = serde_json::from_slice(&body).map_err(|e| UpstreamError::Decode(format!("a bad {path} document: {e}")))?;
@@ -174,9 +223,10 @@ async fn fetch(client: &Client, group: &str, version: &str) -> Result<Vec<(Resou
         .resources
         .into_iter()
         .filter(|r| !r.name.contains('/'))
-        .map(|r| {
-            let info = Resource::new(group, version, &r.name, &r.kind, r.namespaced);
-            (info, r.verbs)
+        .map(|r| Listed {
+            info: Resource::new(group, version, &r.name, &r.kind, r.namespaced),
+            verbs: r.verbs,
+            aliases: std::iter::once(r.singular).chain(r.short_names).filter(|a| !a.is_empty()).collect(),
         })
         .collect())
 }
