@@ -63,6 +63,10 @@ pub struct ListsArgs {
     /// Encodings of the paged lists.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "json,protobuf,table")]
     pub encodings: Vec<Encoding>,
+    /// Run only the cells of these names (repeatable), e.g. `--only 'full rv=0'`
+    /// for clusterloader2's list storm.
+    #[arg(long)]
+    pub only: Vec<String>,
 }
 
 /// Where a paged walk starts.
@@ -224,11 +228,16 @@ async fn drive(http: &Http, w: &Workload, concurrency: usize, epoch: Instant) ->
                 while next.fetch_add(1, Ordering::Relaxed) < w.count {
                     let path = token.as_ref().map_or_else(|| w.path.clone(), |t| next_page(&w.path, t));
                     let t = Instant::now();
-                    match http.get(&path, &w.headers).await {
-                        Ok((status, body)) => {
-                            rec.record(t.elapsed(), status, body.len());
-                            token = if w.paged && status == 200 { continue_token(&body, w.encoding) } else { None };
-                        }
+                    let answer = if w.paged {
+                        http.get(&path, &w.headers).await.map(|(status, body)| {
+                            token = if status == 200 { continue_token(&body, w.encoding) } else { None };
+                            (status, body.len())
+                        })
+                    } else {
+                        http.get_length(&path, &w.headers).await
+                    };
+                    match answer {
+                        Ok((status, length)) => rec.record(t.elapsed(), status, length),
                         Err(_) => {
                             rec.record(t.elapsed(), 0, 0);
                             token = None;
@@ -252,6 +261,10 @@ async fn drive(http: &Http, w: &Workload, concurrency: usize, epoch: Instant) ->
 /// `count` pages): connections open, and what a server prepares once per
 /// revision (kache's protobuf encoding of each object) is ready.
 async fn warm_up(http: &Http, w: &Workload) {
+    if !w.paged {
+        let _ = http.get_length(&w.path, &w.headers).await;
+        return;
+    }
     let mut path = w.path.clone();
     for _ in 0..w.count {
         let Ok((200, body)) = http.get(&path, &w.headers).await else { return };
@@ -318,6 +331,10 @@ async fn workloads(args: &ListsArgs, direct: &Target) -> anyhow::Result<Vec<Work
     if let Some((k, v)) = item["metadata"]["labels"].as_object().and_then(|l| l.iter().next()) {
         let selector: String = form_urlencoded::byte_serialize(format!("{k}={}", v.as_str().unwrap_or("")).as_bytes()).collect();
         out.push(one("one label's", format!("{c}?resourceVersion=0&labelSelector={selector}"), json, args.requests * 10));
+    }
+    if !args.only.is_empty() {
+        out.retain(|w| args.only.contains(&w.name));
+        anyhow::ensure!(!out.is_empty(), "no cell is named like {:?}", args.only);
     }
     Ok(out)
 }

@@ -144,6 +144,18 @@ impl Http {
         Ok((status, resp.into_body().collect().await?.to_bytes()))
     }
 
+    /// `GET path` with `headers`: the status and the body's length, counted
+    /// as it streams (a 1 GB list is not held).
+    pub async fn get_length(&self, path: &str, headers: &[(&str, &str)]) -> anyhow::Result<(u16, usize)> {
+        let mut body = self.send(Method::GET, path, headers, None).await?;
+        let status = body.status().as_u16();
+        let mut length = 0;
+        while let Some(frame) = body.body_mut().frame().await {
+            length += frame?.data_ref().map_or(0, Bytes::len);
+        }
+        Ok((status, length))
+    }
+
     /// POSTs the JSON object `body` to `collection`, retrying as client-go
     /// does: a 429 or 5xx answer after its `Retry-After` (else 1 s), a
     /// transport error after 1 s, at most [`RETRIES`] times. A 409 counts as

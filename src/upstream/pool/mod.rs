@@ -12,7 +12,7 @@
 //!   once: when its response body ends or fails, when the response is
 //!   dropped (hyper then resets the stream), or when the request fails.
 //! - A request takes a slot on the first connection with one free under
-//!   its server's limit: the one its preface announced ([`preface`]; a
+//!   its server's limit: the one its preface announced ([`frames`]; a
 //!   connection is used only once that is known) or a later SETTINGS frame
 //!   changed it to. A connection still being dialled is assumed to allow
 //!   what the last connection heard (100 before any did: Go's
@@ -28,7 +28,9 @@
 //!
 //! - Reads from a connection's socket are gathered while it streams
 //!   ([`gather`]): the apiserver writes a record and a system call per
-//!   4 KiB frame, and waking for each cost more than the bytes.
+//!   4 KiB frame, and waking for each cost more than the bytes. What TLS
+//!   decrypts is handed to h2 a frame at a time ([`frames`]), so h2 copies
+//!   no bytes read past a frame's end.
 //!
 //! Invariant: streams sent on a connection ≤ its server's limit (a server
 //! that lowers it on an open connection is obeyed for new streams); a
@@ -56,7 +58,7 @@ use tokio_rustls::client::TlsStream;
 use gather::Gathered;
 
 mod gather;
-mod preface;
+mod frames;
 
 /// The error of a request body of any kind.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -315,7 +317,7 @@ async fn dial(pool: Arc<Inner>, conn: Arc<Conn>, assumed: usize) {
         conn.dial.send_replace(Dial::NotHttp2);
         return;
     }
-    let (io, preface) = preface::Sniff::new(tls);
+    let (io, preface) = frames::Frames::new(tls);
     let mut builder = http2::Builder::new(TokioExecutor::new());
     builder
         .timer(TokioTimer::new())
@@ -341,7 +343,7 @@ async fn dial(pool: Arc<Inner>, conn: Arc<Conn>, assumed: usize) {
         closed.store(true, Ordering::Release);
     });
     match tokio::time::timeout(DIAL_TIMEOUT, preface).await {
-        Ok(Ok(p)) if preface::publish(p, &conn.limit, assumed) => {
+        Ok(Ok(p)) if frames::publish(p, &conn.limit, assumed) => {
             pool.assumed.store(conn.limit.load(Ordering::Acquire), Ordering::Release);
             pool.stats.opened.fetch_add(1, Ordering::Relaxed);
             conn.dial.send_replace(Dial::Ready(sender));
@@ -368,7 +370,7 @@ async fn handshake_tls(pool: &Inner) -> Result<TlsStream<Gathered<TcpStream>>, S
         .map_err(|e| format!("TLS handshake with {}: {e}", pool.authority))
 }
 
-type H2Connection = http2::Connection<TokioIo<preface::Sniff<TlsStream<Gathered<TcpStream>>>>, UpBody, TokioExecutor>;
+type H2Connection = http2::Connection<TokioIo<frames::Frames<TlsStream<Gathered<TcpStream>>>>, UpBody, TokioExecutor>;
 
 /// The connection's task: drives it, and publishes each new stream limit
 /// h2 applies from its server's SETTINGS after the first (which the
