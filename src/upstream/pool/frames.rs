@@ -104,7 +104,6 @@ impl<T> Frames<T> {
         let (tx, rx) = oneshot::channel();
         (Frames { io, position: Position::START, error: None, first: Some((Vec::with_capacity(64), tx)) }, rx)
     }
-
 }
 
 /// The first frame's bytes so far, and who hears what it said.
@@ -278,7 +277,12 @@ mod tests {
                 at += r.len();
             }
             if room >= 100_000 && chunk >= 16_384 {
-                assert_eq!(reads.len(), ends.len(), "with room, each read ends at the next boundary: {:?}", reads.iter().map(Vec::len).collect::<Vec<_>>());
+                assert_eq!(
+                    reads.len(),
+                    ends.len(),
+                    "with room, each read ends at the next boundary: {:?}",
+                    reads.iter().map(Vec::len).collect::<Vec<_>>()
+                );
             }
         }
     }

@@ -57,8 +57,8 @@ use tokio_rustls::client::TlsStream;
 
 use gather::Gathered;
 
-mod gather;
 mod frames;
+mod gather;
 
 /// The error of a request body of any kind.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
