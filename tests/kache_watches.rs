@@ -669,3 +669,115 @@ fn protobuf_watches_are_answered_from_memory_byte_equal_to_the_simulators() {
     }
     assert_eq!(metric(&kache, "kache_watches_served_total"), served + queries.len() as u64, "every watch from memory");
 }
+
+/// An etcd transaction that changes several keys gives them one revision: a
+/// lease's expiry deletes every Event attached to it at once, and upstream
+/// sends one DELETED event a key, all at that revision. kache takes them as
+/// they are — no re-list, no client watch ended — and its watchers get
+/// exactly the simulator's events.
+#[test]
+fn events_deleted_by_one_lease_expiry_share_a_revision_and_end_nothing() {
+    let sim = Process::sim(&["--pods", "0"]);
+    let kache = Process::kache_over(&sim, &["--resources", "events"]);
+    ready(&kache);
+    let collection = "/api/v1/namespaces/default/events";
+    for name in ["a", "b", "c"] {
+        let event = json!({"metadata": {"name": name}, "involvedObject": {"kind": "Pod", "name": name, "namespace": "default"},
+                           "reason": "Test", "message": name, "type": "Normal"});
+        assert_eq!(sim.post(collection, &event).status, 201);
+    }
+    let from = quiesce(&sim, &kache, "/api/v1/events");
+    let lists = metric(&kache, "kache_upstream_lists_total");
+    let through_kache = kache.watch(&format!("{collection}?watch=1&resourceVersion={from}"));
+    let from_sim = sim.watch(&format!("{collection}?watch=1&resourceVersion={from}"));
+    let expired = sim.request("POST", "/_sim/expire?resource=events&namespace=default", &[], None).json();
+    assert_eq!(expired["deleted"], 3, "{expired}");
+    let revision = expired["revision"].as_u64().expect("the expiry's revision");
+    let three = |w: &common::Watch| -> Vec<serde_json::Value> {
+        (0..3).map(|_| w.next(Duration::from_secs(60)).expect("a DELETED event")).collect()
+    };
+    let want = three(&from_sim);
+    let got = three(&through_kache);
+    assert_eq!(got, want, "kache passes on the simulator's events");
+    assert!(
+        got.iter().all(|e| e["type"] == "DELETED"
+            && e["object"]["metadata"]["resourceVersion"].as_str().and_then(|r| r.parse().ok()) == Some(revision)),
+        "{got:?}"
+    );
+    // Later events still flow on the same stream, and kache never re-listed.
+    let event =
+        json!({"metadata": {"name": "d"}, "involvedObject": {"kind": "Pod", "name": "d", "namespace": "default"}, "reason": "Test"});
+    assert_eq!(sim.post(collection, &event).status, 201);
+    let next = through_kache.next(Duration::from_secs(60)).expect("the next event on the same watch");
+    assert_eq!((next["type"].as_str(), next["object"]["metadata"]["name"].as_str()), (Some("ADDED"), Some("d")));
+    assert_eq!(metric(&kache, "kache_upstream_lists_total"), lists, "no re-list");
+    assert!(through_kache.is_open());
+}
+
+/// The sum of kache's `name{…}` samples whose labels contain `labels`.
+fn sampled(kache: &Process, name: &str, labels: &str) -> f64 {
+    common::scrape(kache)
+        .iter()
+        .filter(|(series, _)| series.starts_with(&format!("{name}{{")) && series.contains(labels))
+        .map(|(_, v)| v)
+        .sum()
+}
+
+/// Quiet resources across compactions, beside a busy one: a quiet resource
+/// with a watch cache upstream (namespaces) gets its revision moved by the
+/// heartbeat's consistent read and the bookmark after it, so its watch
+/// resumes past every compaction — no re-list; one served without a cache
+/// (events: no bookmarks at all) re-lists after a compaction, finds what
+/// kache held, and ends nothing. Client watches of both never end.
+#[test]
+fn quiet_resources_keep_their_watches_across_compactions() {
+    let sim = Process::sim(&["--pods", "0", "--bookmark-interval", "1", "--compact-interval", "6"]);
+    let kache = Process::kache_over(&sim, &["--resources", "namespaces,configmaps,events", "--max-staleness", "6"]);
+    ready(&kache);
+    let event = |name: &str| json!({"metadata": {"name": name}, "involvedObject": {"kind": "Pod", "name": name, "namespace": "default"}, "reason": "Test"});
+    assert_eq!(sim.post("/api/v1/namespaces/default/events", &event("before")).status, 201);
+    let from = quiesce(&sim, &kache, "/api/v1/events");
+    let namespaces = kache.watch(&format!("/api/v1/namespaces?watch=1&resourceVersion={from}"));
+    let events = kache.watch(&format!("/api/v1/events?watch=1&resourceVersion={from}"));
+    // A busy resource moves etcd's revision on; three compactions pass it by.
+    let busy = std::thread::spawn({
+        let url = sim.url.clone();
+        move || {
+            for i in 0..400 {
+                let cm = json!({"metadata": {"name": format!("busy-{i}")}});
+                let r = common::request(
+                    &format!("{url}/api/v1/namespaces/default/configmaps"),
+                    "POST",
+                    &[("content-type", "application/json")],
+                    Some(cm.to_string().as_bytes()),
+                );
+                assert_eq!(r.status, 201);
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    });
+    busy.join().expect("the writer");
+    let compacted = sim.get("/_sim/stats").json()["oldest"].as_u64().unwrap_or(0);
+    assert!(compacted > from, "the simulator compacted past the quiet resources' last change ({compacted} ≤ {from})");
+    // Every upstream watch is dropped: each resumes from the revision kache holds.
+    let watches = sampled(&kache, "kache_upstream_watches_total", "");
+    assert_eq!(sim.request("POST", "/_sim/drop-watches", &[], None).status, 200);
+    eventually(Duration::from_secs(60), "every upstream watch resumed, events' after a re-list", || {
+        let resumed = sampled(&kache, "kache_upstream_watches_total", "") >= watches + 3.0;
+        (resumed && sampled(&kache, "kache_upstream_relists_unchanged_total", "resource=\"events\"") >= 1.0).then_some(())
+    });
+    assert_eq!(sim.post("/api/v1/namespaces", &json!({"metadata": {"name": "after"}})).status, 201);
+    assert_eq!(sim.post("/api/v1/namespaces/default/events", &event("after")).status, 201);
+    let next = |w: &common::Watch, what: &str| {
+        let e = w.next(Duration::from_secs(60)).unwrap_or_else(|| panic!("the {what} watch ended or got nothing"));
+        (e["type"].as_str().map(String::from), e["object"]["metadata"]["name"].as_str().map(String::from))
+    };
+    assert_eq!(next(&namespaces, "namespaces"), (Some("ADDED".into()), Some("after".into())));
+    assert_eq!(next(&events, "events"), (Some("ADDED".into()), Some("after".into())));
+    assert_eq!(sampled(&kache, "kache_upstream_relists_total", "resource=\"namespaces\""), 0.0, "namespaces never re-listed");
+    assert_eq!(sampled(&kache, "kache_upstream_relists_total", "resource=\"configmaps\""), 0.0, "configmaps never re-listed");
+    let events_relisted = sampled(&kache, "kache_upstream_relists_total", "resource=\"events\",cause=\"compacted\"");
+    let unchanged = sampled(&kache, "kache_upstream_relists_unchanged_total", "resource=\"events\"");
+    assert!(events_relisted >= 1.0 && unchanged == events_relisted, "events re-listed {events_relisted}, unchanged {unchanged}");
+    assert!(namespaces.is_open() && events.is_open());
+}

@@ -52,11 +52,11 @@ fn key_and_rv(object: &[u8]) -> Result<(String, u64), String> {
 }
 
 impl Sink for Recorder {
-    fn replace(&mut self, items: Vec<Bytes>, rv: u64) -> Result<(), String> {
+    fn replace(&mut self, items: Vec<Bytes>, rv: u64) -> Result<bool, String> {
         let state = items.iter().map(|i| key_and_rv(i)).collect::<Result<State, _>>()?;
         let mut m = self.0.lock();
         *m = Model { state, rv, listed_at: rv, events: Vec::new(), replaces: m.replaces + 1 };
-        Ok(())
+        Ok(true)
     }
 
     fn apply(&mut self, typ: FrameType, object: Bytes) -> Result<u64, String> {
@@ -87,7 +87,7 @@ impl Sink for Recorder {
 struct Tee(Recorder, StoreSink);
 
 impl Sink for Tee {
-    fn replace(&mut self, items: Vec<Bytes>, rv: u64) -> Result<(), String> {
+    fn replace(&mut self, items: Vec<Bytes>, rv: u64) -> Result<bool, String> {
         self.0.replace(items.clone(), rv)?;
         self.1.replace(items, rv)
     }

@@ -204,6 +204,12 @@ impl Db {
     fn commit(&mut self, res: ResourceId, key: String, typ: EventType, obj: Arc<Obj>, prev: Option<Arc<Obj>>) -> Arc<Event> {
         debug_assert_eq!(obj.rv, self.rev + 1);
         self.rev += 1;
+        self.record(res, key, typ, obj, prev)
+    }
+
+    /// Records one change at the current revision (several of one
+    /// transaction share it) and tells the watchers.
+    fn record(&mut self, res: ResourceId, key: String, typ: EventType, obj: Arc<Obj>, prev: Option<Arc<Obj>>) -> Arc<Event> {
         let stored = if typ == EventType::Deleted { None } else { Some(obj.clone()) };
         self.tables[res].entry(key).or_default().push(Version { rv: self.rev, obj: stored });
         let event = Arc::new(Event { rv: self.rev, res, typ, obj, prev });
@@ -212,6 +218,28 @@ impl Db {
         // No receivers is fine: nobody is watching.
         let _ = self.tx.send(event.clone());
         event
+    }
+
+    /// A lease's expiry: every object of `res` in `namespace` deleted in one
+    /// transaction, at one revision, as etcd deletes every key attached to
+    /// an expired lease (kube-apiserver attaches the Events it stores within
+    /// a minute to one lease, `--lease-reuse-duration-seconds`). Watchers
+    /// get one DELETED event a key, all at that revision. Returns it, and
+    /// how many objects went.
+    pub fn expire(&mut self, res: ResourceId, namespace: &str) -> (u64, usize) {
+        let registry = self.registry.clone();
+        let rt = registry.get(res);
+        let prefix = rt.prefix(Some(namespace));
+        let live: Vec<(String, Arc<Obj>)> = self.range(res, &prefix, &prefix, self.rev).map(|(k, o)| (k.clone(), o.clone())).collect();
+        if live.is_empty() {
+            return (self.rev, 0);
+        }
+        self.rev += 1;
+        for (key, existing) in &live {
+            let gone = Arc::new(existing.at_revision(rt, self.rev));
+            self.record(res, key.clone(), EventType::Deleted, gone, Some(existing.clone()));
+        }
+        (self.rev, live.len())
     }
 
     fn current(&self, res: ResourceId, key: &str) -> Option<Arc<Obj>> {

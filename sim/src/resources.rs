@@ -33,6 +33,15 @@ impl std::ops::Deref for ResourceType {
 }
 
 impl ResourceType {
+    /// Whether kube-apiserver serves the resource from a watch cache. Events
+    /// are the exception (`DefaultWatchCacheSizes`: events and
+    /// events.events.k8s.io at 0): their watches go straight to etcd, whose
+    /// watch the apiserver opens without progress notifications, so they
+    /// get no bookmarks but the initial-events-end one.
+    pub fn watch_cached(&self) -> bool {
+        !(self.resource.plural == "events" && matches!(self.resource.group.as_str(), "" | "events.k8s.io"))
+    }
+
     fn discovery_verbs() -> Value {
         json!(["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"])
     }

@@ -617,6 +617,20 @@ fn admin(state: &Arc<State>, op: &str, query: &str, enc: Encoding) -> Result<Res
             let rev = crate::faults::compact_now(state);
             Ok(enc.value(StatusCode::OK, &json!({"compacted": rev})))
         }
+        "expire" => {
+            let (Some(resource), Some(namespace)) = (param("resource"), param("namespace")) else {
+                return Err(ApiError::bad_request("expire needs ?resource=PLURAL[.GROUP]&namespace=NS"));
+            };
+            let (plural, group) = resource.split_once('.').unwrap_or((&resource, ""));
+            let res = state
+                .registry()
+                .iter()
+                .find(|(_, rt)| rt.resource.plural == plural && rt.resource.group == group)
+                .map(|(id, _)| id)
+                .ok_or_else(|| ApiError::bad_request(format!("no resource {resource:?}")))?;
+            let (revision, deleted) = state.db.write().expire(res, &namespace);
+            Ok(enc.value(StatusCode::OK, &json!({"revision": revision, "deleted": deleted})))
+        }
         "drop-watches" => {
             state.drop_watches();
             Ok(enc.value(StatusCode::OK, &json!({"dropped": true})))

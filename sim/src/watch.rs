@@ -245,6 +245,7 @@ async fn stream(
     // is the same as the last one (a quiet resource's watch gets the same
     // bookmark every minute: kube-apiserver 1.36, `cacheWatcher.process`).
     let bookmark_rv = |delivered: u64| state.db.read().cache_rv(res).min(delivered);
+    let bookmarks = opts.allow_watch_bookmarks && rt.watch_cached();
     loop {
         tokio::select! {
             ev = rx.recv() => match ev {
@@ -262,13 +263,13 @@ async fn stream(
                 // Lagged: this watcher fell too far behind; closed: the store was replaced.
                 Err(_) => return,
             },
-            _ = ticker.tick(), if opts.allow_watch_bookmarks => {
+            _ = ticker.tick(), if bookmarks => {
                 let at = bookmark_rv(delivered);
                 if at > rev && tx.send(r.bookmark(at, false)).await.is_err() {
                     return;
                 }
             }
-            _ = tokio::time::sleep_until(last_bookmark_at.unwrap_or(deadline)), if opts.allow_watch_bookmarks && !sent_last_bookmark && last_bookmark_at.is_some() => {
+            _ = tokio::time::sleep_until(last_bookmark_at.unwrap_or(deadline)), if bookmarks && !sent_last_bookmark && last_bookmark_at.is_some() => {
                 sent_last_bookmark = true;
                 let at = bookmark_rv(delivered);
                 if at > rev && tx.send(r.bookmark(at, false)).await.is_err() {

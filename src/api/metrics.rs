@@ -119,6 +119,8 @@ fn describe() {
     g!("kache_store_object_bytes", metrics::Unit::Bytes, "Bytes of object data held (each revision once).");
     g!("kache_store_overhead_bytes", metrics::Unit::Bytes, "Estimated bytes besides object data.");
     c!("kache_upstream_lists_total", "Upstream lists (initial and re-lists).");
+    c!("kache_upstream_relists_total", "Re-lists by cause: compacted (410), too large revision, revision went back, protocol.");
+    c!("kache_upstream_relists_unchanged_total", "Re-lists that found exactly what kache held: no watch ended.");
     c!("kache_upstream_watches_total", "Upstream watches started (the first and every reconnect).");
     c!(
         "kache_upstream_probes_total",
@@ -336,6 +338,10 @@ fn render(api: &Api) -> Bytes {
         let count = |metric: &'static str, v: u64| counter!(metric, "resource" => name.clone()).absolute(v);
         count("kache_upstream_lists_total", r.status.lists.load(Ordering::Relaxed));
         count("kache_upstream_watches_total", r.status.watches.load(Ordering::Relaxed));
+        count("kache_upstream_relists_unchanged_total", r.status.relists_unchanged.load(Ordering::Relaxed));
+        for (cause, n) in r.status.relists() {
+            counter!("kache_upstream_relists_total", "resource" => name.clone(), "cause" => cause.as_str()).absolute(n);
+        }
         count("kache_upstream_probes_total", r.status.probes.load(Ordering::Relaxed));
         count("kache_upstream_events_total", r.status.events.load(Ordering::Relaxed));
         let f = &r.fresh.stats;

@@ -5,12 +5,17 @@
 //!
 //! Invariants of a published view:
 //! - `head.rv` is `confirmed_rv`: every upstream event up to it is applied.
-//! - the log holds events with strictly increasing revisions in
-//!   `(oldest_rv, confirmed_rv]`; the state at `oldest_rv` is the head with
-//!   every logged event undone, so any revision in `[oldest_rv,
+//! - the log holds events with non-decreasing revisions in `(oldest_rv,
+//!   confirmed_rv]`, those of one revision (one etcd transaction) next to
+//!   each other and all of them or none; the state at `oldest_rv` is the
+//!   head with every logged event undone, so any revision in `[oldest_rv,
 //!   confirmed_rv]` can be rebuilt.
-//! - checkpoints are snapshots taken after an event, ascending, within the
-//!   window; they bound how many events a rebuild undoes.
+//! - checkpoints are states of completed revisions (taken before the next
+//!   revision's first event), ascending, within the window; they bound how
+//!   many events a rebuild undoes.
+//! - The head is published after every chunk upstream sends, so while a
+//!   revision's events arrive a reader may see part of it, as readers of
+//!   kube-apiserver's own watch cache may (its cache applies them one by one).
 
 use std::sync::Arc;
 
@@ -28,6 +33,11 @@ pub struct View {
     pub(super) oldest_rv: u64,
     pub(super) checkpoints: Vector<Arc<Snapshot>>,
     pub(super) epoch: u64,
+    /// Events dropped from the log's front in this epoch: the log's first
+    /// event is at position `popped` (events are numbered from the epoch's
+    /// start in the order applied; several may share a revision, a
+    /// position never).
+    pub(super) popped: u64,
 }
 
 impl View {
@@ -82,12 +92,15 @@ impl View {
         Ok(())
     }
 
-    /// The index of the first logged event after `rv`.
+    /// The index of the first logged event after `rv` (the log may hold
+    /// several events of one revision).
     fn first_after(&self, rv: u64) -> usize {
-        match self.log.binary_search_by(|e| e.rv().cmp(&rv)) {
-            Ok(i) => i + 1,
-            Err(i) => i,
+        let (mut low, mut high) = (0, self.log.len());
+        while low < high {
+            let mid = low + (high - low) / 2;
+            if self.log[mid].rv() <= rv { low = mid + 1 } else { high = mid }
         }
+        low
     }
 
     /// The objects as they were at `rv`, which must be in the window.
@@ -112,6 +125,26 @@ impl View {
         }
         snapshot.rv = rv;
         Ok(Arc::new(snapshot))
+    }
+
+    /// The position after the newest logged event (see [`View::events_from`]).
+    pub fn end(&self) -> u64 {
+        self.popped + self.log.len() as u64
+    }
+
+    /// The position of the first logged event after `rv`, which must be in the window.
+    pub fn position_after(&self, rv: u64) -> Result<u64, StoreError> {
+        self.check(rv)?;
+        Ok(self.popped + self.first_after(rv) as u64)
+    }
+
+    /// The events from position `pos` on, in order; `None` when some of
+    /// them already left the log. A revision's events can be published in
+    /// parts (as upstream's chunks bring them), so followers of the log
+    /// count positions, not revisions.
+    pub fn events_from(&self, pos: u64) -> Option<Vector<Arc<Event>>> {
+        let skip = usize::try_from(pos.checked_sub(self.popped)?).ok()?;
+        Some(self.log.skip(skip.min(self.log.len())))
     }
 
     /// The events after `rv`, in order; `rv` must be in the window.

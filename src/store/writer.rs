@@ -23,6 +23,10 @@ pub struct StoreWriter {
     shared: Arc<Shared>,
     view: View,
     since_checkpoint: usize,
+    /// The head's revision came from an event, and another event of the
+    /// same revision may follow (see [`StoreWriter::apply`]); a bookmark or
+    /// a re-list closes it.
+    revision_open: bool,
 }
 
 impl StoreWriter {
@@ -30,7 +34,7 @@ impl StoreWriter {
     pub fn new(config: StoreConfig) -> (StoreWriter, StoreReader) {
         let view = View { head: Arc::new(Snapshot::empty(config.indexed_fields.clone())), ..View::default() };
         let shared = Arc::new(Shared::new(config));
-        let writer = StoreWriter { shared: shared.clone(), view, since_checkpoint: 0 };
+        let writer = StoreWriter { shared: shared.clone(), view, since_checkpoint: 0, revision_open: false };
         (writer, StoreReader { shared })
     }
 
@@ -40,12 +44,21 @@ impl StoreWriter {
     }
 
     /// Applies one upstream event; its revision is its object's and must be
-    /// above `confirmed_rv`, and the change must fit the current state.
+    /// above `confirmed_rv` — or equal to it when the last thing applied was
+    /// an event of that revision: one etcd transaction can change several
+    /// keys at one revision (a lease's expiry deletes every Event attached
+    /// to it at once), and upstream sends them one after another, before
+    /// any bookmark. The change must fit the current state.
     pub fn apply(&mut self, typ: EventType, object: CachedObject, now: Instant) -> Result<(), StoreError> {
         let rv = object.resource_version();
         let confirmed = self.view.head.rv;
-        if rv <= confirmed {
+        if rv < confirmed || (rv == confirmed && !self.revision_open) {
             return Err(StoreError::OutOfOrder { rv, confirmed });
+        }
+        // A checkpoint is a completed revision's state: taken before the next revision's first event.
+        if rv > confirmed && self.since_checkpoint >= self.shared.config.checkpoint_every {
+            self.since_checkpoint = 0;
+            self.view.checkpoints.push_back(self.view.head.clone());
         }
         let object = Arc::new(object);
         let key = object.key().clone();
@@ -64,13 +77,10 @@ impl StoreWriter {
             return Err(StoreError::Inconsistent { typ, key: key.to_string() });
         }
         head.rv = rv;
+        self.revision_open = true;
         let event = Arc::new(Event { typ, object, prev, at: now });
         self.view.log.push_back(event);
         self.since_checkpoint += 1;
-        if self.since_checkpoint >= self.shared.config.checkpoint_every {
-            self.since_checkpoint = 0;
-            self.view.checkpoints.push_back(self.view.head.clone());
-        }
         self.trim_to(self.shared.event_limit());
         Ok(())
     }
@@ -84,13 +94,20 @@ impl StoreWriter {
         if rv > confirmed {
             Arc::make_mut(&mut self.view.head).rv = rv;
         }
+        self.revision_open = false;
         Ok(())
     }
 
     /// Replaces everything with a re-list taken at `rv`. The window restarts
     /// at `rv` (what happened between the old state and the list is
-    /// unknown, so no older revision can be served exactly) and the epoch
-    /// changes. Returns the difference as events, for callers that report it.
+    /// unknown, so no older revision can be served exactly) and, if the list
+    /// differs from the state held, the epoch changes (every watcher ends,
+    /// as kube-apiserver ends its watchers when its cache re-lists). A list
+    /// that holds exactly what the store did (a quiet resource re-listed
+    /// after a compaction) keeps the epoch: its watchers go on from `rv`,
+    /// having missed no change of state (at most an object created and
+    /// deleted between two revisions no client can ask for any more).
+    /// Returns the difference as events.
     pub fn replace(&mut self, objects: Vec<CachedObject>, rv: u64) -> Vec<Event> {
         let now = Instant::now();
         let fresh = Snapshot::build(rv, objects.into_iter().map(Arc::new), &self.view.head);
@@ -106,15 +123,27 @@ impl StoreWriter {
                 }
                 DiffItem::Remove(_, o) => Event { typ: EventType::Deleted, object: o.clone(), prev: Some(o.clone()), at: now },
             })
-            .collect();
+            .collect::<Vec<Event>>();
+        if diff.is_empty() && rv >= self.view.head.rv {
+            self.view.popped += self.view.log.len() as u64;
+            self.view.log = Default::default();
+            self.view.checkpoints = Default::default();
+            self.view.oldest_rv = rv;
+            Arc::make_mut(&mut self.view.head).rv = rv;
+            self.since_checkpoint = 0;
+            self.revision_open = false;
+            return diff;
+        }
         self.view = View {
             head: Arc::new(fresh),
             log: Default::default(),
             oldest_rv: rv,
             checkpoints: Default::default(),
             epoch: self.view.epoch + 1,
+            popped: 0,
         };
         self.since_checkpoint = 0;
+        self.revision_open = false;
         diff
     }
 
@@ -133,8 +162,15 @@ impl StoreWriter {
         }
     }
 
+    /// Drops the oldest revision's events (all of them: the state at a
+    /// revision is whole or not held).
     fn pop_oldest(&mut self) {
         if let Some(e) = self.view.log.pop_front() {
+            self.view.popped += 1;
+            while self.view.log.front().is_some_and(|next| next.rv() == e.rv()) {
+                self.view.log.pop_front();
+                self.view.popped += 1;
+            }
             self.view.oldest_rv = e.rv();
             while self.view.checkpoints.front().is_some_and(|c| c.rv < self.view.oldest_rv) {
                 self.view.checkpoints.pop_front();
@@ -200,5 +236,34 @@ mod tests {
         }
         writer.publish();
         assert_eq!(reader.view().log_len(), 10);
+    }
+
+    #[test]
+    fn a_revision_may_carry_several_events_until_a_bookmark_closes_it() {
+        let (mut writer, reader) = StoreWriter::new(StoreConfig { max_events: 10, checkpoint_every: 1, ..StoreConfig::default() });
+        writer.replace(vec![pod("a", 2), pod("b", 3), pod("c", 4)], 4);
+        let now = Instant::now();
+        // Re-listed at 4: nothing more of 4 can come.
+        assert_eq!(writer.apply(EventType::Modified, pod("c", 4), now), Err(StoreError::OutOfOrder { rv: 4, confirmed: 4 }));
+        // A lease expires: a and b deleted in one transaction, at 5; then c changes at 6.
+        writer.apply(EventType::Deleted, pod("a", 5), now).unwrap();
+        writer.apply(EventType::Deleted, pod("b", 5), now).unwrap();
+        writer.apply(EventType::Modified, pod("c", 6), now).unwrap();
+        writer.publish();
+        let view = reader.view();
+        assert_eq!(view.events_after(4).unwrap().iter().map(|e| e.rv()).collect::<Vec<_>>(), [5, 5, 6]);
+        assert_eq!(view.events_after(5).unwrap().iter().map(|e| e.rv()).collect::<Vec<_>>(), [6]);
+        let names = |rv| view.snapshot_at(rv).unwrap().objects().keys().map(|k| k.to_string()).collect::<Vec<_>>();
+        assert_eq!(names(4), ["ns/a", "ns/b", "ns/c"]);
+        assert_eq!(names(5), ["ns/c"]);
+        // A bookmark at 6 closes it.
+        writer.bookmark(6).unwrap();
+        assert_eq!(writer.apply(EventType::Modified, pod("c", 6), now), Err(StoreError::OutOfOrder { rv: 6, confirmed: 6 }));
+        // The oldest revision leaves the window whole: both of its events, never one.
+        reader.set_event_limit(2);
+        writer.publish();
+        let view = reader.view();
+        assert_eq!((view.log_len(), view.oldest_rv()), (1, 5));
+        assert_eq!(view.snapshot_at(5).unwrap().objects().keys().map(|k| k.to_string()).collect::<Vec<_>>(), ["ns/c"]);
     }
 }

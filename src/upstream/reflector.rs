@@ -39,12 +39,20 @@
 //!   decides. The two proofs are equally strong: both see upstream's
 //!   revision at or above the saved one. A saved state moves `confirmed_rv`
 //!   only to its own revision: it proves nothing about upstream's present.
-//! - A watch silent for [`ReflectorConfig::heartbeat`] gets a heartbeat: the
-//!   same one-item quorum list as the probe, on the watch's side. A quiet
-//!   resource's watch may stay silent for ever (the apiserver sends a
-//!   bookmark every minute only once its cache has moved past the watch's
-//!   start, which a consistent read — this one — makes it do), so silence
-//!   alone proves nothing; the heartbeat's answer is upstream's contact.
+//! - A watch silent for [`ReflectorConfig::heartbeat`], or whose revision
+//!   has not moved for as long, gets a heartbeat: the same one-item quorum
+//!   list as the probe, on the watch's side. A quiet resource's watch may
+//!   stay silent for ever, or get the same bookmark every minute: the
+//!   apiserver's cache for a resource moves past its last event only when
+//!   a consistent read of the resource makes it ask etcd for progress
+//!   (measured on kube-apiserver 1.36) — and this one does, so the next
+//!   bookmark carries upstream's present revision, and a watch resumed from
+//!   it is one compaction has not passed (no 410, no re-list). Silence alone
+//!   proves nothing; the heartbeat's answer is upstream's contact. (Events
+//!   are the exception: kube-apiserver serves them without a watch cache,
+//!   straight from etcd, and their watches get no bookmark at all; a quiet
+//!   Event watch resumed after a compaction re-lists, which ends nothing
+//!   when the list finds what kache held — see [`Sink::replace`].)
 //!   A heartbeat that fails ends the watch as broken (its silence is no
 //!   longer a quiet resource's); one that shows the revision gone back
 //!   re-lists. A live watch on a dead connection is ended by the
@@ -78,12 +86,14 @@ use apimachinery::watch::{EventType, WatchDecoder, object_revision};
 
 /// Where a reflector puts what it learns: the store's writer.
 pub trait Sink: Send {
-    /// Replaces the whole state with a list taken at `rv`.
-    fn replace(&mut self, items: Vec<Bytes>, rv: u64) -> Result<(), String>;
+    /// Replaces the whole state with a list taken at `rv`; `Ok(false)`: the
+    /// list held exactly what the sink did (same keys, same bytes), which
+    /// then only moves to `rv`, as a bookmark would, and ends no watch.
+    fn replace(&mut self, items: Vec<Bytes>, rv: u64) -> Result<bool, String>;
     /// Replaces the whole state with a saved one at `rv`, whose items each
     /// own their allocation (no page body behind them).
     fn restore(&mut self, items: Vec<Bytes>, rv: u64) -> Result<(), String> {
-        self.replace(items, rv)
+        self.replace(items, rv).map(|_| ())
     }
     /// Applies one watch event; its revision is the object's.
     fn apply(&mut self, typ: EventType, object: Bytes) -> Result<u64, String>;
@@ -159,6 +169,10 @@ pub struct ReflectorStatus {
     watching: AtomicBool,
     /// Lists started (initial and re-lists, not probes).
     pub lists: AtomicU64,
+    /// Re-lists by cause.
+    relists: Mutex<std::collections::BTreeMap<Relist, u64>>,
+    /// Re-lists that found exactly what the store held (and ended nothing).
+    pub relists_unchanged: AtomicU64,
     /// Watches started.
     pub watches: AtomicU64,
     /// Probes of upstream's revision.
@@ -188,6 +202,11 @@ impl ReflectorStatus {
     /// Whether the upstream watch is open.
     pub fn is_watching(&self) -> bool {
         self.watching.load(Ordering::Relaxed)
+    }
+
+    /// Re-lists so far, by cause.
+    pub fn relists(&self) -> Vec<(Relist, u64)> {
+        self.relists.lock().iter().map(|(c, n)| (*c, *n)).collect()
     }
 
     /// The last failure, if any.
@@ -250,6 +269,32 @@ impl Health {
     }
 }
 
+/// Why a resource is re-listed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Relist {
+    /// Upstream compacted past the watch's revision (410 Gone).
+    Compacted,
+    /// Upstream refused the revision as too large (etcd restored behind it).
+    TooLarge,
+    /// Upstream's revision went below the store's.
+    WentBack,
+    /// Upstream sent what does not follow: an event out of order, one that
+    /// does not fit the state, or a frame that does not decode.
+    Protocol,
+}
+
+impl Relist {
+    /// The metric label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Relist::Compacted => "compacted",
+            Relist::TooLarge => "too large revision",
+            Relist::WentBack => "revision went back",
+            Relist::Protocol => "protocol",
+        }
+    }
+}
+
 /// How a watch ended.
 #[derive(Debug)]
 enum WatchEnd {
@@ -258,7 +303,7 @@ enum WatchEnd {
     /// It broke early (connection, EOF, an error event to retry).
     Broken(UpstreamError),
     /// The revision is gone or unusable: re-list.
-    Relist(String),
+    Relist(Relist, String),
     /// Resumed from a saved state, it brought nothing in [`PROOF_WAIT`]: probe.
     Quiet,
 }
@@ -328,8 +373,9 @@ impl<S: Sink> Reflector<S> {
                     WatchEnd::Timeout => Ok(Phase::Watch),
                     WatchEnd::Quiet => Ok(Phase::Probe),
                     WatchEnd::Broken(e) => Err((e, Phase::Probe)),
-                    WatchEnd::Relist(why) => {
+                    WatchEnd::Relist(cause, why) => {
                         tracing::info!(resource = %self.resource.qualified(), rv = self.rv, %why, "re-listing");
+                        *self.status.relists.lock().entry(cause).or_default() += 1;
                         Ok(Phase::List)
                     }
                 },
@@ -368,6 +414,7 @@ impl<S: Sink> Reflector<S> {
         if self.status.ready.swap(false, Ordering::AcqRel) {
             tracing::info!(resource = %self.resource.qualified(), "not ready while re-listing: reads pass through");
         }
+        let relisting = self.status.lists.load(Ordering::Relaxed) > 1;
         let mut progress = Instant::now();
         let rv = loop {
             let body = self.client.get_bytes(&path).await.map_err(|e| (e, Phase::List))?;
@@ -383,10 +430,15 @@ impl<S: Sink> Reflector<S> {
                 None => break page.resource_version,
             }
         };
-        self.off_workers(|sink| sink.replace(items, rv)).map_err(|e| (UpstreamError::Decode(e), Phase::List))?;
+        let changed = self.off_workers(|sink| sink.replace(items, rv)).map_err(|e| (UpstreamError::Decode(e), Phase::List))?;
         self.confirm(rv);
         self.status.ready.store(true, Ordering::Release);
-        tracing::info!(resource = %self.resource.qualified(), rv, "listed; ready");
+        if relisting && !changed {
+            self.status.relists_unchanged.fetch_add(1, Ordering::Relaxed);
+            tracing::info!(resource = %self.resource.qualified(), rv, "re-listed: nothing changed, no watch ended; ready");
+        } else {
+            tracing::info!(resource = %self.resource.qualified(), rv, "listed; ready");
+        }
         Ok(())
     }
 
@@ -421,6 +473,7 @@ impl<S: Sink> Reflector<S> {
     /// Checks upstream's current revision against ours after a broken watch.
     async fn probe(&mut self) -> Result<Phase, (UpstreamError, Phase)> {
         if self.upstream_revision().await.map_err(|e| (e, Phase::Probe))? < self.rv {
+            *self.status.relists.lock().entry(Relist::WentBack).or_default() += 1;
             return Ok(Phase::List);
         }
         // A restored state becomes ready here (a listed one already is).
@@ -484,14 +537,16 @@ impl<S: Sink> Reflector<S> {
         let idle = timeout + Duration::from_secs(30);
         let proof_by = started + PROOF_WAIT;
         let mut heard = Instant::now();
+        // When the confirmed revision last moved (or a heartbeat asked upstream to move it).
+        let mut progressed = Instant::now();
         loop {
             let next = tokio::select! {
                 frame = tokio::time::timeout(idle, body.frame()) => frame,
                 _ = tokio::time::sleep_until(proof_by), if !self.status.is_ready() => return WatchEnd::Quiet,
-                _ = tokio::time::sleep_until(heard + self.config.heartbeat), if self.status.is_ready() => {
+                _ = tokio::time::sleep_until(heard.min(progressed) + self.config.heartbeat), if self.status.is_ready() => {
                     match tokio::time::timeout(HEARTBEAT_TIMEOUT, self.upstream_revision()).await {
-                        Ok(Ok(rv)) if rv < self.rv => return WatchEnd::Relist(format!("upstream's revision {rv} is below {}", self.rv)),
-                        Ok(Ok(_)) => heard = Instant::now(),
+                        Ok(Ok(rv)) if rv < self.rv => return WatchEnd::Relist(Relist::WentBack, format!("upstream's revision {rv} is below {}", self.rv)),
+                        Ok(Ok(_)) => (heard, progressed) = (Instant::now(), Instant::now()),
                         Ok(Err(e)) => return WatchEnd::Broken(e),
                         Err(_) => return WatchEnd::Broken(UpstreamError::Transport("the heartbeat got no answer".into())),
                     }
@@ -499,7 +554,11 @@ impl<S: Sink> Reflector<S> {
                 }
                 Some(proof) = next_proof(&mut self.proofs) => {
                     self.pending.push(proof);
+                    let before = self.rv;
                     self.apply_proofs();
+                    if self.rv > before {
+                        progressed = Instant::now();
+                    }
                     continue;
                 }
             };
@@ -515,6 +574,7 @@ impl<S: Sink> Reflector<S> {
             self.status.touch();
             heard = Instant::now();
             decoder.push(&data);
+            let before = self.rv;
             loop {
                 match decoder.next_frame() {
                     Ok(Some(f)) => {
@@ -524,11 +584,14 @@ impl<S: Sink> Reflector<S> {
                         }
                     }
                     Ok(None) => break,
-                    Err(e) => return WatchEnd::Relist(e.0),
+                    Err(e) => return WatchEnd::Relist(Relist::Protocol, e.0),
                 }
             }
             self.sink.flush();
             self.apply_proofs();
+            if self.rv > before {
+                progressed = Instant::now();
+            }
         }
     }
 
@@ -562,17 +625,18 @@ impl<S: Sink> Reflector<S> {
                 }
                 // Older than a proven revision: nothing new.
                 Ok(_) => None,
-                Err(e) => Some(WatchEnd::Relist(e.0)),
+                Err(e) => Some(WatchEnd::Relist(Relist::Protocol, e.0)),
             },
+            // The store refuses what does not follow; one revision may carry several events (a multi-key transaction).
             _ => match self.sink.apply(typ, object) {
-                Ok(rv) if rv > self.rv => {
+                Ok(rv) if rv >= self.rv => {
                     self.status.events.fetch_add(1, Ordering::Relaxed);
                     self.confirm(rv);
                     self.proven();
                     None
                 }
-                Ok(rv) => Some(WatchEnd::Relist(format!("an event at {rv} after {}", self.rv))),
-                Err(e) => Some(WatchEnd::Relist(e)),
+                Ok(rv) => Some(WatchEnd::Relist(Relist::Protocol, format!("an event at {rv} after {}", self.rv))),
+                Err(e) => Some(WatchEnd::Relist(Relist::Protocol, e)),
             },
         }
     }
@@ -589,8 +653,10 @@ async fn next_proof(proofs: &mut Option<mpsc::UnboundedReceiver<Proof>>) -> Opti
 /// 410 Gone and "too large resource version" need a re-list; anything else a retry.
 fn classify(e: UpstreamError) -> WatchEnd {
     match &e {
-        UpstreamError::Status { code: 410, .. } => WatchEnd::Relist(e.to_string()),
-        UpstreamError::Status { code: 504, message } if message.contains("Too large resource version") => WatchEnd::Relist(e.to_string()),
+        UpstreamError::Status { code: 410, .. } => WatchEnd::Relist(Relist::Compacted, e.to_string()),
+        UpstreamError::Status { code: 504, message } if message.contains("Too large resource version") => {
+            WatchEnd::Relist(Relist::TooLarge, e.to_string())
+        }
         _ => WatchEnd::Broken(e),
     }
 }

@@ -53,14 +53,16 @@ impl StoreSink {
         CachedObject::parse(bytes, &self.fields).map_err(|e| e.to_string())
     }
 
-    fn replace_with(&mut self, items: Vec<Bytes>, rv: u64, own: Own) -> Result<(), String> {
+    /// Whether the state changed (see [`StoreWriter::replace`]).
+    fn replace_with(&mut self, items: Vec<Bytes>, rv: u64, own: Own) -> Result<bool, String> {
         if let Some(first) = items.first() {
             self.typed_items = carries_type(first);
         }
         let objects = self.parse_all(items, own)?;
+        let epoch = self.writer.view().epoch();
         self.writer.replace(objects, rv);
         self.writer.publish();
-        Ok(())
+        Ok(self.writer.view().epoch() != epoch)
     }
 
     /// Parses a list's items, in order, on every core: 100,000 objects take
@@ -127,12 +129,12 @@ pub fn carries_type(item: &[u8]) -> bool {
 }
 
 impl Sink for StoreSink {
-    fn replace(&mut self, items: Vec<Bytes>, rv: u64) -> Result<(), String> {
+    fn replace(&mut self, items: Vec<Bytes>, rv: u64) -> Result<bool, String> {
         self.replace_with(items, rv, Own::Copy)
     }
 
     fn restore(&mut self, items: Vec<Bytes>, rv: u64) -> Result<(), String> {
-        self.replace_with(items, rv, Own::Already)
+        self.replace_with(items, rv, Own::Already).map(|_| ())
     }
 
     fn apply(&mut self, typ: FrameType, object: Bytes) -> Result<u64, String> {

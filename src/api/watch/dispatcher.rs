@@ -27,9 +27,11 @@
 //!   after the offers (release), so a watcher that loads it (acquire) and
 //!   then finds its queue empty has received every frame up to it — the
 //!   condition for a bookmark at that revision.
-//! - A watcher registered when `dispatched` is `D` is offered exactly the
-//!   events after `D`, in revision order; the events up to `D` it needs are
-//!   its own to replay from the log.
+//! - The dispatcher follows the log by position, not revision: one
+//!   revision's events (a multi-key transaction) may be published in parts.
+//!   A watcher registered when the dispatcher had reached position `P`
+//!   (revision `D`) is offered exactly the events from `P` on, in order; the
+//!   events before `P` it needs are its own to replay from the log.
 //! - A re-list (a new store epoch) ends every watcher, as the apiserver ends
 //!   its watchers when its cache re-lists; a registration made against
 //!   another epoch is refused so the caller retries on the new state.
@@ -109,6 +111,8 @@ pub struct Subscription {
     pub frames: mpsc::Receiver<Frame>,
     /// `dispatched` when the watcher was registered.
     pub registered_at: u64,
+    /// The log position the dispatcher had reached then: the first event offered to this watcher.
+    pub registered_pos: u64,
     control: mpsc::UnboundedSender<Control>,
     shared: Arc<Shared>,
 }
@@ -236,6 +240,8 @@ struct State {
     control: mpsc::UnboundedSender<Control>,
     epoch: u64,
     dispatched: u64,
+    /// The log position after the last event dispatched.
+    position: u64,
     next_id: u64,
     /// Where each watcher is.
     buckets_of: HashMap<u64, Bucket>,
@@ -258,6 +264,7 @@ async fn run(
         control,
         epoch: u64::MAX,
         dispatched: 0,
+        position: 0,
         next_id: 0,
         buckets_of: HashMap::new(),
         buckets: Buckets::default(),
@@ -290,7 +297,7 @@ impl State {
     /// Offers every published event after `dispatched`.
     fn catch_up(&mut self) {
         let view = self.res.store.view();
-        if view.epoch() != self.epoch || self.dispatched < view.oldest_rv() {
+        if view.epoch() != self.epoch || view.events_from(self.position).is_none() {
             // A re-list (or, never expected, events trimmed before they were
             // dispatched): every stream ends; clients resume from their revision.
             self.close_all();
@@ -299,11 +306,12 @@ impl State {
             self.dispatch_after(&view);
         }
         self.dispatched = view.confirmed_rv();
+        self.position = view.end();
         self.shared.dispatched.store(self.dispatched, Ordering::Release);
     }
 
     fn dispatch_after(&mut self, view: &View) {
-        let Ok(events) = view.events_after(self.dispatched) else { return };
+        let Some(events) = view.events_from(self.position) else { return };
         for e in &events {
             self.dispatch(e);
         }
@@ -320,7 +328,14 @@ impl State {
         self.buckets.insert(bucket.clone(), id, Watcher { filter, wire, tx });
         self.buckets_of.insert(id, bucket);
         self.shared.stats.open.fetch_add(1, Ordering::Relaxed);
-        Ok(Subscription { id, frames, registered_at: self.dispatched, control: self.control.clone(), shared: self.shared.clone() })
+        Ok(Subscription {
+            id,
+            frames,
+            registered_at: self.dispatched,
+            registered_pos: self.position,
+            control: self.control.clone(),
+            shared: self.shared.clone(),
+        })
     }
 
     /// The most selective bucket for a watcher with `filter`.

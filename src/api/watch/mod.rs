@@ -354,9 +354,13 @@ impl Stream {
                         self.phase = Phase::Live;
                         continue;
                     }
-                    match view.events_after(self.start) {
-                        Ok(events) => self.phase = Phase::Replaying { events, next: 0 },
-                        Err(_) => {
+                    match view.position_after(self.start).ok().and_then(|from| Some((from, view.events_from(from)?))) {
+                        Some((from, events)) => {
+                            // Replayed: the events before the dispatcher's position at registration.
+                            let until = usize::try_from(self.sub.registered_pos.saturating_sub(from)).unwrap_or(usize::MAX);
+                            self.phase = Phase::Replaying { events: events.take(until.min(events.len())), next: 0 };
+                        }
+                        None => {
                             // The log moved past the start while the watch was set up.
                             self.phase = Phase::Done;
                             return Some(error_frame(&ApiError::watch_too_old(self.start, view.oldest_rv()), self.wire.protobuf));
@@ -364,9 +368,8 @@ impl Stream {
                     }
                 }
                 Phase::Replaying { events, next } => {
-                    let until = self.sub.registered_at;
                     let mut out = BytesMut::new();
-                    while let Some(e) = events.get(*next).filter(|e| e.rv() <= until) {
+                    while let Some(e) = events.get(*next) {
                         *next += 1;
                         if let Some(t) = self.filter.transition(e) {
                             let Some(frame) = transition_frame(&self.res, e, t, self.wire) else {
@@ -380,7 +383,7 @@ impl Stream {
                             break;
                         }
                     }
-                    if events.get(*next).is_none_or(|e| e.rv() > until) {
+                    if *next >= events.len() {
                         self.phase = Phase::Live;
                     }
                     if !out.is_empty() {
