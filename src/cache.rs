@@ -15,6 +15,7 @@ use apimachinery::table::{self, Printer};
 use crate::state::StateDir;
 use crate::store::{CachedObject, StoreConfig, StoreReader, StoreWriter};
 use crate::upstream::client::Client;
+use crate::upstream::consistency::{self, CheckStats};
 use crate::upstream::freshness::{Decision, Freshness, NotFresh, Read};
 use crate::upstream::reflector::{Reflector, ReflectorConfig, ReflectorStatus};
 use crate::upstream::store_sink::{StoreSink, carries_type};
@@ -103,6 +104,10 @@ pub struct CachedResource {
     crd_printer: Mutex<Option<(u64, Option<Arc<Printer>>)>>,
     /// Its memory pressure level (a [`Pressure`]), set by the budget task.
     pressure: AtomicU8,
+    /// Reads answered from memory (what a consistency check protects).
+    pub served_from_memory: AtomicU64,
+    /// Its consistency checks.
+    pub checks: Arc<CheckStats>,
 }
 
 impl CachedResource {
@@ -127,6 +132,8 @@ impl CachedResource {
             crds: OnceLock::new(),
             crd_printer: Mutex::new(None),
             pressure: AtomicU8::new(Pressure::Normal as u8),
+            served_from_memory: AtomicU64::new(0),
+            checks: Arc::default(),
         }
     }
 
@@ -388,7 +395,13 @@ impl Cache {
                 // Loaded beside the other resources', off the async threads.
                 r = r.with_saved(tokio::task::spawn_blocking(move || state.load(&info)));
             }
-            resources.push(Arc::new(CachedResource::new(info, reader, r.status(), fresh.clone())));
+            let cached = Arc::new(CachedResource::new(info.clone(), reader.clone(), r.status(), fresh.clone()));
+            if let Some(interval) = reflector.consistency_check {
+                let (res, stats) = (cached.clone(), cached.checks.clone());
+                let served = move || res.served_from_memory.load(Ordering::Relaxed);
+                tasks.push(tokio::spawn(consistency::run(client.clone(), info, reader, r.status(), served, stats, interval)));
+            }
+            resources.push(cached);
             tasks.push(tokio::spawn(r.run()));
             tasks.push(tokio::spawn(fresh.run()));
         }

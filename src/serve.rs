@@ -64,6 +64,11 @@ pub struct ServeArgs {
     /// Shortest upstream watch, in seconds (each picks a random time up to twice this).
     #[arg(long, default_value_t = 300)]
     pub watch_timeout: u64,
+    /// Seconds between consistency checks of each resource that answered reads from memory: its state at a
+    /// revision against the apiserver's metadata-only list at exactly that revision, as kube-apiserver checks
+    /// its own cache; a mismatch passes the resource's reads through and re-lists it (0: no checks).
+    #[arg(long, default_value_t = 300)]
+    pub consistency_check_interval: u64,
     /// Most events kept per resource.
     #[arg(long, default_value_t = 100_000)]
     pub max_events: usize,
@@ -217,6 +222,7 @@ impl ServeArgs {
             watch_timeout: Duration::from_secs(self.watch_timeout.max(1)),
             // Contact at least three times within the staleness bound.
             heartbeat: HEARTBEAT.min(Duration::from_secs(self.max_staleness.max(1)) / 3),
+            consistency_check: (self.consistency_check_interval > 0).then(|| Duration::from_secs(self.consistency_check_interval)),
             ..ReflectorConfig::default()
         }
     }

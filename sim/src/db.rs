@@ -83,6 +83,8 @@ pub struct Db {
     /// bookmarks carry): its last event, or the revision of its last
     /// consistent read, which makes the apiserver's cache catch up with etcd.
     cache_rv: Vec<AtomicU64>,
+    /// Per resource, how many of its next events watchers are not told of (a fault).
+    unannounced: Vec<AtomicU64>,
 }
 
 impl Db {
@@ -90,8 +92,9 @@ impl Db {
     pub fn new(registry: Arc<Registry>, start: u64, watch_buffer: usize) -> Self {
         let tables = registry.iter().map(|_| BTreeMap::new()).collect();
         let cache_rv = registry.iter().map(|_| AtomicU64::new(start)).collect();
+        let unannounced = registry.iter().map(|_| AtomicU64::new(0)).collect();
         let (tx, _) = broadcast::channel(watch_buffer.max(1));
-        Self { registry, rev: start, oldest: start, tables, history: VecDeque::new(), tx, cache_rv }
+        Self { registry, rev: start, oldest: start, tables, history: VecDeque::new(), tx, cache_rv, unannounced }
     }
 
     /// The revision `res`'s watch cache has reached: the newest of its last
@@ -101,6 +104,13 @@ impl Db {
     /// the current revision).
     pub fn cache_rv(&self, res: ResourceId) -> u64 {
         self.cache_rv[res].load(Ordering::Relaxed)
+    }
+
+    /// A fault: the next `n` events of `res` are committed and listed, but
+    /// open watches are not told of them, as a cache that missed an event
+    /// would not be (watches started later from an older revision replay them).
+    pub fn unannounce(&self, res: ResourceId, n: u64) {
+        self.unannounced[res].store(n, Ordering::Relaxed);
     }
 
     /// A consistent read of `res`: its watch cache catches up with the current revision.
@@ -215,8 +225,11 @@ impl Db {
         let event = Arc::new(Event { rv: self.rev, res, typ, obj, prev });
         self.history.push_back(event.clone());
         self.cache_rv[res].fetch_max(self.rev, Ordering::Relaxed);
-        // No receivers is fine: nobody is watching.
-        let _ = self.tx.send(event.clone());
+        let announce = self.unannounced[res].fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1)).is_err();
+        if announce {
+            // No receivers is fine: nobody is watching.
+            let _ = self.tx.send(event.clone());
+        }
         event
     }
 

@@ -610,6 +610,17 @@ fn preconditions(body: &[u8]) -> Preconditions {
     Preconditions { uid: get("uid"), resource_version: get("resourceVersion") }
 }
 
+/// The resource `PLURAL[.GROUP]` names.
+fn named_resource(state: &State, resource: &str) -> Result<crate::resources::ResourceId, ApiError> {
+    let (plural, group) = resource.split_once('.').unwrap_or((resource, ""));
+    state
+        .registry()
+        .iter()
+        .find(|(_, rt)| rt.resource.plural == plural && rt.resource.group == group)
+        .map(|(id, _)| id)
+        .ok_or_else(|| ApiError::bad_request(format!("no resource {resource:?}")))
+}
+
 fn admin(state: &Arc<State>, op: &str, query: &str, enc: Encoding) -> Result<Response<Body>, ApiError> {
     let param = |name: &str| form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == name).map(|(_, v)| v.into_owned());
     match op {
@@ -621,15 +632,17 @@ fn admin(state: &Arc<State>, op: &str, query: &str, enc: Encoding) -> Result<Res
             let (Some(resource), Some(namespace)) = (param("resource"), param("namespace")) else {
                 return Err(ApiError::bad_request("expire needs ?resource=PLURAL[.GROUP]&namespace=NS"));
             };
-            let (plural, group) = resource.split_once('.').unwrap_or((&resource, ""));
-            let res = state
-                .registry()
-                .iter()
-                .find(|(_, rt)| rt.resource.plural == plural && rt.resource.group == group)
-                .map(|(id, _)| id)
-                .ok_or_else(|| ApiError::bad_request(format!("no resource {resource:?}")))?;
+            let res = named_resource(state, &resource)?;
             let (revision, deleted) = state.db.write().expire(res, &namespace);
             Ok(enc.value(StatusCode::OK, &json!({"revision": revision, "deleted": deleted})))
+        }
+        "unannounce" => {
+            let resource =
+                param("resource").ok_or_else(|| ApiError::bad_request("unannounce needs ?resource=PLURAL[.GROUP][&events=N]"))?;
+            let events: u64 =
+                param("events").map_or(Ok(1), |n| n.parse()).map_err(|_| ApiError::bad_request("events: not a whole number"))?;
+            state.db.read().unannounce(named_resource(state, &resource)?, events);
+            Ok(enc.value(StatusCode::OK, &json!({"unannounced": events})))
         }
         "drop-watches" => {
             state.drop_watches();

@@ -50,6 +50,7 @@ pub fn verdict(health: Health, bound: std::time::Duration, last_error: Option<St
             let listing = if again { "re-listing" } else { "initial list not in yet" };
             Some(format!("{listing}{}", error(last_error)))
         }
+        Health::Inconsistent => Some("the consistency check found the cache unlike the apiserver; re-listing".to_string()),
         Health::Stale { silence } => {
             let silence = silence.map_or("ever".to_string(), |d| format!("{}s", d.as_secs()));
             Some(format!("no answer from the apiserver for {silence} (max staleness {}s){}", bound.as_secs(), error(last_error)))

@@ -121,6 +121,10 @@ fn describe() {
     c!("kache_upstream_lists_total", "Upstream lists (initial and re-lists).");
     c!("kache_upstream_relists_total", "Re-lists by cause: compacted (410), too large revision, revision went back, protocol.");
     c!("kache_upstream_relists_unchanged_total", "Re-lists that found exactly what kache held: no watch ended.");
+    c!(
+        "kache_consistency_checks_total",
+        "Consistency checks against the apiserver's list at one revision, by result: match, mismatch, failed (not answerable)."
+    );
     c!("kache_upstream_watches_total", "Upstream watches started (the first and every reconnect).");
     c!(
         "kache_upstream_probes_total",
@@ -339,6 +343,9 @@ fn render(api: &Api) -> Bytes {
         count("kache_upstream_lists_total", r.status.lists.load(Ordering::Relaxed));
         count("kache_upstream_watches_total", r.status.watches.load(Ordering::Relaxed));
         count("kache_upstream_relists_unchanged_total", r.status.relists_unchanged.load(Ordering::Relaxed));
+        for (result, n) in [("match", &r.checks.matches), ("mismatch", &r.checks.mismatches), ("failed", &r.checks.failures)] {
+            counter!("kache_consistency_checks_total", "resource" => name.clone(), "result" => result).absolute(n.load(Ordering::Relaxed));
+        }
         for (cause, n) in r.status.relists() {
             counter!("kache_upstream_relists_total", "resource" => name.clone(), "cause" => cause.as_str()).absolute(n);
         }

@@ -360,6 +360,7 @@ async fn handle(api: &Api, req: Request<Incoming>, certificate: &Certificate) ->
         (true, Some(t)) => match t.res.status.health(api.config.max_staleness) {
             Health::Listing { .. } => "not synced",
             Health::Stale { .. } => "stale",
+            Health::Inconsistent => "inconsistent",
             Health::Fresh => match answer(t.res, req.headers(), &query) {
                 None => "encoding",
                 Some(negotiated) => return read(api, &t, negotiated, req, user.as_ref()).await,
@@ -396,7 +397,10 @@ async fn read(
     let (source, resp) = tokio::select! {
         biased;
         answered = &mut memory => match answered {
-            Ok(resp) => (Source::Memory, resp),
+            Ok(resp) => {
+                t.res.served_from_memory.fetch_add(1, Ordering::Relaxed);
+                (Source::Memory, resp)
+            }
             Err(why) => {
                 decision.go_upstream();
                 (Source::Upstream(why), upstream.await)

@@ -176,8 +176,13 @@ impl Client {
 
     /// A GET of `path_and_query` accepting JSON.
     pub async fn get(&self, path_and_query: &str) -> Result<Response<Body>, UpstreamError> {
+        self.get_as(path_and_query, "application/json").await
+    }
+
+    /// A GET of `path_and_query` accepting `accept`.
+    async fn get_as(&self, path_and_query: &str, accept: &'static str) -> Result<Response<Body>, UpstreamError> {
         let req = Request::get(self.uri(path_and_query)?)
-            .header(http::header::ACCEPT, HeaderValue::from_static("application/json"))
+            .header(http::header::ACCEPT, HeaderValue::from_static(accept))
             .body(Empty::new().map_err(|never| match never {}).boxed())
             .map_err(|e| UpstreamError::Config(e.to_string()))?;
         self.send(req).await
@@ -200,7 +205,12 @@ impl Client {
 
     /// A GET whose whole body is read; a non-2xx answer is an [`UpstreamError::Status`].
     pub async fn get_bytes(&self, path_and_query: &str) -> Result<Bytes, UpstreamError> {
-        let resp = self.get(path_and_query).await?;
+        self.get_bytes_as(path_and_query, "application/json").await
+    }
+
+    /// [`Client::get_bytes`] accepting `accept` (a metadata-only list, say).
+    pub async fn get_bytes_as(&self, path_and_query: &str, accept: &'static str) -> Result<Bytes, UpstreamError> {
+        let resp = self.get_as(path_and_query, accept).await?;
         let status = resp.status();
         let body =
             Limited::new(resp.into_body(), MAX_BODY).collect().await.map_err(|e| UpstreamError::Transport(e.to_string()))?.to_bytes();

@@ -6,6 +6,7 @@
 pub mod auth;
 pub mod client;
 pub mod connect;
+pub mod consistency;
 pub mod costs;
 pub mod discovery;
 pub mod freshness;

@@ -133,6 +133,8 @@ pub struct ReflectorConfig {
     /// for its revision (above the apiserver's one-minute bookmarks, so a
     /// resource that gets them needs none).
     pub heartbeat: Duration,
+    /// How often the store is checked against upstream ([`super::consistency`]); `None`: never.
+    pub consistency_check: Option<Duration>,
 }
 
 impl Default for ReflectorConfig {
@@ -144,6 +146,7 @@ impl Default for ReflectorConfig {
             backoff_max: Duration::from_secs(30),
             max_frame: 64 << 20,
             heartbeat: HEARTBEAT,
+            consistency_check: None,
         }
     }
 }
@@ -173,6 +176,10 @@ pub struct ReflectorStatus {
     relists: Mutex<std::collections::BTreeMap<Relist, u64>>,
     /// Re-lists that found exactly what the store held (and ended nothing).
     pub relists_unchanged: AtomicU64,
+    /// The consistency check found the store unlike upstream, and none has passed since.
+    inconsistent: AtomicBool,
+    /// Asks the reflector to re-list (the consistency check's finding).
+    relist: tokio::sync::Notify,
     /// Watches started.
     pub watches: AtomicU64,
     /// Probes of upstream's revision.
@@ -204,6 +211,15 @@ impl ReflectorStatus {
         self.watching.load(Ordering::Relaxed)
     }
 
+    /// Marks the store unlike upstream (reads pass through) and has it
+    /// re-listed; or, `false`, like it again.
+    pub fn set_inconsistent(&self, inconsistent: bool) {
+        if inconsistent {
+            self.relist.notify_one();
+        }
+        self.inconsistent.store(inconsistent, Ordering::Release);
+    }
+
     /// Re-lists so far, by cause.
     pub fn relists(&self) -> Vec<(Relist, u64)> {
         self.relists.lock().iter().map(|(c, n)| (*c, *n)).collect()
@@ -222,8 +238,10 @@ impl ReflectorStatus {
             return Health::Listing { again: self.lists.load(Ordering::Relaxed) > 1 };
         }
         match self.silence() {
-            Some(s) if s <= bound => Health::Fresh,
-            silence => Health::Stale { silence },
+            Some(s) if s > bound => Health::Stale { silence: Some(s) },
+            None => Health::Stale { silence: None },
+            Some(_) if self.inconsistent.load(Ordering::Acquire) => Health::Inconsistent,
+            Some(_) => Health::Fresh,
         }
     }
 
@@ -260,6 +278,9 @@ pub enum Health {
         /// How long since it last answered.
         silence: Option<Duration>,
     },
+    /// The consistency check found the store unlike upstream; re-listed,
+    /// it is fresh again once a check passes.
+    Inconsistent,
 }
 
 impl Health {
@@ -281,6 +302,8 @@ pub enum Relist {
     /// Upstream sent what does not follow: an event out of order, one that
     /// does not fit the state, or a frame that does not decode.
     Protocol,
+    /// The consistency check found the store unlike upstream.
+    Inconsistent,
 }
 
 impl Relist {
@@ -291,6 +314,7 @@ impl Relist {
             Relist::TooLarge => "too large revision",
             Relist::WentBack => "revision went back",
             Relist::Protocol => "protocol",
+            Relist::Inconsistent => "inconsistent",
         }
     }
 }
@@ -551,6 +575,9 @@ impl<S: Sink> Reflector<S> {
                         Err(_) => return WatchEnd::Broken(UpstreamError::Transport("the heartbeat got no answer".into())),
                     }
                     continue;
+                }
+                () = self.status.relist.notified() => {
+                    return WatchEnd::Relist(Relist::Inconsistent, "the consistency check found the store unlike upstream".into());
                 }
                 Some(proof) = next_proof(&mut self.proofs) => {
                     self.pending.push(proof);
