@@ -172,8 +172,8 @@ pub struct ReflectorStatus {
     watching: AtomicBool,
     /// Lists started (initial and re-lists, not probes).
     pub lists: AtomicU64,
-    /// Re-lists by cause.
-    relists: Mutex<std::collections::BTreeMap<Relist, u64>>,
+    /// Re-lists by cause ([`Relist::ALL`]'s order).
+    relists: [AtomicU64; Relist::ALL.len()],
     /// Re-lists that found exactly what the store held (and ended nothing).
     pub relists_unchanged: AtomicU64,
     /// The consistency check found the store unlike upstream, and none has passed since.
@@ -220,9 +220,13 @@ impl ReflectorStatus {
         self.inconsistent.store(inconsistent, Ordering::Release);
     }
 
-    /// Re-lists so far, by cause.
-    pub fn relists(&self) -> Vec<(Relist, u64)> {
-        self.relists.lock().iter().map(|(c, n)| (*c, *n)).collect()
+    /// Re-lists so far, by cause (every cause, 0 included).
+    pub fn relists(&self) -> impl Iterator<Item = (Relist, u64)> + '_ {
+        Relist::ALL.into_iter().zip(&self.relists).map(|(c, n)| (c, n.load(Ordering::Relaxed)))
+    }
+
+    fn relisted(&self, cause: Relist) {
+        self.relists[cause as usize].fetch_add(1, Ordering::Relaxed);
     }
 
     /// The last failure, if any.
@@ -307,6 +311,9 @@ pub enum Relist {
 }
 
 impl Relist {
+    /// Every cause.
+    pub const ALL: [Relist; 5] = [Relist::Compacted, Relist::TooLarge, Relist::WentBack, Relist::Protocol, Relist::Inconsistent];
+
     /// The metric label.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -399,7 +406,7 @@ impl<S: Sink> Reflector<S> {
                     WatchEnd::Broken(e) => Err((e, Phase::Probe)),
                     WatchEnd::Relist(cause, why) => {
                         tracing::info!(resource = %self.resource.qualified(), rv = self.rv, %why, "re-listing");
-                        *self.status.relists.lock().entry(cause).or_default() += 1;
+                        self.status.relisted(cause);
                         Ok(Phase::List)
                     }
                 },
@@ -497,7 +504,7 @@ impl<S: Sink> Reflector<S> {
     /// Checks upstream's current revision against ours after a broken watch.
     async fn probe(&mut self) -> Result<Phase, (UpstreamError, Phase)> {
         if self.upstream_revision().await.map_err(|e| (e, Phase::Probe))? < self.rv {
-            *self.status.relists.lock().entry(Relist::WentBack).or_default() += 1;
+            self.status.relisted(Relist::WentBack);
             return Ok(Phase::List);
         }
         // A restored state becomes ready here (a listed one already is).
