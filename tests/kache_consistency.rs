@@ -65,9 +65,10 @@ fn a_missed_event_is_found_within_a_check_period_and_healed() {
     assert_eq!(kache.get("/readyz").status, 200);
 }
 
+/// 1,200 pods: each check lists three pages (the later ones by continue token alone, as the apiserver requires).
 #[test]
 fn steady_churn_never_fails_a_check() {
-    let sim = Process::sim(&["--pods", "300", "--nodes", "3"]);
+    let sim = Process::sim(&["--pods", "1200", "--nodes", "3"]);
     let kache = Process::kache_over(&sim, &["--resources", "pods", "--consistency-check-interval", "1"]);
     ready(&kache);
     assert_eq!(sim.request("POST", "/_sim/churn?rate=100", &[], None).status, 200);

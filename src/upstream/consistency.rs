@@ -133,8 +133,9 @@ pub async fn run(
 
 /// Upstream's objects at exactly `rv`, sorted by key.
 async fn upstream_at(client: &Client, resource: &Resource, rv: u64) -> Result<Vec<Entry>, UpstreamError> {
-    let base = format!("{}?resourceVersion={rv}&resourceVersionMatch=Exact&limit={PAGE}", resource.collection_path());
-    let mut path = base.clone();
+    let collection = resource.collection_path();
+    // Later pages carry only their continue token, which names the revision (the apiserver forbids both).
+    let mut path = format!("{collection}?resourceVersion={rv}&resourceVersionMatch=Exact&limit={PAGE}");
     let mut entries = Vec::new();
     loop {
         let body = client.get_bytes_as(&path, METADATA).await?;
@@ -146,7 +147,10 @@ async fn upstream_at(client: &Client, resource: &Resource, rv: u64) -> Result<Ve
             entries.push((key, rv));
         }
         match page.continue_token {
-            Some(token) => path = format!("{base}&continue={}", form_urlencoded::byte_serialize(token.as_bytes()).collect::<String>()),
+            Some(token) => {
+                path =
+                    format!("{collection}?limit={PAGE}&continue={}", form_urlencoded::byte_serialize(token.as_bytes()).collect::<String>())
+            }
             None => break,
         }
     }
