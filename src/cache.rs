@@ -104,8 +104,9 @@ pub struct CachedResource {
     crd_printer: Mutex<Option<(u64, Option<Arc<Printer>>)>>,
     /// Its memory pressure level (a [`Pressure`]), set by the budget task.
     pressure: AtomicU8,
-    /// Reads answered from memory (what a consistency check protects).
-    pub served_from_memory: AtomicU64,
+    /// Lists and watches answered from memory (what a consistency check
+    /// protects, and what saves upstream as much as a check costs it).
+    pub collections_from_memory: AtomicU64,
     /// Its consistency checks.
     pub checks: Arc<CheckStats>,
 }
@@ -132,7 +133,7 @@ impl CachedResource {
             crds: OnceLock::new(),
             crd_printer: Mutex::new(None),
             pressure: AtomicU8::new(Pressure::Normal as u8),
-            served_from_memory: AtomicU64::new(0),
+            collections_from_memory: AtomicU64::new(0),
             checks: Arc::default(),
         }
     }
@@ -398,7 +399,7 @@ impl Cache {
             let cached = Arc::new(CachedResource::new(info.clone(), reader.clone(), r.status(), fresh.clone()));
             if let Some(interval) = reflector.consistency_check {
                 let (res, stats) = (cached.clone(), cached.checks.clone());
-                let served = move || res.served_from_memory.load(Ordering::Relaxed);
+                let served = move || res.collections_from_memory.load(Ordering::Relaxed);
                 tasks.push(tokio::spawn(consistency::run(client.clone(), info, reader, r.status(), served, stats, interval)));
             }
             resources.push(cached);

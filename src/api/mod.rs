@@ -398,7 +398,9 @@ async fn read(
         biased;
         answered = &mut memory => match answered {
             Ok(resp) => {
-                t.res.served_from_memory.fetch_add(1, Ordering::Relaxed);
+                if t.name.is_none() {
+                    t.res.collections_from_memory.fetch_add(1, Ordering::Relaxed);
+                }
                 (Source::Memory, resp)
             }
             Err(why) => {

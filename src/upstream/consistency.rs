@@ -10,10 +10,12 @@
 //!   needs of each object and nothing more. The store's side is its
 //!   snapshot at R, rebuilt from the log if the store has moved on.
 //! - **When.** Every `interval` (with a tenth of jitter), for a resource
-//!   that is ready and answered at least one read from memory since its
-//!   last check: a check costs upstream one metadata list, which is only
-//!   worth paying for a cache that saves upstream reads. An unanswerable
-//!   R (compacted, say) skips the round.
+//!   that is ready and answered at least one list or watch from memory
+//!   since its last check. A check costs upstream about half a list (the
+//!   50,000 pods of kube-apiserver 1.36: 137 MB of metadata against 243 MB
+//!   of objects, 4.3 s against 6.1 s), so it is paid only by a cache that
+//!   saved upstream at least a list meanwhile; GETs of one object do not
+//!   count. An unanswerable R (compacted, say) skips the round.
 //! - **On a mismatch** (confirmed once against a fresh view, so a revision
 //!   whose events were still arriving is not taken for one): one log line
 //!   naming the resource and the first keys that differ, a count
@@ -77,7 +79,7 @@ struct Meta {
 }
 
 /// Checks one resource every `interval` until the task is dropped; `served`
-/// counts its reads answered from memory.
+/// counts its lists and watches answered from memory.
 pub async fn run(
     client: Client,
     resource: Resource,
