@@ -6,10 +6,11 @@
 //! Memory, one process for both: kache's stores (the objects and a
 //! `--max-age` 5-minute event log, `kache_store_*_bytes`), the simulator's
 //! store (every object, and each version history still holds) and the
-//! allocator's slack around both. The simulator compacts every minute
-//! rather than the apiserver's five (its history is only the oracle's; kache
-//! keeps its own window), so both are bounded by a few minutes of changes
-//! and RSS levels off once kache's window is full.
+//! allocator's slack around both. The simulator compacts every five
+//! minutes, as the apiserver does (a quiet resource's revision, which
+//! kache's heartbeat and the bookmark after it move every two minutes or
+//! so, stays ahead of compaction: no re-list), so both are bounded by
+//! minutes of changes and RSS levels off once kache's window is full.
 
 use std::time::Duration;
 
@@ -61,7 +62,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         "--churn",
         &churn,
         "--compact-interval",
-        "60",
+        "300",
     ])?;
     let sim = sim::cli::start(&sim_args).await.map_err(anyhow::Error::msg)?;
     let url = sim.url();
