@@ -781,3 +781,24 @@ fn quiet_resources_keep_their_watches_across_compactions() {
     assert!(events_relisted >= 1.0 && unchanged == events_relisted, "events re-listed {events_relisted}, unchanged {unchanged}");
     assert!(namespaces.is_open() && events.is_open());
 }
+
+/// Upstream sends Events' watches no bookmarks: once a watch showed that,
+/// kache's next Event watch asks for an hour or two (each resumption after a
+/// compaction re-lists), while a resource that gets bookmarks keeps its
+/// `--watch-timeout`.
+#[test]
+fn a_resource_whose_watches_carry_no_bookmarks_gets_long_watches() {
+    // Pods change (kache does not cache them), so upstream's revision moves on as a real cluster's does.
+    let sim = Process::sim(&["--pods", "20", "--churn", "10", "--bookmark-interval", "1"]);
+    let kache = Process::kache_over(&sim, &["--resources", "namespaces,events", "--max-staleness", "6", "--watch-timeout", "5"]);
+    ready(&kache);
+    let watches = |resource: &str| sampled(&kache, "kache_upstream_watches_total", &format!("resource=\"{resource}\""));
+    // The first watches last 5–10 s, more than two heartbeats (2 s each); then Events' next asks for an hour.
+    eventually(Duration::from_secs(60), "a second Event watch", || (watches("events") >= 2.0).then_some(()));
+    let (events, namespaces) = (watches("events"), watches("namespaces"));
+    eventually(Duration::from_secs(120), "namespaces' watches to be resumed twice more", || {
+        (watches("namespaces") >= namespaces + 2.0).then_some(())
+    });
+    assert_eq!(watches("events"), events, "the Event watch lasts");
+    assert_eq!(sampled(&kache, "kache_upstream_relists_total", ""), 0.0);
+}

@@ -52,7 +52,9 @@
 //!   are the exception: kube-apiserver serves them without a watch cache,
 //!   straight from etcd, and their watches get no bookmark at all; a quiet
 //!   Event watch resumed after a compaction re-lists, which ends nothing
-//!   when the list finds what kache held — see [`Sink::replace`].)
+//!   when the list finds what kache held — see [`Sink::replace`]; a watch
+//!   that got no bookmark in two heartbeats makes the next ones ask for
+//!   [`BOOKMARKLESS_WATCH`], so that happens hours apart, not minutes.)
 //!   A heartbeat that fails ends the watch as broken (its silence is no
 //!   longer a quiet resource's); one that shows the revision gone back
 //!   re-lists. A live watch on a dead connection is ended by the
@@ -361,7 +363,20 @@ pub struct Reflector<S> {
     pending: Vec<Proof>,
     /// A saved state being loaded, to start from instead of a list.
     saved: Option<JoinHandle<Option<Saved>>>,
+    /// Upstream sends this resource's watches no bookmarks (see [`BOOKMARKLESS_WATCH`]).
+    bookmarkless: bool,
+    /// A bookmark came on the current watch.
+    bookmarked: bool,
 }
+
+/// The timeout a watch that gets no bookmarks asks for. kube-apiserver
+/// serves Events without a watch cache, so their watches carry no bookmark
+/// and their revision moves only with their own events: each time such a
+/// watch is resumed after a compaction passed it, the resource re-lists
+/// (ending nothing when nothing changed). Watches that long re-list an
+/// hour apart, not every five to ten minutes; a dead connection still ends
+/// them at once (HTTP/2 pings, heartbeats).
+const BOOKMARKLESS_WATCH: Duration = Duration::from_secs(3600);
 
 /// Most proofs kept waiting for the sink to catch up.
 const MAX_PENDING_PROOFS: usize = 16;
@@ -369,7 +384,19 @@ const MAX_PENDING_PROOFS: usize = 16;
 impl<S: Sink> Reflector<S> {
     /// A reflector for `resource`; nothing happens until [`Reflector::run`].
     pub fn new(client: Client, resource: Resource, config: ReflectorConfig, sink: S) -> Self {
-        Reflector { client, resource, config, sink, status: Arc::default(), rv: 0, proofs: None, pending: Vec::new(), saved: None }
+        Reflector {
+            client,
+            resource,
+            config,
+            sink,
+            status: Arc::default(),
+            rv: 0,
+            proofs: None,
+            pending: Vec::new(),
+            saved: None,
+            bookmarkless: false,
+            bookmarked: false,
+        }
     }
 
     /// Starts from the state `saved` yields, if any (a warm restart), instead of a list.
@@ -537,14 +564,28 @@ impl<S: Sink> Reflector<S> {
     async fn watch(&mut self) -> WatchEnd {
         self.status.watches.fetch_add(1, Ordering::Relaxed);
         self.status.watching.store(true, Ordering::Relaxed);
+        self.bookmarked = false;
+        let started = Instant::now();
         let end = self.follow().await;
         self.status.watching.store(false, Ordering::Relaxed);
+        // A watch that lasted two heartbeats without a bookmark shows the resource gets none: a
+        // cached one gets a bookmark a minute once a heartbeat moved upstream's cache past its start.
+        if started.elapsed() >= self.config.heartbeat * 2 && self.bookmarked == self.bookmarkless {
+            self.bookmarkless = !self.bookmarked;
+            let why = if self.bookmarkless {
+                "upstream's watches of the resource carry no bookmarks (no watch cache): the next ask for an hour or two"
+            } else {
+                "upstream's watches of the resource carry bookmarks again"
+            };
+            tracing::info!(resource = %self.resource.qualified(), "{why}");
+        }
         end
     }
 
     /// One upstream watch from the confirmed revision, until it ends.
     async fn follow(&mut self) -> WatchEnd {
-        let timeout = self.config.watch_timeout.mul_f64(rand::rng().random_range(1.0..2.0));
+        let shortest = if self.bookmarkless { BOOKMARKLESS_WATCH } else { self.config.watch_timeout };
+        let timeout = shortest.mul_f64(rand::rng().random_range(1.0..2.0));
         let path = format!(
             "{}?watch=1&allowWatchBookmarks=true&resourceVersion={}&timeoutSeconds={}",
             self.resource.collection_path(),
@@ -648,6 +689,7 @@ impl<S: Sink> Reflector<S> {
 
     /// Applies one frame; `Some` ends the watch.
     fn handle(&mut self, typ: EventType, object: Bytes) -> Option<WatchEnd> {
+        self.bookmarked |= typ == EventType::Bookmark;
         match typ {
             EventType::Error => Some(classify(status_error(&object))),
             EventType::Bookmark => match object_revision(&object) {
