@@ -191,9 +191,10 @@ impl<B: Body<Data = Bytes> + Unpin> Body for Metered<B> {
     type Error = B::Error;
 
     fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
-        let polled = Instant::now();
+        // Only kache's own side is measured by its polls (upstream's by the clock).
+        let polled = self.meter.as_ref().is_some_and(|m| m.side == Side::Memory).then(Instant::now);
         let frame = Pin::new(&mut self.inner).poll_frame(cx);
-        if let Some(meter) = &mut self.meter {
+        if let (Some(meter), Some(polled)) = (&mut self.meter, polled) {
             meter.busy += polled.elapsed();
         }
         let frame = ready!(frame);
