@@ -77,7 +77,7 @@ fn encoding(c: &mut Criterion) {
     let pods = pods();
     let bytes: usize = pods.iter().map(Bytes::len).sum();
     let res = builtin("", "v1", "pods").expect("pods").resource();
-    let meta = ListMeta { resource_version: 12345, continue_token: Some("token".into()), remaining_item_count: Some(1000) };
+    let meta = ListMeta { resource_version: 12345, continue_token: Some("token".into()), remaining_item_count: Some(1000), shard_info: None };
     let mut g = c.benchmark_group("encode");
     g.throughput(Throughput::Bytes(pods[0].len() as u64));
     g.bench_function("protobuf: one pod from its JSON", |b| {

@@ -122,6 +122,10 @@ pub struct SimConfig {
     /// How slow reads are (default: not slow; changeable at run time with
     /// [`Sim::set_slowness`] or `POST /_sim/slow`).
     pub slowness: Slowness,
+    /// The `ShardedListAndWatch` feature gate (alpha in 1.36, off by
+    /// default): on, lists and watches honour `shardSelector`; off, the
+    /// parameter is ignored whole, as the apiserver ignores it.
+    pub sharded_list_and_watch: bool,
 }
 
 impl Default for SimConfig {
@@ -140,6 +144,7 @@ impl Default for SimConfig {
             http2_max_streams_per_connection: http2::DEFAULT_MAX_STREAMS,
             http2_idle_timeout: http2::IDLE_TIMEOUT,
             slowness: Slowness::default(),
+            sharded_list_and_watch: false,
         }
     }
 }
