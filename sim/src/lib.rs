@@ -13,6 +13,13 @@
 //!   continue tokens and error `Status` bodies, 410 after compaction;
 //! - watches from a revision, with initial events, bookmarks, timeouts and
 //!   selector transitions;
+//! - sharded lists and watches (KEP-5866) with `--sharded-list-and-watch`
+//!   (the `ShardedListAndWatch` gate, off by default as in 1.36): a shard
+//!   selector filters lists, watch-lists and watches alongside label and
+//!   field selectors, typed lists say `shardInfo`, a page's
+//!   `remainingItemCount` is the cacher's (the scope from its start, less
+//!   the page), a malformed selector is the apiserver's 500; with the gate
+//!   off the parameter is ignored whole;
 //! - `pods/exec` and `pods/attach` over the WebSocket remote-command
 //!   protocol (`v5.channel.k8s.io`), running a few built-in commands of a
 //!   simulated container, and `pods/portforward` over SPDY (tunnelled in a

@@ -13,6 +13,11 @@
 //! page reads the same revision without a rebuild; its continue token is in
 //! the apiserver's format, so tokens cross between kache and the apiserver.
 //!
+//! A `shardSelector` is answered here only when upstream honours it
+//! ([`Shard::of`], `upstream::sharding`); the page then holds the shard,
+//! says so in `shardInfo` (built-in kinds), and counts `remainingItemCount`
+//! as the apiserver's cacher does.
+//!
 //! Under memory pressure (`crate::budget`) a page that would make a new pin
 //! is passed through instead (pages of existing pins are still answered),
 //! and at the last level every list of the resource is.
