@@ -260,3 +260,53 @@ fn with_the_gate_off_upstream_every_sharded_request_passes_through() {
     assert_eq!(kache.get(&query).status, 200);
     assert_eq!(passed_through(&kache), before + 1, "a sharded watch passed through");
 }
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").expect("a port").local_addr().expect("an address").port()
+}
+
+#[test]
+fn an_apiserver_restarted_with_the_gate_flipped_is_learnt_again() {
+    let port = free_port();
+    let workload = ["--pods", "60", "--namespaces", "2", "--compact-interval", "0"];
+    let gate_on = [&["--sharded-list-and-watch"][..], &workload[..]].concat();
+    let mut on = Process::sim_at(port, &gate_on);
+    let kache = Process::kache(&on.url, &["--resources", "pods"]);
+    ready(&kache);
+    let sharded = format!("/api/v1/pods?resourceVersion=0&shardSelector={}", q(&range(0, 1 << 63)));
+    let from_memory_with_shard_info = || {
+        eventually(Duration::from_secs(60), "sharded lists from memory", || {
+            let before = passed_through(&kache);
+            let r = kache.get(&sharded);
+            (r.status == 200 && r.json()["metadata"]["shardInfo"]["selector"].is_string() && passed_through(&kache) == before).then_some(())
+        })
+    };
+    from_memory_with_shard_info();
+    // Restarted with the gate off (a downgrade, or the alpha turned off):
+    // kache's watch breaks, and no sharded answer comes from memory after.
+    on.child_kill().expect("stopped");
+    let watch_closed = r#"kache_upstream_watch_open{resource="pods"} 0"#;
+    eventually(Duration::from_secs(30), "kache's watch to end", || {
+        kache.get("/metrics").text().lines().any(|l| l == watch_closed).then_some(())
+    });
+    let mut off = Process::sim_at(port, &workload);
+    eventually(Duration::from_secs(30), "the simulator's workload", || (off.get("/readyz").status == 200).then_some(()));
+    for _ in 0..20 {
+        let r = kache.get(&sharded);
+        assert_eq!(r.status, 200, "{}", r.text());
+        assert!(r.json()["metadata"]["shardInfo"].is_null(), "the apiserver now ignores the selector: {:.300}", r.text());
+        assert_eq!(r.json()["items"].as_array().unwrap().len(), 60);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    ready(&kache);
+    let before = passed_through(&kache);
+    assert!(kache.get(&sharded).json()["metadata"]["shardInfo"].is_null());
+    assert_eq!(passed_through(&kache), before + 1, "still passed through once kache is ready again");
+    // And on again: learnt again.
+    off.child_kill().expect("stopped");
+    eventually(Duration::from_secs(30), "kache's watch to end", || {
+        kache.get("/metrics").text().lines().any(|l| l == watch_closed).then_some(())
+    });
+    let _on = Process::sim_at(port, &gate_on);
+    from_memory_with_shard_info();
+}
