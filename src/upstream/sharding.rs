@@ -25,6 +25,12 @@
 //! holds, so a kache that keeps running forgets before the new apiserver
 //! answers anything, and its next sharded request learns the new answer. A
 //! probe that was under way when the knowledge was forgotten is discarded.
+//!
+//! Not covered: a sharded watch already streaming from memory when the
+//! knowledge is forgotten goes on (unless a re-list that changed the state
+//! ends it, as it ends every stream); if the restarted apiserver ignores
+//! shard selectors, that stream stays filtered until its client re-watches
+//! (at most its lifetime, 30–60 minutes), when the new answer applies.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
