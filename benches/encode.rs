@@ -77,7 +77,8 @@ fn encoding(c: &mut Criterion) {
     let pods = pods();
     let bytes: usize = pods.iter().map(Bytes::len).sum();
     let res = builtin("", "v1", "pods").expect("pods").resource();
-    let meta = ListMeta { resource_version: 12345, continue_token: Some("token".into()), remaining_item_count: Some(1000) };
+    let meta =
+        ListMeta { resource_version: 12345, continue_token: Some("token".into()), remaining_item_count: Some(1000), shard_info: None };
     let mut g = c.benchmark_group("encode");
     g.throughput(Throughput::Bytes(pods[0].len() as u64));
     g.bench_function("protobuf: one pod from its JSON", |b| {
@@ -87,7 +88,7 @@ fn encoding(c: &mut Criterion) {
     g.bench_function("JSON list of 500 pods", |b| b.iter(|| json_list(&res, &meta, black_box(&pods)).concat()));
     let messages: Vec<Vec<Bytes>> =
         pods.iter().map(|p| vec![Bytes::from(protobuf::encode("api.core.v1.Pod", p).expect("encodes"))]).collect();
-    let list_meta = protobuf::list_meta(meta.resource_version, meta.continue_token.as_deref(), meta.remaining_item_count);
+    let list_meta = protobuf::list_meta(&meta);
     g.bench_function("protobuf list of 500 encoded pods", |b| {
         b.iter(|| protobuf::list_parts("v1", "PodList", &list_meta, black_box(messages.clone())).concat())
     });

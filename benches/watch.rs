@@ -58,15 +58,25 @@ fn cluster(rt: &tokio::runtime::Runtime, nodes: usize) -> (StoreWriter, Arc<Cach
 }
 
 fn filter(query: &str) -> Filter {
-    Filter::new(&pods(), None, &ListOptions::decode(query).expect("options"))
+    let opts = ListOptions::decode(query).expect("options");
+    Filter::new(&pods(), None, &opts, opts.shard().expect("a valid shard selector"))
 }
+
+/// 100 cluster-wide watchers, unselective, label-selected or sharded: a
+/// sharded watcher should cost what a label-selected one does.
+const CLUSTER_WIDE: [(&str, usize, &str); 4] = [
+    ("0 cluster-wide", 0, ""),
+    ("100 cluster-wide", 100, ""),
+    ("100 label-selected", 100, "labelSelector=app%3Dapp-1"),
+    ("100 sharded", 100, "shardSelector=shardRange%28object.metadata.uid%2C%270x0000000000000000%27%2C%270x4000000000000000%27%29"),
+];
 
 fn dispatch(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("a runtime");
     let mut group = c.benchmark_group("dispatch");
     group.throughput(Throughput::Elements(1)).sample_size(20).measurement_time(Duration::from_secs(5));
     for nodes in [1_000, 10_000] {
-        for cluster_wide in [0, 100] {
+        for (watchers, cluster_wide, query) in CLUSTER_WIDE {
             let (mut writer, res, mut rv) = cluster(&rt, nodes);
             let epoch = res.store.view().epoch();
             let dispatcher = rt.block_on(async { Dispatcher::start(res.clone()) });
@@ -77,11 +87,11 @@ fn dispatch(c: &mut Criterion) {
                     subs.push(dispatcher.subscribe(f, JSON, epoch, 1024).await.expect("registered"));
                 }
                 for _ in 0..cluster_wide {
-                    subs.push(dispatcher.subscribe(filter(""), JSON, epoch, 1024).await.expect("registered"));
+                    subs.push(dispatcher.subscribe(filter(query), JSON, epoch, 1024).await.expect("registered"));
                 }
                 subs
             });
-            let id = BenchmarkId::new(format!("{nodes} kubelets"), format!("{cluster_wide} cluster-wide"));
+            let id = BenchmarkId::new(format!("{nodes} kubelets"), watchers);
             group.bench_function(id, |b| {
                 b.iter_custom(|iters| {
                     let mut spent = Duration::ZERO;

@@ -7,6 +7,8 @@
 //!   apiserver's 400 and 422 `Status` bodies.
 //! - [`selector`]: label and field selectors, parsed and matched exactly as
 //!   apimachinery does, with its error texts.
+//! - [`shard`]: shard selectors (`shardSelector`, KEP-5866): parsed with the
+//!   apiserver's errors, matched by the FNV-1a hash of a uid or namespace.
 //! - [`continue_token`]: the apiserver's continue tokens, interchangeable
 //!   with its own.
 //! - [`list`]: which revision a list reads, page metadata, the JSON list
@@ -42,6 +44,7 @@ pub mod partial;
 pub mod protobuf;
 pub mod resource;
 pub mod selector;
+pub mod shard;
 pub mod status;
 pub mod table;
 pub mod time;

@@ -101,6 +101,12 @@ pub struct ListMeta {
     pub continue_token: Option<String>,
     /// How many objects follow this page (only without selectors).
     pub remaining_item_count: Option<u64>,
+    /// `shardInfo.selector`: the shard selector the page was filtered by,
+    /// as [`crate::shard::ShardSelector::info`] writes it. kube-apiserver
+    /// 1.36 writes it only on the lists of built-in kinds in their own
+    /// form (JSON or protobuf): metadata-only lists, Tables and custom
+    /// resources' lists are filtered but carry none ([`ListMeta::unsharded`]).
+    pub shard_info: Option<String>,
 }
 
 impl ListMeta {
@@ -110,7 +116,7 @@ impl ListMeta {
     /// follow it — exact when `selectors` is false, otherwise only whether
     /// it is zero matters.
     pub fn for_page(rv: u64, prefix: &str, last: Option<&str>, keys_after: u64, selectors: bool) -> ListMeta {
-        let done = ListMeta { resource_version: rv, continue_token: None, remaining_item_count: None };
+        let done = ListMeta { resource_version: rv, continue_token: None, remaining_item_count: None, shard_info: None };
         match last {
             Some(last) if keys_after > 0 => ListMeta {
                 continue_token: Some(continue_token::encode_after(last, prefix, rv as i64)),
@@ -119,6 +125,11 @@ impl ListMeta {
             },
             _ => done,
         }
+    }
+
+    /// This meta without `shardInfo`, for the forms that do not carry it.
+    pub fn unsharded(&self) -> ListMeta {
+        ListMeta { shard_info: None, ..self.clone() }
     }
 
     /// The JSON `metadata` object, members in the apiserver's order.
@@ -130,6 +141,9 @@ impl ListMeta {
         }
         if let Some(r) = self.remaining_item_count {
             meta.insert("remainingItemCount".into(), r.into());
+        }
+        if let Some(selector) = &self.shard_info {
+            meta.insert("shardInfo".into(), serde_json::json!({ "selector": selector }));
         }
         serde_json::Value::Object(meta).to_string()
     }

@@ -6,6 +6,7 @@
 
 use crate::gostr::quote;
 use crate::selector::{FieldSelector, LabelSelector};
+use crate::shard::{ShardError, ShardSelector};
 use crate::status::{ApiError, FieldError};
 
 /// Decoded `ListOptions`.
@@ -31,6 +32,9 @@ pub struct ListOptions {
     pub continue_token: String,
     /// `sendInitialEvents`.
     pub send_initial_events: Option<bool>,
+    /// `shardSelector` as sent (`""` when unset or empty, which the apiserver
+    /// ignores). Parsed by storage, after validation: see [`ListOptions::shard`].
+    pub shard_selector: String,
 }
 
 /// The conversion `[]string → bool` of apimachinery: only `false` and `0` are false.
@@ -72,6 +76,7 @@ impl ListOptions {
         }
         o.continue_token = first("continue").unwrap_or_default();
         o.send_initial_events = first("sendInitialEvents").filter(|v| !v.is_empty()).map(|v| parse_bool(&v));
+        o.shard_selector = first("shardSelector").unwrap_or_default();
         Ok(o)
     }
 
@@ -139,6 +144,12 @@ impl ListOptions {
             }
         }
         errs
+    }
+
+    /// The shard selector, when one is set, as an apiserver with
+    /// `ShardedListAndWatch` on reads it (an empty parameter is none).
+    pub fn shard(&self) -> Result<Option<ShardSelector>, ShardError> {
+        if self.shard_selector.is_empty() { Ok(None) } else { ShardSelector::parse(&self.shard_selector).map(Some) }
     }
 
     /// Whether this watch starts with the state as ADDED events: explicitly

@@ -75,8 +75,9 @@ pub fn object_in(version: MetaVersion, metadata: impl IntoIterator<Item = Bytes>
 
 /// A `PartialObjectMetadataList` of the objects whose `metadata` bytes are
 /// given, in order, as parts made as they are reached (see [`json_list_parts`]).
+/// It carries no `shardInfo` (the apiserver's conversion drops it).
 pub fn list<T: IntoIterator<Item = Bytes>>(meta: &ListMeta, metadata: T) -> impl Iterator<Item = Bytes> + use<T> {
-    json_list_parts(LIST_KIND, API_VERSION, meta, metadata.into_iter().map(|m| object([m])))
+    json_list_parts(LIST_KIND, API_VERSION, &meta.unsharded(), metadata.into_iter().map(|m| object([m])))
 }
 
 /// A metadata-only watch's BOOKMARK frame at `rv`.
@@ -123,7 +124,7 @@ mod tests {
     #[test]
     fn the_captured_metadata_list_wraps_every_item() {
         let full = crate::list::ListPage::parse(&Bytes::from(capture("pods/list.json"))).unwrap();
-        let meta = ListMeta { resource_version: full.resource_version, continue_token: None, remaining_item_count: None };
+        let meta = ListMeta { resource_version: full.resource_version, continue_token: None, remaining_item_count: None, shard_info: None };
         let metadata = full.items.iter().map(|item| Bytes::copy_from_slice(crate::meta::parse(item, &[]).unwrap().metadata.as_bytes()));
         let got = list(&meta, metadata).collect::<Vec<_>>().concat();
         assert_eq!([&got[..], b"\n"].concat(), capture("pods/list-metadata.json"));

@@ -222,6 +222,11 @@ impl ApiError {
         Self::new(500, "InternalError", message)
     }
 
+    /// An error the apiserver's storage returns as a plain Go error: its code, no reason.
+    pub fn without_reason(code: u16, message: impl Into<String>) -> Self {
+        Self::new(code, "", message)
+    }
+
     /// 503 while the simulated apiserver is "restarting".
     pub fn unavailable() -> Self {
         Self::new(503, "ServiceUnavailable", "the server is currently unable to handle the request")
@@ -258,7 +263,9 @@ impl ApiError {
         m.insert("metadata".into(), Value::Object(meta));
         m.insert("status".into(), "Failure".into());
         m.insert("message".into(), self.message.clone().into());
-        m.insert("reason".into(), self.reason.into());
+        if !self.reason.is_empty() {
+            m.insert("reason".into(), self.reason.into());
+        }
         if let Some(d) = &self.details {
             m.insert("details".into(), (**d).clone());
         }

@@ -59,6 +59,10 @@ pub struct SimArgs {
     /// request and answering TokenReviews and SubjectAccessReviews.
     #[arg(long)]
     pub policy: Option<PathBuf>,
+    /// Turn on the `ShardedListAndWatch` feature gate (kube-apiserver's
+    /// `--feature-gates=ShardedListAndWatch=true`): serve `shardSelector`.
+    #[arg(long)]
+    pub sharded_list_and_watch: bool,
 }
 
 /// How `kache sim` serves: TLS, client certificates, HTTP/2 settings and how
@@ -150,6 +154,7 @@ impl SimArgs {
             churn: self.churn,
             http2_max_streams_per_connection: serving.http2_max_streams_per_connection,
             slowness,
+            sharded_list_and_watch: self.sharded_list_and_watch,
             ..SimConfig::default()
         })
     }

@@ -13,6 +13,13 @@
 //!   continue tokens and error `Status` bodies, 410 after compaction;
 //! - watches from a revision, with initial events, bookmarks, timeouts and
 //!   selector transitions;
+//! - sharded lists and watches (KEP-5866) with `--sharded-list-and-watch`
+//!   (the `ShardedListAndWatch` gate, off by default as in 1.36): a shard
+//!   selector filters lists, watch-lists and watches alongside label and
+//!   field selectors, typed lists say `shardInfo`, a page's
+//!   `remainingItemCount` is the cacher's (the scope from its start, less
+//!   the page), a malformed selector is the apiserver's 500; with the gate
+//!   off the parameter is ignored whole;
 //! - `pods/exec` and `pods/attach` over the WebSocket remote-command
 //!   protocol (`v5.channel.k8s.io`), running a few built-in commands of a
 //!   simulated container, and `pods/portforward` over SPDY (tunnelled in a
@@ -122,6 +129,10 @@ pub struct SimConfig {
     /// How slow reads are (default: not slow; changeable at run time with
     /// [`Sim::set_slowness`] or `POST /_sim/slow`).
     pub slowness: Slowness,
+    /// The `ShardedListAndWatch` feature gate (alpha in 1.36, off by
+    /// default): on, lists and watches honour `shardSelector`; off, the
+    /// parameter is ignored whole, as the apiserver ignores it.
+    pub sharded_list_and_watch: bool,
 }
 
 impl Default for SimConfig {
@@ -140,6 +151,7 @@ impl Default for SimConfig {
             http2_max_streams_per_connection: http2::DEFAULT_MAX_STREAMS,
             http2_idle_timeout: http2::IDLE_TIMEOUT,
             slowness: Slowness::default(),
+            sharded_list_and_watch: false,
         }
     }
 }

@@ -13,6 +13,7 @@ use std::time::Duration;
 use apimachinery::list::{ListMeta, ListPlan, Read, check_fields, json_list, json_list_parts};
 use apimachinery::params::ListOptions;
 use apimachinery::partial;
+use apimachinery::shard::{ShardError, ShardSelector};
 use apimachinery::status::ApiError;
 use bytes::Bytes;
 
@@ -33,28 +34,52 @@ pub struct Page {
 }
 
 /// The selectors of a request, checked against an object.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Filter<'a> {
     rt: &'a ResourceType,
     opts: &'a ListOptions,
+    shard: Option<ShardSelector>,
 }
 
 impl<'a> Filter<'a> {
-    /// The request's selectors for objects of `rt`.
-    pub fn new(rt: &'a ResourceType, opts: &'a ListOptions) -> Self {
-        Self { rt, opts }
+    /// The request's selectors for objects of `rt`, with its [`shard`] selector.
+    pub fn new(rt: &'a ResourceType, opts: &'a ListOptions, shard: Option<ShardSelector>) -> Self {
+        Self { rt, opts, shard }
     }
 
-    /// Whether no selector is set.
+    /// `shardInfo.selector` of a list through this filter: built-in kinds
+    /// only (a custom resource's list is unstructured, which has no `shardInfo`).
+    fn shard_info(&self) -> Option<String> {
+        let typed = apimachinery::resource::builtin(&self.rt.group, &self.rt.version, &self.rt.plural).is_some();
+        self.shard.as_ref().filter(|_| typed).map(ShardSelector::info)
+    }
+
+    /// Whether no label or field selector is set (a shard selector does not count: the apiserver's `Predicate.Empty()`).
     pub fn is_empty(&self) -> bool {
         self.opts.label_selector.as_ref().is_none_or(|s| s.is_empty()) && self.opts.field_selector.as_ref().is_none_or(|s| s.is_empty())
     }
 
     /// Whether `o` passes every selector.
     pub fn matches(&self, o: &Obj) -> bool {
-        self.opts.label_selector.as_ref().is_none_or(|s| s.matches(&o.labels))
+        self.shard.as_ref().is_none_or(|s| s.selects(&o.uid, &o.namespace))
+            && self.opts.label_selector.as_ref().is_none_or(|s| s.matches(&o.labels))
             && self.opts.field_selector.as_ref().is_none_or(|s| s.matches(|f| o.field(self.rt, f)))
     }
+}
+
+/// A request's shard selector, read only when `sharding` (the
+/// `ShardedListAndWatch` gate) is on, as the apiserver's storage reads it:
+/// a malformed one is its 500.
+pub fn shard(opts: &ListOptions, sharding: bool) -> Result<Option<ShardSelector>, ApiError> {
+    if sharding { opts.shard().map_err(shard_error) } else { Ok(None) }
+}
+
+/// The simulator's answer to a refused shard selector. Text beyond the CEL
+/// subset `apimachinery::shard` reads gets a message of the same shape that
+/// says so: the simulator has no CEL parser to word it as cel-go does.
+fn shard_error(e: ShardError) -> ApiError {
+    e.status()
+        .unwrap_or_else(|| ApiError::without_reason(500, "invalid shard selector: CEL parse error: beyond the simulator's CEL subset"))
 }
 
 /// Serves a list request (options already validated).
@@ -90,11 +115,13 @@ pub async fn list(state: &State, res: ResourceId, namespace: Option<&str>, opts:
     if at < db.oldest() {
         return Err(ApiError::list_too_old());
     }
-    let filter = Filter::new(rt, opts);
+    let filter = Filter::new(rt, opts, shard(opts, state.config.sharded_list_and_watch)?);
     let mut items = Vec::new();
     let mut last_key = None;
+    let mut scanned = 0;
     let mut rest = db.range(res, &prefix, &plan.start, at);
     for (key, obj) in rest.by_ref() {
+        scanned += 1;
         if filter.matches(obj) {
             items.push(obj.clone());
             if items.len() == plan.limit {
@@ -103,8 +130,14 @@ pub async fn list(state: &State, res: ResourceId, namespace: Option<&str>, opts:
             }
         }
     }
-    let after = if last_key.is_some() { rest.count() as u64 } else { 0 };
-    let meta = ListMeta::for_page(at, &prefix, last_key.as_deref(), after, !filter.is_empty());
+    let mut after = if last_key.is_some() { rest.count() as u64 } else { 0 };
+    if filter.is_empty() && after > 0 {
+        // The cacher's count: the scope's keys from the page's start, less
+        // the page — which a shard selector makes more than the keys after it.
+        after += scanned - items.len() as u64;
+    }
+    let meta =
+        ListMeta { shard_info: filter.shard_info(), ..ListMeta::for_page(at, &prefix, last_key.as_deref(), after, !filter.is_empty()) };
     Ok(Page { meta, items })
 }
 
@@ -119,5 +152,5 @@ pub fn encode(rt: &ResourceType, page: &Page) -> Vec<Bytes> {
 /// `PartialObjectMetadata`, so its parts are joined here.
 pub fn encode_partial(rt: &ResourceType, page: &Page) -> Vec<Bytes> {
     let items = page.items.iter().map(|o| [Bytes::from(partial::object([o.served_metadata(rt)]).concat())]);
-    json_list_parts(partial::LIST_KIND, partial::API_VERSION, &page.meta, items).collect()
+    json_list_parts(partial::LIST_KIND, partial::API_VERSION, &page.meta.unsharded(), items).collect()
 }

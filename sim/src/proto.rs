@@ -52,7 +52,7 @@ pub fn list<'a>(
     partial: bool,
 ) -> Result<Vec<Bytes>, ApiError> {
     let items = items.map(|json| item(rt, message, json, partial)).collect::<Result<Vec<_>, _>>()?;
-    let list_meta = protobuf::list_meta(meta.resource_version, meta.continue_token.as_deref(), meta.remaining_item_count);
+    let list_meta = protobuf::list_meta(&if partial { meta.unsharded() } else { meta.clone() });
     Ok(if partial {
         list_parts(META_API_VERSION, partial::LIST_KIND, &list_meta, items)
     } else {

@@ -465,7 +465,12 @@ async fn resource(state: &Arc<State>, req: Request<Drained>, t: Target, mut enc:
                     let rows =
                         items.into_iter().map(|o| (printer.row(&o.item, now).unwrap_or_default(), row_object(rt, o, include, version)));
                     // A Table is not a three-field list: the apiserver encodes it whole.
-                    enc.respond_written(StatusCode::OK, table::json_table(version, &page.meta.json(), &printer, rows), Writes::Whole, pace)
+                    enc.respond_written(
+                        StatusCode::OK,
+                        table::json_table(version, &page.meta.unsharded().json(), &printer, rows),
+                        Writes::Whole,
+                        pace,
+                    )
                 }
                 (None, Some(_)) => enc.respond_list(list::encode_partial(rt, &page), pace),
                 (None, None) => enc.respond_list(list::encode(rt, &page), pace),
@@ -580,7 +585,7 @@ async fn resource(state: &Arc<State>, req: Request<Drained>, t: Target, mut enc:
             let mut opts = ListOptions::decode(&query)?;
             opts.validate()?;
             check_fields(rt, &opts)?;
-            let filter = list::Filter::new(rt, &opts);
+            let filter = list::Filter::new(rt, &opts, list::shard(&opts, state.config.sharded_list_and_watch)?);
             let mut db = state.db.write();
             let prefix = rt.prefix(t.namespace.as_deref());
             let rev = db.rev();

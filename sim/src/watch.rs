@@ -14,6 +14,7 @@ use std::time::Duration;
 use apimachinery::list::check_fields;
 use apimachinery::params::{ListOptions, parse_resource_version};
 use apimachinery::partial;
+use apimachinery::shard::ShardSelector;
 use apimachinery::status::ApiError;
 use apimachinery::watch::{self as frames, EventType};
 use bytes::Bytes;
@@ -54,8 +55,8 @@ struct Renderer<'a> {
 }
 
 impl<'a> Renderer<'a> {
-    fn new(rt: &'a ResourceType, opts: &'a ListOptions, namespace: Option<&'a str>, res: ResourceId, wire: &'a Wire) -> Self {
-        Renderer { rt, filter: Filter::new(rt, opts), namespace, res, partial: wire.partial, protobuf: wire.protobuf.as_deref() }
+    fn new(rt: &'a ResourceType, filter: Filter<'a>, namespace: Option<&'a str>, res: ResourceId, wire: &'a Wire) -> Self {
+        Renderer { rt, filter, namespace, res, partial: wire.partial, protobuf: wire.protobuf.as_deref() }
     }
 
     fn frame(&self, typ: EventType, obj: &Obj) -> Bytes {
@@ -135,6 +136,7 @@ pub async fn watch(
     let registry = state.registry().clone();
     let rt = registry.get(res);
     check_fields(rt, &opts)?;
+    let shard = crate::list::shard(&opts, state.config.sharded_list_and_watch)?;
     let requested = parse_resource_version(&opts.resource_version)?;
     let initial = opts.sends_initial_events();
     // A watch asking for initial events without a revision learns the latest
@@ -158,7 +160,7 @@ pub async fn watch(
         return fail(e, frames_rx);
     }
     let start = {
-        let r = Renderer::new(rt, &opts, namespace.as_deref(), res, &wire);
+        let r = Renderer::new(rt, Filter::new(rt, &opts, shard.clone()), namespace.as_deref(), res, &wire);
         let db = state.db.read();
         let rx = db.subscribe();
         if initial {
@@ -199,7 +201,7 @@ pub async fn watch(
             }
         }
     };
-    tokio::spawn(stream(state, res, namespace, opts, wire, start, tx));
+    tokio::spawn(stream(state, res, namespace, (opts, shard), wire, start, tx));
     Ok(frames_rx)
 }
 
@@ -207,14 +209,14 @@ async fn stream(
     state: Arc<State>,
     res: ResourceId,
     namespace: Option<String>,
-    opts: ListOptions,
+    (opts, shard): (ListOptions, Option<ShardSelector>),
     wire: Wire,
     start: Start,
     tx: mpsc::Sender<Bytes>,
 ) {
     let registry = state.registry().clone();
     let rt = registry.get(res);
-    let r = Renderer::new(rt, &opts, namespace.as_deref(), res, &wire);
+    let r = Renderer::new(rt, Filter::new(rt, &opts, shard), namespace.as_deref(), res, &wire);
     let mut drop_rx = state.drop_signal();
     let Start { frames, mut rx, rev, seen } = start;
     // Initial events are a list's worth of objects: paced as a list body is.

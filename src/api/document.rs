@@ -88,7 +88,7 @@ pub fn page_parts(res: &Arc<CachedResource>, page: Page, shape: &Shape, protobuf
                 .into_iter()
                 .map(|o| Some((printer.row(o.bytes(), now)?, row_object(res, o, *include, *version))))
                 .collect::<Option<Vec<_>>>()?;
-            Box::new(table::json_table(*version, &page.meta.json(), printer, rows).into_iter())
+            Box::new(table::json_table(*version, &page.meta.unsharded().json(), printer, rows).into_iter())
         }
     })
 }

@@ -11,6 +11,10 @@
 //! ([`Filter::transition`]): the new object matching decides ADDED or
 //! MODIFIED, the previous one matching while the new does not gives
 //! DELETED; a deletion is judged by the previous object alone.
+//!
+//! A shard selector is one more test of the object (the FNV-1a hash of its
+//! uid or namespace), like a label selector's: a sharded watcher sits in
+//! the same dispatch bucket and costs the same per event.
 
 use std::ops::Bound;
 use std::sync::Arc;
@@ -18,8 +22,11 @@ use std::sync::Arc;
 use apimachinery::params::ListOptions;
 use apimachinery::resource::{Fields, Resource, field_or_default};
 use apimachinery::selector::{FieldOp, FieldSelector, LabelSelector};
+use apimachinery::shard::ShardSelector;
+use apimachinery::status::ApiError;
 
 use crate::store::{CachedObject, Event, EventType, IndexKey, Snapshot};
+use crate::upstream::sharding::Sharding;
 
 /// A request's scope and selectors.
 #[derive(Debug, Clone)]
@@ -27,7 +34,45 @@ pub struct Filter {
     namespace: Option<String>,
     label: Option<LabelSelector>,
     field: Option<FieldSelector>,
+    shard: Option<ShardSelector>,
     fields: Fields,
+}
+
+/// How a request's `shardSelector` is answered, from what kache learnt of
+/// upstream (`upstream::sharding`): from memory only when upstream honours
+/// selectors and kache reads this one as upstream does.
+#[derive(Debug)]
+pub enum Shard {
+    /// No shard selector (or an empty one, which the apiserver ignores).
+    Whole,
+    /// Only this shard of the collection.
+    Range(ShardSelector),
+    /// Only upstream can answer: it ignores shard selectors, is not known
+    /// to honour them now, or words this selector's refusal itself (CEL
+    /// that `apimachinery::shard` does not read).
+    Upstream(&'static str),
+    /// The apiserver's refusal of a malformed selector.
+    Invalid(ApiError),
+}
+
+impl Shard {
+    /// The shard `opts` asks for, given how upstream treats selectors
+    /// (`upstream`, asked only of a sharded request).
+    pub fn of(upstream: impl FnOnce() -> Sharding, opts: &ListOptions) -> Shard {
+        if opts.shard_selector.is_empty() {
+            return Shard::Whole;
+        }
+        match upstream() {
+            Sharding::Honoured => {}
+            Sharding::Ignored => return Shard::Upstream("shard selectors ignored upstream"),
+            Sharding::Unknown => return Shard::Upstream("shard selectors not known upstream"),
+        }
+        match opts.shard() {
+            Ok(Some(s)) => Shard::Range(s),
+            Ok(None) => Shard::Whole,
+            Err(e) => e.status().map_or(Shard::Upstream("shard selector beyond kache's CEL"), Shard::Invalid),
+        }
+    }
 }
 
 /// How an event reaches a watcher through its filter.
@@ -44,17 +89,25 @@ pub enum Transition {
 }
 
 impl Filter {
-    /// The filter of a request for `res` in `namespace` (all when `None`).
-    pub fn new(res: &Resource, namespace: Option<&str>, opts: &ListOptions) -> Filter {
+    /// The filter of a request for `res` in `namespace` (all when `None`),
+    /// with the request's shard selector when upstream honours it.
+    pub fn new(res: &Resource, namespace: Option<&str>, opts: &ListOptions, shard: Option<ShardSelector>) -> Filter {
         Filter {
             namespace: namespace.filter(|_| res.namespaced).map(str::to_owned),
             label: opts.label_selector.clone().filter(|s| !s.is_empty()),
             field: opts.field_selector.clone().filter(|s| !s.is_empty()),
+            shard,
             fields: res.fields,
         }
     }
 
-    /// Whether a label or field selector is set.
+    /// The shard selector, if any.
+    pub fn shard(&self) -> Option<&ShardSelector> {
+        self.shard.as_ref()
+    }
+
+    /// Whether a label or field selector is set (a shard selector does not
+    /// count: the apiserver's `SelectionPredicate::Empty` ignores it).
     pub fn has_selectors(&self) -> bool {
         self.label.is_some() || self.field.is_some()
     }
@@ -71,7 +124,8 @@ impl Filter {
 
     /// Whether `o` passes the selectors (its scope is the caller's to check).
     pub fn selects(&self, o: &CachedObject) -> bool {
-        self.label.as_ref().is_none_or(|s| s.matches_with(|k| o.label(k)))
+        self.shard.as_ref().is_none_or(|s| s.selects(o.uid(), o.namespace()))
+            && self.label.as_ref().is_none_or(|s| s.matches_with(|k| o.label(k)))
             && self.field.as_ref().is_none_or(|s| s.matches(|f| self.field_of(o, f)))
     }
 

@@ -13,6 +13,11 @@
 //! page reads the same revision without a rebuild; its continue token is in
 //! the apiserver's format, so tokens cross between kache and the apiserver.
 //!
+//! A `shardSelector` is answered here only when upstream honours it
+//! ([`Shard::of`], `upstream::sharding`); the page then holds the shard,
+//! says so in `shardInfo` (built-in kinds), and counts `remainingItemCount`
+//! as the apiserver's cacher does.
+//!
 //! Under memory pressure (`crate::budget`) a page that would make a new pin
 //! is passed through instead (pages of existing pins are still answered),
 //! and at the last level every list of the resource is.
@@ -23,10 +28,11 @@ use std::time::{Duration, Instant};
 
 use apimachinery::list::{ListMeta, ListPlan, Read, check_fields};
 use apimachinery::params::ListOptions;
+use apimachinery::shard::ShardSelector;
 use apimachinery::status::ApiError;
 
 use super::Waits;
-use super::filter::Filter;
+use super::filter::{Filter, Shard};
 use crate::budget;
 use crate::cache::CachedResource;
 use crate::store::{CachedObject, Snapshot, StoreError};
@@ -63,6 +69,12 @@ pub async fn list(
         return Ok(Answer::Upstream(budget::REASON));
     }
     check_fields(&res.info, opts)?;
+    let shard = match Shard::of(|| res.status.sharding.learn(res.fresh.client(), &res.info), opts) {
+        Shard::Whole => None,
+        Shard::Range(s) => Some(s),
+        Shard::Upstream(why) => return Ok(Answer::Upstream(why)),
+        Shard::Invalid(e) => return Err(e),
+    };
     let prefix = res.info.prefix(namespace);
     let plan = ListPlan::of(opts, &prefix)?;
     let snapshot = match plan.read {
@@ -86,7 +98,7 @@ pub async fn list(
             None => return Ok(Answer::Upstream("revision outside the window")),
         },
     };
-    let filter = Filter::new(&res.info, namespace, opts);
+    let filter = Filter::new(&res.info, namespace, opts, shard);
     Ok(page(res, &snapshot, &prefix, &plan.start, &filter, plan.limit).map_or(Answer::Upstream(budget::REASON), Answer::Page))
 }
 
@@ -117,16 +129,25 @@ fn page(res: &CachedResource, snapshot: &Arc<Snapshot>, prefix: &str, start: &st
     }
     let rv = snapshot.rv();
     let selectors = filter.has_selectors();
-    let Some(last) = last else { return Some(Page { meta: ListMeta::for_page(rv, prefix, None, 0, selectors), items }) };
+    // Lists of built-in kinds in their own form say which shard they are
+    // (the caller drops it from forms that do not carry it); custom resources' never do.
+    let shard_info = filter.shard().filter(|_| !res.is_custom()).map(ShardSelector::info);
+    let Some(last) = last else {
+        return Some(Page { meta: ListMeta { shard_info, ..ListMeta::for_page(rv, prefix, None, 0, selectors) }, items });
+    };
     // Without selectors the apiserver reports how many objects remain; with
     // them it only says whether keys remain.
     let (after, cursor) = if selectors {
         (u64::from(snapshot.after(&last).next().is_some_and(|o| o.key().starts_with(prefix))), None)
     } else {
         let before = position(res, snapshot, prefix, start);
-        (scope_len(res, snapshot, prefix).saturating_sub(before + scanned), Some(before + scanned))
+        let after = scope_len(res, snapshot, prefix).saturating_sub(before + scanned);
+        // The count is the cacher's: the scope's keys from the page's start
+        // less the page, which a shard selector makes more than the keys after it.
+        let count = if after > 0 { after + scanned - items.len() as u64 } else { 0 };
+        (count, Some(before + scanned))
     };
-    let meta = ListMeta::for_page(rv, prefix, Some(&last), after, selectors);
+    let meta = ListMeta { shard_info, ..ListMeta::for_page(rv, prefix, Some(&last), after, selectors) };
     if meta.continue_token.is_some() {
         let now = Instant::now();
         if res.pressure().refuses_pins() {

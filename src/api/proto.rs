@@ -33,7 +33,7 @@ pub fn object(res: &CachedResource, o: &CachedObject, form: Form, at: Option<u64
 /// A list page in `form`, as parts made as they are written (the objects'
 /// messages) or first (metadata-only messages, which may be made afresh).
 pub fn page(res: &CachedResource, page: Page, form: Form) -> Option<Parts> {
-    let meta = list_meta(&page.meta);
+    let meta = list_meta(&page.meta, form);
     if let Form::Metadata | Form::MetadataList = form {
         let items = page.items.iter().map(|o| res.metadata_protobuf(o, None)).collect::<Option<Vec<_>>>()?;
         return Some(Box::new(list_parts(META_API_VERSION, apimachinery::partial::LIST_KIND, &meta, items).into_iter()));
@@ -50,8 +50,12 @@ pub fn page(res: &CachedResource, page: Page, form: Form) -> Option<Parts> {
     Some(Box::new(std::iter::once(head).chain(items).chain(list_tail())))
 }
 
-fn list_meta(meta: &ListMeta) -> Vec<u8> {
-    protobuf::list_meta(meta.resource_version, meta.continue_token.as_deref(), meta.remaining_item_count)
+/// A page's `ListMeta`; a metadata-only list carries no `shardInfo`.
+fn list_meta(meta: &ListMeta, form: Form) -> Vec<u8> {
+    match form {
+        Form::Objects => protobuf::list_meta(meta),
+        Form::Metadata | Form::MetadataList => protobuf::list_meta(&meta.unsharded()),
+    }
 }
 
 /// A watch frame carrying `document`.

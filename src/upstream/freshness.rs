@@ -379,6 +379,11 @@ pub struct Freshness {
 }
 
 impl Freshness {
+    /// The client it asks upstream with (shared by the resource's other probes).
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
     /// The machinery for `resource`, whose store `store` the reflector that
     /// receives `proofs` fills. The prober runs in [`Freshness::run`].
     pub fn new(client: Client, resource: Resource, store: StoreReader, proofs: mpsc::UnboundedSender<Proof>) -> Freshness {

@@ -12,6 +12,7 @@ pub mod discovery;
 pub mod freshness;
 pub mod pool;
 pub mod reflector;
+pub mod sharding;
 pub mod store_sink;
 pub mod tls;
 

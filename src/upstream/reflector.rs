@@ -77,6 +77,8 @@ use serde::Deserialize;
 use tokio::time::Instant;
 
 use tokio::sync::mpsc;
+
+use super::sharding::ShardingState;
 use tokio::task::JoinHandle;
 
 use super::UpstreamError;
@@ -188,6 +190,8 @@ pub struct ReflectorStatus {
     pub probes: AtomicU64,
     /// Events applied.
     pub events: AtomicU64,
+    /// Whether upstream honours shard selectors: forgotten at every list and broken watch.
+    pub sharding: ShardingState,
     /// The last revision the sink confirmed.
     pub confirmed_rv: AtomicU64,
     /// Milliseconds from [`contact_epoch`] to upstream's last answer (a list
@@ -430,7 +434,11 @@ impl<S: Sink> Reflector<S> {
                 Phase::Watch => match self.watch().await {
                     WatchEnd::Timeout => Ok(Phase::Watch),
                     WatchEnd::Quiet => Ok(Phase::Probe),
-                    WatchEnd::Broken(e) => Err((e, Phase::Probe)),
+                    WatchEnd::Broken(e) => {
+                        // Upstream may come back another version: learn again (`super::sharding`).
+                        self.status.sharding.forget();
+                        Err((e, Phase::Probe))
+                    }
                     WatchEnd::Relist(cause, why) => {
                         tracing::info!(resource = %self.resource.qualified(), rv = self.rv, %why, "re-listing");
                         self.status.relisted(cause);
@@ -473,6 +481,7 @@ impl<S: Sink> Reflector<S> {
             tracing::info!(resource = %self.resource.qualified(), "not ready while re-listing: reads pass through");
         }
         let relisting = self.status.lists.load(Ordering::Relaxed) > 1;
+        self.status.sharding.forget();
         let mut progress = Instant::now();
         let rv = loop {
             let body = self.client.get_bytes(&path).await.map_err(|e| (e, Phase::List))?;

@@ -21,6 +21,8 @@ pub mod wire;
 
 use bytes::Bytes;
 
+use crate::list::ListMeta;
+
 pub use body::{DecodeError, decode_json};
 pub use encode::{EncodeError, encode};
 
@@ -138,14 +140,19 @@ fn varint_len(len: usize) -> usize {
     n
 }
 
-/// The encoded `ListMeta` of a page.
-pub fn list_meta(resource_version: u64, continue_token: Option<&str>, remaining_item_count: Option<u64>) -> Vec<u8> {
+/// The encoded `ListMeta` of a page (`shardInfo` is field 5, a `ShardInfo` whose field 1 is the selector).
+pub fn list_meta(meta: &ListMeta) -> Vec<u8> {
     let mut out = Vec::new();
     wire::len_field(&mut out, 1, b"");
-    wire::len_field(&mut out, 2, resource_version.to_string().as_bytes());
-    wire::len_field(&mut out, 3, continue_token.unwrap_or("").as_bytes());
-    if let Some(n) = remaining_item_count {
+    wire::len_field(&mut out, 2, meta.resource_version.to_string().as_bytes());
+    wire::len_field(&mut out, 3, meta.continue_token.as_deref().unwrap_or("").as_bytes());
+    if let Some(n) = meta.remaining_item_count {
         wire::varint_field(&mut out, 4, n);
+    }
+    if let Some(selector) = &meta.shard_info {
+        let mut info = Vec::new();
+        wire::len_field(&mut info, 1, selector.as_bytes());
+        wire::len_field(&mut out, 5, &info);
     }
     out
 }

@@ -126,7 +126,12 @@ fn json_of(bytes: &[u8]) -> serde_json::Value {
 /// The protobuf `ListMeta` of a JSON list's `metadata`.
 fn list_meta_of(list: &serde_json::Value) -> Vec<u8> {
     let m = &list["metadata"];
-    list_meta(m["resourceVersion"].as_str().unwrap().parse().unwrap(), m["continue"].as_str(), m["remainingItemCount"].as_u64())
+    list_meta(&crate::list::ListMeta {
+        resource_version: m["resourceVersion"].as_str().unwrap().parse().unwrap(),
+        continue_token: m["continue"].as_str().map(str::to_owned),
+        remaining_item_count: m["remainingItemCount"].as_u64(),
+        shard_info: m["shardInfo"]["selector"].as_str().map(str::to_owned),
+    })
 }
 
 /// Splits a protobuf watch stream into its frames.

@@ -58,7 +58,7 @@ use table::TableFrames;
 use super::ApiConfig;
 use super::body::{self, ApiBody, BoxError};
 use super::document::{Layout, Shape, bookmark_frame, error_frame, event_frame};
-use super::filter::{Filter, Transition};
+use super::filter::{Filter, Shard, Transition};
 use super::form::{Form, Wire};
 use crate::cache::CachedResource;
 use crate::store::{Event, Snapshot};
@@ -106,6 +106,12 @@ pub async fn watch(
     ends: Ends,
 ) -> Result<Answer, ApiError> {
     check_fields(&res.info, opts)?;
+    let shard = match Shard::of(|| res.status.sharding.learn(res.fresh.client(), &res.info), opts) {
+        Shard::Whole => None,
+        Shard::Range(s) => Some(s),
+        Shard::Upstream(why) => return Ok(Answer::Upstream(why)),
+        Shard::Invalid(e) => return Err(e),
+    };
     // A table watch is the objects' stream, rewritten as it leaves.
     let (form, table) = match shape {
         Shape::Form(form) => (form, None),
@@ -126,7 +132,7 @@ pub async fn watch(
         return Ok(Answer::Upstream("revision not reached"));
     }
     let config = &api.watch;
-    let filter = Filter::new(&res.info, namespace, opts);
+    let filter = Filter::new(&res.info, namespace, opts, shard);
     // A re-list between reading the start and registering makes the
     // registration stale: start again on the new state (twice at most).
     for _ in 0..3 {
