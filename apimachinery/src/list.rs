@@ -158,20 +158,28 @@ pub fn json_list<'a>(res: &Resource, meta: &ListMeta, items: impl IntoIterator<I
 /// A JSON list of kind `kind` as parts in order, each item written from its
 /// parts; an item's parts are made only when the iterator reaches it, so a
 /// list written as it is read holds one item's parts at a time.
+///
+/// No items are `[]`, except in a `PartialObjectMetadataList`: the
+/// apiserver makes its items by appending to a nil slice, so an empty one
+/// is `"items":null` (kube-apiserver 1.36.2, any `resourceVersion`).
 pub fn json_list_parts<I: IntoIterator<Item = Bytes>, T: IntoIterator<Item = I>>(
     kind: &str,
     api_version: &str,
     meta: &ListMeta,
     items: T,
 ) -> impl Iterator<Item = Bytes> + use<I, T> {
+    let mut items = items.into_iter().peekable();
+    let null = kind == crate::partial::LIST_KIND && items.peek().is_none();
     let head = Bytes::from(format!(
-        "{{\"kind\":{},\"apiVersion\":{},\"metadata\":{},\"items\":[",
+        "{{\"kind\":{},\"apiVersion\":{},\"metadata\":{},\"items\":{}",
         serde_json::Value::from(kind),
         serde_json::Value::from(api_version),
-        meta.json()
+        meta.json(),
+        if null { "null}" } else { "[" },
     ));
-    let items = items.into_iter().enumerate().flat_map(|(i, item)| (i > 0).then(|| Bytes::from_static(b",")).into_iter().chain(item));
-    std::iter::once(head).chain(items).chain([Bytes::from_static(b"]}")])
+    let items = items.enumerate().flat_map(|(i, item)| (i > 0).then(|| Bytes::from_static(b",")).into_iter().chain(item));
+    let tail = (!null).then(|| Bytes::from_static(b"]}"));
+    std::iter::once(head).chain(items).chain(tail)
 }
 
 /// Why a list body could not be read.
@@ -278,5 +286,20 @@ mod tests {
         let at = body.windows(6).position(|w| w == b"[{\"met").unwrap() + 1;
         assert_eq!(page.items[0].as_ptr(), body[at..].as_ptr(), "not copied");
         assert!(ListPage::parse(&Bytes::from_static(br#"{"metadata":{"resourceVersion":"x"}}"#)).is_err());
+    }
+
+    #[test]
+    fn no_items_are_an_empty_array_except_in_a_metadata_only_list() {
+        let meta = ListMeta::for_page(7, "", None, 0, false);
+        let none = std::iter::empty::<[Bytes; 1]>;
+        let list = |kind, api_version| String::from_utf8(json_list_parts(kind, api_version, &meta, none()).collect::<Vec<_>>().concat()).unwrap();
+        assert_eq!(list("ConfigMapList", "v1"), r#"{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"7"},"items":[]}"#);
+        // As kube-apiserver 1.36.2 answers an empty namespace's configmaps, metadata only.
+        assert_eq!(
+            list(crate::partial::LIST_KIND, crate::partial::API_VERSION),
+            r#"{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","metadata":{"resourceVersion":"7"},"items":null}"#
+        );
+        let one = json_list_parts(crate::partial::LIST_KIND, crate::partial::API_VERSION, &meta, [[Bytes::from_static(b"{}")]]);
+        assert!(one.collect::<Vec<_>>().concat().ends_with(br#""items":[{}]}"#));
     }
 }
