@@ -96,6 +96,15 @@ pub struct CachedResource {
     protobuf_warm: AtomicU64,
     /// Set while a warm-up runs.
     protobuf_warming: AtomicBool,
+    /// How its objects are written in CBOR (`None`: a built-in kind the
+    /// protobuf schema, which says which strings are `[]byte`, lacks).
+    cbor_shape: Option<apimachinery::cbor::Shape>,
+    /// Set once an object had no exact CBOR encoding: CBOR requests for its
+    /// objects then pass through (a stream that ended for it must not be
+    /// answered from memory again, and fail again, when it resumes).
+    cbor_failed: AtomicBool,
+    /// Whether the apiserver serves it in CBOR, as last learned.
+    pub cbor: Arc<crate::upstream::cbor::CborSupport>,
     /// A custom resource (served from a CRD, stored unstructured): see [`is_custom`].
     custom: bool,
     /// For a custom resource: the cached CRDs, whose columns its Tables follow.
@@ -119,6 +128,10 @@ impl CachedResource {
         let builtin = apimachinery::resource::builtin(&info.group, &info.version, &info.plural).is_some();
         let protobuf = builtin.then(|| apimachinery::protobuf::message_name(&info.api_version(), &info.kind)).flatten();
         let custom = is_custom(&info);
+        let cbor_shape = match custom {
+            true => Some(apimachinery::cbor::Shape::Custom),
+            false => builtin.then(|| apimachinery::cbor::Shape::builtin(&info.api_version(), &info.kind)).flatten(),
+        };
         CachedResource {
             info,
             store,
@@ -129,6 +142,9 @@ impl CachedResource {
             protobuf_failed: AtomicBool::new(false),
             protobuf_warm: AtomicU64::new(u64::MAX),
             protobuf_warming: AtomicBool::new(false),
+            cbor_shape,
+            cbor_failed: AtomicBool::new(false),
+            cbor: Arc::default(),
             custom,
             crds: OnceLock::new(),
             crd_printer: Mutex::new(None),
@@ -225,6 +241,34 @@ impl CachedResource {
         apimachinery::protobuf::wire::key(&mut head, 1, apimachinery::protobuf::wire::LEN);
         apimachinery::protobuf::wire::varint(&mut head, meta.len() as u64);
         Some(vec![Bytes::from(head), Bytes::from(meta)])
+    }
+
+    /// How its objects are written in CBOR, while kache can write them.
+    pub fn cbor_shape(&self) -> Option<apimachinery::cbor::Shape> {
+        self.cbor_shape.filter(|_| !self.cbor_failed.load(Ordering::Relaxed))
+    }
+
+    /// `o`'s CBOR map (at `rv` when given), with its `kind` and `apiVersion`
+    /// when `typed` (a GET's or a watch event's object, and a custom
+    /// resource's list item); `None` when it has no exact CBOR encoding.
+    pub fn cbor_map(&self, o: &CachedObject, rv: Option<u64>, typed: bool) -> Option<Vec<Bytes>> {
+        let shape = self.cbor_shape()?;
+        let at;
+        let object = match rv {
+            None => o.cbor(shape),
+            Some(rv) => {
+                at = o.cbor_at(shape, rv);
+                at.as_ref()
+            }
+        };
+        let Some(object) = object else {
+            if !self.cbor_failed.swap(true, Ordering::Relaxed) {
+                let why = apimachinery::cbor::Object::encode(o.bytes(), shape).err().map(|e| e.0).unwrap_or_default();
+                tracing::warn!(resource = %self.info.qualified(), object = %o.key(), %why, "an object has no exact CBOR encoding here; CBOR requests for this resource now pass through");
+            }
+            return None;
+        };
+        Some(if typed { object.typed_map(&self.info.api_version(), &self.info.kind) } else { object.map() })
     }
 
     /// The schema name of its protobuf message, when it speaks protobuf.

@@ -59,6 +59,10 @@ pub struct SimArgs {
     /// request and answering TokenReviews and SubjectAccessReviews.
     #[arg(long)]
     pub policy: Option<PathBuf>,
+    /// Serve CBOR (`application/cbor`), as kube-apiserver does with its `CBORServingAndStorage`
+    /// feature gate on; without it CBOR requests get 406, as with the gate off (1.36's default).
+    #[arg(long)]
+    pub cbor: bool,
 }
 
 /// How `kache sim` serves: TLS, client certificates, HTTP/2 settings and how
@@ -150,6 +154,7 @@ impl SimArgs {
             churn: self.churn,
             http2_max_streams_per_connection: serving.http2_max_streams_per_connection,
             slowness,
+            cbor: self.cbor,
             ..SimConfig::default()
         })
     }

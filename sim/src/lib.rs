@@ -48,6 +48,7 @@
 
 mod auth;
 mod body;
+mod cbor;
 mod certificate;
 pub mod cli;
 mod connect;
@@ -122,6 +123,10 @@ pub struct SimConfig {
     /// How slow reads are (default: not slow; changeable at run time with
     /// [`Sim::set_slowness`] or `POST /_sim/slow`).
     pub slowness: Slowness,
+    /// The apiserver's `CBORServingAndStorage` feature gate: CBOR answers
+    /// (`--feature-gates CBORServingAndStorage=true`); off, as kube-apiserver
+    /// 1.36 has it by default, CBOR requests get 406.
+    pub cbor: bool,
 }
 
 impl Default for SimConfig {
@@ -140,6 +145,7 @@ impl Default for SimConfig {
             http2_max_streams_per_connection: http2::DEFAULT_MAX_STREAMS,
             http2_idle_timeout: http2::IDLE_TIMEOUT,
             slowness: Slowness::default(),
+            cbor: false,
         }
     }
 }
