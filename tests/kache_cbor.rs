@@ -58,7 +58,8 @@ fn cbor_is_answered_from_memory_as_the_simulator_writes_it_when_upstream_serves_
         "data": {"a": "x"}, "binaryData": {"blob": "AAEC/f7/"}});
     assert_eq!(sim.post("/api/v1/namespaces/default/configmaps", &cm).status, 201);
     let widgets = "/apis/example.com/v1/namespaces/default/widgets";
-    let floats = r#"{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"alpha"},"spec":{"size":"large","ratio":0.625,"on":true}}"#;
+    let floats =
+        r#"{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"alpha"},"spec":{"size":"large","ratio":0.625,"on":true}}"#;
     assert_eq!(sim.request("POST", widgets, &json, Some(floats.as_bytes())).status, 201);
     let kache = Process::kache(&sim.url, &["--resources", "pods,namespaces,secrets,configmaps,widgets.example.com"]);
     ready(&kache);
@@ -73,8 +74,11 @@ fn cbor_is_answered_from_memory_as_the_simulator_writes_it_when_upstream_serves_
     for path in ["/api/v1/pods", "/api/v1/secrets", "/api/v1/configmaps", "/api/v1/namespaces"] {
         learned(&kache, path);
     }
-    let (lists, gets, passed) =
-        (metric(&kache, "kache_lists_served_total"), metric(&kache, "kache_gets_served_total"), metric(&kache, "kache_passed_through_total"));
+    let (lists, gets, passed) = (
+        metric(&kache, "kache_lists_served_total"),
+        metric(&kache, "kache_gets_served_total"),
+        metric(&kache, "kache_passed_through_total"),
+    );
     let first = sim.get("/api/v1/pods?limit=1").json();
     let (ns, name) =
         (first["items"][0]["metadata"]["namespace"].as_str().unwrap(), first["items"][0]["metadata"]["name"].as_str().unwrap());
@@ -126,7 +130,9 @@ fn cbor_is_answered_from_memory_as_the_simulator_writes_it_when_upstream_serves_
     let ints = r#"{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"beta"},"spec":{"replicas":3}}"#;
     assert_eq!(sim.request("POST", widgets, &json, Some(ints.as_bytes())).status, 201);
     let passed = metric(&kache, "kache_passed_through_total");
-    eventually(Duration::from_secs(10), "kache holds beta", || (kache.get(&format!("{widgets}/beta?resourceVersion=0")).status == 200).then_some(()));
+    eventually(Duration::from_secs(10), "kache holds beta", || {
+        (kache.get(&format!("{widgets}/beta?resourceVersion=0")).status == 200).then_some(())
+    });
     let list = same(&kache, &sim, &format!("{widgets}?resourceVersion=0"), CBOR);
     assert_eq!(list.status, 200);
     assert!(metric(&kache, "kache_passed_through_total") > passed, "passed through");

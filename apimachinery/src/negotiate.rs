@@ -303,7 +303,10 @@ mod tests {
         assert_eq!(pick("application/cbor, application/json", c), Some((Format::Cbor, None)));
         assert_eq!(pick("application/cbor-seq", c), None, "a watch asks for application/cbor");
         assert_eq!(pick("application/cbor;as=Table;v=v1;g=meta.k8s.io", c), None, "no CBOR tables");
-        assert_eq!(pick("application/cbor;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1", c), Some((Format::Cbor, Some("PartialObjectMetadataList".into()))));
+        assert_eq!(
+            pick("application/cbor;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1", c),
+            Some((Format::Cbor, Some("PartialObjectMetadataList".into())))
+        );
         assert_eq!(pick("application/cbor", &Endpoint::CUSTOM.with_cbor(true)), Some((Format::Cbor, None)), "custom resources have CBOR");
         assert_eq!(Endpoint::BUILTIN_CBOR.with_cbor(false), Endpoint::BUILTIN);
     }

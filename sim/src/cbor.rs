@@ -66,8 +66,11 @@ pub fn document(rt: &ResourceType, o: &Obj, partial: bool) -> Result<Vec<Bytes>,
 /// A list document of `items`.
 pub fn list<'a>(rt: &ResourceType, meta: &ListMeta, items: impl Iterator<Item = &'a Obj>, partial: bool) -> Result<Vec<Bytes>, ApiError> {
     let items = items.map(|o| item(rt, o, partial)).collect::<Result<Vec<_>, _>>()?;
-    let (api_version, kind) =
-        if partial { (partial::API_VERSION.to_string(), partial::LIST_KIND.to_string()) } else { (rt.api_version(), format!("{}List", rt.kind)) };
+    let (api_version, kind) = if partial {
+        (partial::API_VERSION.to_string(), partial::LIST_KIND.to_string())
+    } else {
+        (rt.api_version(), format!("{}List", rt.kind))
+    };
     cbor::list(&api_version, &kind, meta.json().as_bytes(), items).map_err(|e| ApiError::internal(e.0))
 }
 

@@ -29,9 +29,9 @@ use apimachinery::list::{ListMeta, check_fields};
 use apimachinery::negotiate::{self, Endpoint, Format};
 use apimachinery::params::{ListOptions, parse_resource_version};
 use apimachinery::partial::{self, MetaVersion};
-use apimachinery::{cbor, protobuf};
 use apimachinery::status::ApiError;
 use apimachinery::table::{self, IncludeObject, unix_now};
+use apimachinery::{cbor, protobuf};
 
 /// The apiserver's limit on request bodies (3 MiB, `MaxRequestBodyBytes`).
 const MAX_BODY: usize = 3 * 1024 * 1024;
@@ -139,7 +139,6 @@ impl Encoding {
 fn header<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
     h.get(name).and_then(|v| v.to_str().ok())
 }
-
 
 /// A parsed resource path.
 #[derive(Debug)]
@@ -453,7 +452,9 @@ async fn resource(state: &Arc<State>, req: Request<Drained>, t: Target, mut enc:
                     (None, true) => (cbor::SEQ_MEDIA_TYPE, watch::Frames::Cbor),
                     (None, false) => ("application/json", watch::Frames::Json),
                 };
-                let rx = watch::watch(state.clone(), t.res, t.namespace.clone(), opts, watch::Wire { partial: partial.is_some(), encoding }).await?;
+                let rx =
+                    watch::watch(state.clone(), t.res, t.namespace.clone(), opts, watch::Wire { partial: partial.is_some(), encoding })
+                        .await?;
                 return Ok(Response::builder().header(CONTENT_TYPE, content_type).body(body::channel(rx)).expect("valid response"));
             }
             verb("list");

@@ -51,7 +51,9 @@ pub fn page(res: &CachedResource, page: Page, form: Form) -> Option<Parts> {
     };
     let (api_version, kind) = match form {
         Form::Objects => (res.info.api_version(), res.info.list_kind()),
-        Form::Metadata | Form::MetadataList => (apimachinery::partial::API_VERSION.to_string(), apimachinery::partial::LIST_KIND.to_string()),
+        Form::Metadata | Form::MetadataList => {
+            (apimachinery::partial::API_VERSION.to_string(), apimachinery::partial::LIST_KIND.to_string())
+        }
     };
     let parts = cbor::list(&api_version, &kind, page.meta.json().as_bytes(), items).ok()?;
     Some(Box::new(parts.into_iter()))
@@ -67,7 +69,10 @@ pub fn frame(res: &CachedResource, typ: EventType, o: &CachedObject, form: Form,
 /// initial events, the annotation.
 pub fn bookmark(res: &CachedResource, rv: u64, initial_events_end: bool, form: Form) -> Option<Bytes> {
     let (json, shape) = match form {
-        Form::Objects => (apimachinery::watch::bookmark_object(&res.info, rv, initial_events_end), if res.is_custom() { Shape::Plain } else { res.cbor_shape()? }),
+        Form::Objects => (
+            apimachinery::watch::bookmark_object(&res.info, rv, initial_events_end),
+            if res.is_custom() { Shape::Plain } else { res.cbor_shape()? },
+        ),
         Form::Metadata | Form::MetadataList => {
             let metadata = apimachinery::watch::bookmark_metadata(rv, initial_events_end);
             (apimachinery::partial::object([Bytes::from(metadata)]).concat(), Shape::Plain)

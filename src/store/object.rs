@@ -85,7 +85,20 @@ impl CachedObject {
         let namespace_len = m.namespace.len() as u32;
         let rv = m.resource_version;
         let extra = b.extra.into_boxed_str();
-        Ok(CachedObject { bytes, extra, key, namespace_len, rv, rv_text, uid, metadata, labels, fields, protobuf: OnceLock::new(), cbor: OnceLock::new() })
+        Ok(CachedObject {
+            bytes,
+            extra,
+            key,
+            namespace_len,
+            rv,
+            rv_text,
+            uid,
+            metadata,
+            labels,
+            fields,
+            protobuf: OnceLock::new(),
+            cbor: OnceLock::new(),
+        })
     }
 
     fn text(&self, s: Span) -> &str {

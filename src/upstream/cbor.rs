@@ -24,8 +24,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use http::header::CONTENT_TYPE;
 use http::StatusCode;
+use http::header::CONTENT_TYPE;
 use http_body_util::BodyExt;
 
 use super::client::Client;
@@ -80,7 +80,11 @@ impl CborSupport {
         tokio::spawn(async move {
             let answer = tokio::time::timeout(Duration::from_secs(10), client.get_as(&path, apimachinery::cbor::MEDIA_TYPE)).await;
             if let Ok(Ok(resp)) = answer {
-                let cbor = resp.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|t| t.starts_with(apimachinery::cbor::MEDIA_TYPE));
+                let cbor = resp
+                    .headers()
+                    .get(CONTENT_TYPE)
+                    .and_then(|v| v.to_str().ok())
+                    .is_some_and(|t| t.starts_with(apimachinery::cbor::MEDIA_TYPE));
                 let served = match resp.status() {
                     StatusCode::OK if cbor => Some(true),
                     StatusCode::NOT_ACCEPTABLE => Some(false),

@@ -97,7 +97,10 @@ fn custom_resources_are_exact_or_refused() {
     for name in ["gadget", "gadget-float"] {
         let meta = json(&format!("{name}-get.json"))["metadata"].clone();
         let meta = Object::encode(&serde_json::to_vec(&meta).unwrap(), Shape::Plain).unwrap();
-        assert_eq!(document(partial_object(Bytes::from(meta.map().concat()))).concat(), canonical(&capture(&format!("{name}-get-metadata.cbor"))));
+        assert_eq!(
+            document(partial_object(Bytes::from(meta.map().concat()))).concat(),
+            canonical(&capture(&format!("{name}-get-metadata.cbor")))
+        );
     }
 }
 
