@@ -36,36 +36,27 @@ fn is_custom(rt: &ResourceType) -> bool {
     apimachinery::resource::builtin(&rt.group, &rt.version, &rt.plural).is_none()
 }
 
-/// One item's map: the object (with its type for custom resources, whose
-/// list items carry it), or its `PartialObjectMetadata`.
-fn item(rt: &ResourceType, o: &Obj, partial: bool) -> Result<Vec<Bytes>, ApiError> {
+/// One object's map, with its kind and apiVersion when `typed` (a GET, a
+/// watch event, a custom resource's list item), or its `PartialObjectMetadata`.
+fn map(rt: &ResourceType, o: &Obj, partial: bool, typed: bool) -> Result<Vec<Bytes>, ApiError> {
     if partial {
         let meta = Object::encode(&o.served_metadata(rt), Shape::Plain).map_err(|e| ApiError::internal(e.0))?;
         return Ok(cbor::partial_object(Bytes::from(meta.map().concat())));
     }
     let shape = shape(rt).ok_or_else(|| ApiError::internal(format!("no CBOR encoding of {}", rt.kind)))?;
     let object = Object::encode(&o.item, shape).map_err(|e| ApiError::internal(format!("no CBOR encoding: {e}")))?;
-    Ok(if is_custom(rt) { object.typed_map(&rt.api_version(), &rt.kind) } else { object.map() })
-}
-
-/// The map of one object as a GET or a watch event carries it.
-fn typed(rt: &ResourceType, o: &Obj, partial: bool) -> Result<Vec<Bytes>, ApiError> {
-    if partial {
-        return item(rt, o, true);
-    }
-    let shape = shape(rt).ok_or_else(|| ApiError::internal(format!("no CBOR encoding of {}", rt.kind)))?;
-    let object = Object::encode(&o.item, shape).map_err(|e| ApiError::internal(format!("no CBOR encoding: {e}")))?;
-    Ok(object.typed_map(&rt.api_version(), &rt.kind))
+    Ok(if typed { object.typed_map(&rt.api_version(), &rt.kind) } else { object.map() })
 }
 
 /// One object's document.
 pub fn document(rt: &ResourceType, o: &Obj, partial: bool) -> Result<Vec<Bytes>, ApiError> {
-    Ok(cbor::document(typed(rt, o, partial)?))
+    Ok(cbor::document(map(rt, o, partial, true)?))
 }
 
 /// A list document of `items`.
 pub fn list<'a>(rt: &ResourceType, meta: &ListMeta, items: impl Iterator<Item = &'a Obj>, partial: bool) -> Result<Vec<Bytes>, ApiError> {
-    let items = items.map(|o| item(rt, o, partial)).collect::<Result<Vec<_>, _>>()?;
+    // Custom resources' list items carry their type (unstructured lists), built-in kinds' do not.
+    let items = items.map(|o| map(rt, o, partial, is_custom(rt))).collect::<Result<Vec<_>, _>>()?;
     let (api_version, kind) = if partial {
         (partial::API_VERSION.to_string(), partial::LIST_KIND.to_string())
     } else {
@@ -76,7 +67,7 @@ pub fn list<'a>(rt: &ResourceType, meta: &ListMeta, items: impl Iterator<Item = 
 
 /// A watch event of `o`; an ERROR event should it have no encoding.
 pub fn frame(rt: &ResourceType, typ: EventType, o: &Obj, partial: bool) -> Bytes {
-    match typed(rt, o, partial) {
+    match map(rt, o, partial, true) {
         Ok(map) => Bytes::from(cbor::watch_event(typ.as_str(), map).concat()),
         Err(e) => error_frame(&e),
     }

@@ -37,6 +37,9 @@
 //!   answered after `--consistent-read-latency-ms` (the apiserver: 5 ms of
 //!   etcd quorum read); changeable at run time ([`Sim::set_slowness`],
 //!   `POST /_sim/slow?list-mb-per-second=F&consistent-read-latency-ms=N`);
+//! - CBOR (`application/cbor`, watches as `application/cbor-seq`) with
+//!   `--cbor`, the apiserver's `CBORServingAndStorage` gate, and the
+//!   apiserver's 406 for CBOR without it (the gate's 1.36 default);
 //! - HTTPS without certificate files (`--https-ca-out`, [`loopback_tls`]):
 //!   a self-signed certificate for `127.0.0.1`, `::1` and `localhost`, made
 //!   at start, that clients trust as their CA.

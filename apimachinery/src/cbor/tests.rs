@@ -125,6 +125,27 @@ fn status_errors_are_the_apiservers_in_canonical_order() {
 }
 
 #[test]
+fn a_watch_error_is_an_error_event_around_a_status() {
+    let status = r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version: 1 (170313)","reason":"Expired","code":410}"#;
+    let ours = watch_event("ERROR", Object::encode(status.as_bytes(), Shape::Plain).unwrap().map()).concat();
+    assert_eq!(ours, canonical(&capture("configmaps-410.cbor")));
+}
+
+#[test]
+fn custom_resource_list_items_carry_their_type() {
+    // gadgets-list holds g1 and g2 (plain integers: no exact encoding) and g3 (none).
+    let list = json("gadgets-list.json");
+    let g3 = list["items"].as_array().unwrap().iter().find(|i| i["metadata"]["name"] == "g3").unwrap();
+    assert!(g3.get("kind").is_some(), "JSON items of a custom resource carry their kind");
+    let mut item = g3.clone();
+    item.as_object_mut().unwrap().retain(|k, _| k != "kind" && k != "apiVersion");
+    let ours =
+        Object::encode(&serde_json::to_vec(&item).unwrap(), Shape::Custom).unwrap().typed_map("cbor.kache.dev/v1", "Gadget").concat();
+    let theirs = canonical(&capture("gadgets-list.cbor"));
+    assert!(theirs.windows(ours.len()).any(|w| w == ours), "g3 with its kind and apiVersion is an item of the apiserver's list");
+}
+
+#[test]
 fn canonical_order_is_the_encoded_keys_order() {
     // Shorter keys first (the head holds the length), then bytewise.
     let (bytes, starts) = encode::entries(br#"{"zz":1,"apiVersion":"v1","a":-2,"kind":"K","metadata":{}}"#, Shape::Plain).unwrap();
