@@ -50,14 +50,18 @@ for ((i = 0; i < ${#objects[@]}; i += 2)); do
   get "$n-get-metadata.json" "$META_JSON" "$p"
 done
 
-# Lists: the JSON list first, then the CBOR list at the JSON list's revision
-# (other clients move the revision between two consistent reads).
-rv() { grep -o '"resourceVersion":"[0-9]*"' "$1" | head -1 | grep -o '[0-9]*'; }
+# Lists: a JSON list for its revision, then the JSON and the CBOR list at that
+# revision (other clients move the revision between two consistent reads; and
+# a list at an exact revision is the watch cache's, whose continue tokens
+# differ from etcd's).
+rv() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["metadata"]["resourceVersion"])' "$1"; }
 last_rv() { grep -o '"resourceVersion":"[0-9]*"' "$1" | tail -1 | grep -o '[0-9]*'; }
 pair() { # name accept-json accept-cbor path (without query) [query]
   local name=$1 aj=$2 ac=$3 path=$4 q=${5:+$5&}
   get "$name.json" "$aj" "$path?${5:-}"
-  get "$name.cbor" "$ac" "$path?${q}resourceVersion=$(rv "$name.json")&resourceVersionMatch=Exact"
+  local at="$path?${q}resourceVersion=$(rv "$name.json")&resourceVersionMatch=Exact"
+  get "$name.json" "$aj" "$at"
+  get "$name.cbor" "$ac" "$at"
 }
 pair configmaps-list $JSON $CBOR "$NS/configmaps"
 pair configmaps-list-metadata "$METALIST_JSON" "$METALIST_CBOR" "$NS/configmaps"
