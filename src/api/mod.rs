@@ -51,7 +51,7 @@ use tokio_rustls::TlsAcceptor;
 
 use crate::auth::Certificate;
 use crate::budget::room;
-use crate::cache::{Cache, CachedResource};
+use crate::cache::{Binary, Cache, CachedResource};
 use crate::upstream::client::Client;
 use crate::upstream::costs::{Meter, Metered, Side};
 use crate::upstream::freshness::{Decision, NotFresh};
@@ -481,19 +481,22 @@ async fn from_memory(
     }
 }
 
-/// A protobuf page of more objects than this passes through until the
-/// resource's messages are made ahead (`CachedResource::protobuf_warm`):
+/// A protobuf or CBOR page of more objects than this passes through until
+/// the resource's encodings are made ahead (`CachedResource::warm`):
 /// client-go's pages (500) cost a few tens of ms to encode, as they cost
 /// the apiserver; a whole list costs seconds.
-const PROTOBUF_PAGE: usize = 500;
+const BINARY_PAGE: usize = 500;
 
-/// Why a large protobuf read passes through while its messages are made.
-const PROTOBUF_AHEAD: &str = "protobuf being made";
-
-/// Whether a protobuf read of up to `limit` objects of `res` would make
-/// more than [`PROTOBUF_PAGE`] messages in the read; asking starts making them.
-fn protobuf_cold(res: &Arc<CachedResource>, limit: usize) -> bool {
-    limit > PROTOBUF_PAGE && res.store.view().head().len() > PROTOBUF_PAGE && !res.protobuf_warm()
+/// Why a read of up to `limit` objects of `res` in `encoding` passes through
+/// while its encodings are made: it would make more than [`BINARY_PAGE`] of
+/// them in the read; asking starts making them.
+fn cold(res: &Arc<CachedResource>, encoding: Encoding, limit: usize) -> Option<&'static str> {
+    let (binary, why) = match encoding {
+        Encoding::Json => return None,
+        Encoding::Protobuf => (Binary::Protobuf, "protobuf being made"),
+        Encoding::Cbor => (Binary::Cbor, "cbor being made"),
+    };
+    (limit > BINARY_PAGE && res.store.view().head().len() > BINARY_PAGE && !res.warm(binary)).then_some(why)
 }
 
 /// A list or watch from memory, an error `Status`, or why the request passes through.
@@ -529,9 +532,9 @@ async fn serve_collection(
             api.counters.watches_passed_through.fetch_add(1, Ordering::Relaxed);
             return Err("watch form");
         }
-        if layout.encoding == Encoding::Protobuf && opts.sends_initial_events() && protobuf_cold(t.res, usize::MAX) {
+        if let Some(why) = opts.sends_initial_events().then(|| cold(t.res, layout.encoding, usize::MAX)).flatten() {
             api.counters.watches_passed_through.fetch_add(1, Ordering::Relaxed);
-            return Err(PROTOBUF_AHEAD);
+            return Err(why);
         }
         let ends = watch::Ends { stopping: api.stopping.subscribe(), access };
         let answer =
@@ -553,13 +556,13 @@ async fn serve_collection(
         // A list asking for the single-object form gets the apiserver's 406.
         return Err("encoding");
     }
-    // Decided before any wait for a proof: a large protobuf list goes upstream at once while its messages are made.
+    // Decided before any wait for a proof: a large protobuf or CBOR list goes upstream at once while its encodings are made.
     let limit = match usize::try_from(opts.limit) {
         Ok(n) if n > 0 && opts.resource_version != "0" => n,
         _ => usize::MAX,
     };
-    if layout.encoding == Encoding::Protobuf && protobuf_cold(t.res, limit) {
-        return Err(PROTOBUF_AHEAD);
+    if let Some(why) = cold(t.res, layout.encoding, limit) {
+        return Err(why);
     }
     match list::list(t.res, t.namespace, &opts, &api.config.waits, decision).await {
         Ok(Answer::Page(page)) => {

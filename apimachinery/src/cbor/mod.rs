@@ -88,6 +88,7 @@ impl Object {
     }
 
     /// The encoded value of the entry `key`, shared.
+    #[cfg(test)]
     pub fn get(&self, key: &str) -> Option<Bytes> {
         let want = string(key);
         (0..self.starts.len()).map(|i| self.entry(i)).find(|e| e.starts_with(&want)).map(|e| e.slice(want.len()..))
