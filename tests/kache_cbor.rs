@@ -140,6 +140,29 @@ fn cbor_is_answered_from_memory_as_the_simulator_writes_it_when_upstream_serves_
     let lists = metric(&kache, "kache_lists_served_total");
     same(&kache, &sim, &format!("{widgets}?resourceVersion=0"), META);
     assert_eq!(metric(&kache, "kache_lists_served_total"), lists + 1);
+
+    // Live events: ADDED, MODIFIED and DELETED frames as the simulator writes them.
+    let rv = sim.get("/api/v1/namespaces/default/secrets").json()["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+    let live = format!("/api/v1/namespaces/default/secrets?watch=1&resourceVersion={rv}&timeoutSeconds=3");
+    let watches = metric(&kache, "kache_watches_served_total");
+    let (k, s) = std::thread::scope(|scope| {
+        let k = scope.spawn(|| kache.request("GET", &live, &[("accept", CBOR)], None));
+        let s = scope.spawn(|| sim.request("GET", &live, &[("accept", CBOR)], None));
+        std::thread::sleep(Duration::from_millis(500));
+        let s2 = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s2", "namespace": "default"}, "data": {"k": "dg=="}});
+        assert_eq!(sim.post("/api/v1/namespaces/default/secrets", &s2).status, 201);
+        let patch = [("content-type", "application/merge-patch+json")];
+        let patched = sim.request("PATCH", "/api/v1/namespaces/default/secrets/s2", &patch, Some(br#"{"data":{"k":"dzI="}}"#));
+        assert_eq!(patched.status, 200, "{}", patched.text());
+        assert_eq!(sim.request("DELETE", "/api/v1/namespaces/default/secrets/s2", &[], None).status, 200);
+        (k.join().unwrap(), s.join().unwrap())
+    });
+    assert_eq!((k.status, k.header("content-type")), (200, Some("application/cbor-seq")));
+    assert!(k.body == s.body, "kache {} bytes, simulator {}", k.body.len(), s.body.len());
+    for typ in [&b"\x45ADDED"[..], b"\x48MODIFIED", b"\x47DELETED"] {
+        assert!(k.body.windows(typ.len()).any(|w| w == typ), "{}", String::from_utf8_lossy(typ));
+    }
+    assert_eq!(metric(&kache, "kache_watches_served_total"), watches + 1, "the live watch from memory");
 }
 
 #[test]
