@@ -102,6 +102,14 @@ fn cbor_is_answered_from_memory_as_the_simulator_writes_it_when_upstream_serves_
     let table = kache.request("GET", "/api/v1/pods", &[("accept", "application/cbor;as=Table;v=v1;g=meta.k8s.io")], None);
     assert_eq!(table.status, 406);
     assert_eq!(metric(&kache, "kache_passed_through_total"), passed + 1, "only the Table passed through");
+    // Nothing acceptable: the apiserver's 406, naming CBOR among its representations.
+    let refused = same(&kache, &sim, "/api/v1/pods?resourceVersion=0", "text/html");
+    assert_eq!(refused.status, 406);
+    assert!(refused.text().contains("application/cbor, application/json;stream=watch"), "{}", refused.text());
+    // A bad request: the apiserver's 400 Status, in CBOR.
+    let bad = same(&kache, &sim, "/api/v1/pods?resourceVersion=0&labelSelector=a%3D%3D%3Db", CBOR);
+    assert_eq!(bad.status, 400);
+    assert!(bad.body.starts_with(SELF_DESCRIBED), "{}", bad.text());
 
     // A streaming list as a CBOR sequence: ADDED for every pod, then the initial-events-end bookmark.
     let path = format!(

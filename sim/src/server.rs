@@ -419,7 +419,8 @@ async fn resource(state: &Arc<State>, req: Request<Drained>, t: Target, mut enc:
     // Custom resources have protobuf for metadata-only answers, not for their objects.
     let base = if message.is_some() { Endpoint::BUILTIN } else { Endpoint::CUSTOM }.with_cbor(state.config.cbor);
     let endpoint = Endpoint { tables: printer.is_some(), ..base };
-    let media = negotiate::negotiate(header(req.headers(), ACCEPT.as_str()), &endpoint).ok_or_else(ApiError::not_acceptable)?;
+    let media = negotiate::negotiate(header(req.headers(), ACCEPT.as_str()), &endpoint)
+        .ok_or_else(|| ApiError::not_acceptable_gated(state.config.cbor))?;
     enc.protobuf = media.format == Format::Protobuf;
     enc.cbor = media.format == Format::Cbor;
     enc.yaml = media.format == Format::Yaml;
@@ -441,7 +442,7 @@ async fn resource(state: &Arc<State>, req: Request<Drained>, t: Target, mut enc:
                 verb("watch");
                 if enc.yaml {
                     // YAML has no stream form: the apiserver's 406, written in the YAML asked for.
-                    let e = ApiError::not_acceptable();
+                    let e = ApiError::not_acceptable_gated(state.config.cbor);
                     return Ok(enc.respond(StatusCode::NOT_ACCEPTABLE, vec![Bytes::from(e.body())]));
                 }
                 if state.initializing() {

@@ -146,6 +146,13 @@ fn custom_resource_list_items_carry_their_type() {
 }
 
 #[test]
+fn the_gated_406_names_cbor_as_the_apiserver_does() {
+    let theirs = json("configmaps-list-406.json");
+    let ours: Value = serde_json::from_slice(&crate::status::ApiError::not_acceptable_gated(true).body()).unwrap();
+    assert_eq!(ours, theirs);
+}
+
+#[test]
 fn canonical_order_is_the_encoded_keys_order() {
     // Shorter keys first (the head holds the length), then bytewise.
     let (bytes, starts) = encode::entries(br#"{"zz":1,"apiVersion":"v1","a":-2,"kind":"K","metadata":{}}"#, Shape::Plain).unwrap();

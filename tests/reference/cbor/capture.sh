@@ -76,6 +76,7 @@ get pods-table.cbor "$TABLE_CBOR" "$NS/pods"
 get gadgets-table.cbor "$TABLE_CBOR" /apis/cbor.kache.dev/v1/namespaces/cbor-ref/gadgets
 
 # Status errors.
+get configmaps-list-406.json text/html "$NS/configmaps"
 get configmap-404.cbor $CBOR "$NS/configmaps/missing"
 get configmaps-410.cbor $CBOR "$NS/configmaps?watch=1&resourceVersion=1"
 get configmaps-list-410.cbor $CBOR "$NS/configmaps?limit=1&continue=eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6Miwic3RhcnQiOiJ4In0"
