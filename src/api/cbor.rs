@@ -6,7 +6,8 @@
 //! are shuffled, so equal to these only once re-sorted).
 //!
 //! Invariants: every object's map comes from [`CachedResource::cbor_map`],
-//! encoded once per revision and shared by every page and event; an object
+//! encoded once per revision and shared by every page and event (metadata-
+//! only maps, a few hundred bytes, are made afresh per answer); an object
 //! without an exact encoding (a custom resource's plain integers may be
 //! stored floats) makes the whole answer `None`, so the caller passes the
 //! request through or ends the stream — never a partial or guessed answer.

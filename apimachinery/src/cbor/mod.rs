@@ -77,12 +77,13 @@ impl Object {
     /// The object's map with `kind` and `apiVersion` set (a GET's or a
     /// watch event's object), in parts sharing its bytes.
     pub fn typed_map(&self, api_version: &str, kind: &str) -> Vec<Bytes> {
-        let extra = [entry("kind", &string(kind)), entry("apiVersion", &string(api_version))].map(Bytes::from);
-        let mut entries: Vec<Bytes> =
-            (0..self.starts.len()).map(|i| self.entry(i)).filter(|e| !extra.iter().any(|x| e.starts_with(&x[..key_len(x)]))).collect();
         // An entry starts with its key, and no encoded key is a prefix of
-        // another (the head holds the length): entries sort by their bytes.
-        entries.extend(extra);
+        // another (the head holds the length): an entry is found by its
+        // key's prefix, and entries sort by their bytes.
+        let keys = [string("kind"), string("apiVersion")];
+        let mut entries: Vec<Bytes> =
+            (0..self.starts.len()).map(|i| self.entry(i)).filter(|e| !keys.iter().any(|k| e.starts_with(k))).collect();
+        entries.extend([entry("kind", &string(kind)), entry("apiVersion", &string(api_version))].map(Bytes::from));
         entries.sort_unstable();
         std::iter::once(map_head(entries.len())).chain(entries).collect()
     }
@@ -100,17 +101,6 @@ impl Object {
         let end = self.starts.get(i + 1).map_or(self.entries.len(), |&e| e as usize);
         self.entries.slice(start..end)
     }
-}
-
-/// The length of the encoded string (an entry's key) that starts `bytes`.
-fn key_len(bytes: &[u8]) -> usize {
-    let (len, head) = match bytes[0] & 0x1f {
-        n @ 0..=23 => (usize::from(n), 1),
-        24 => (usize::from(bytes[1]), 2),
-        25 => (usize::from(u16::from_be_bytes([bytes[1], bytes[2]])), 3),
-        _ => (u32::from_be_bytes([bytes[1], bytes[2], bytes[3], bytes[4]]) as usize, 5),
-    };
-    head + len
 }
 
 /// A map head for `n` entries.
