@@ -205,3 +205,26 @@ fn with_the_gate_off_upstream_every_cbor_request_gets_the_apiservers_answer() {
         (metric(&kache, "kache_lists_served_total") > lists).then_some(())
     });
 }
+
+#[test]
+fn an_apiserver_restarted_without_cbor_behind_kache_is_followed_once_kache_watches_it_again() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let sim = Process::sim_at(port, &["--cbor", "--pods", "10"]);
+    let kache = Process::kache(&sim.url, &["--resources", "pods"]);
+    ready(&kache);
+    learned(&kache, "/api/v1/pods");
+    // The apiserver comes back with its gate off: kache's watch ends, and what it learned with it.
+    drop(sim);
+    let _sim = Process::sim_at(port, &["--pods", "10"]);
+    let refused = eventually(Duration::from_secs(60), "the apiserver's 406 through kache", || {
+        let r = kache.request("GET", "/api/v1/pods?resourceVersion=0", &[("accept", CBOR)], None);
+        (r.status == 406).then_some(r)
+    });
+    assert!(!refused.text().contains("application/cbor"), "the gate is off: {}", refused.text());
+    ready(&kache);
+    for _ in 0..3 {
+        let passed = metric(&kache, "kache_passed_through_total");
+        assert_eq!(kache.request("GET", "/api/v1/pods?resourceVersion=0", &[("accept", CBOR)], None).status, 406);
+        assert_eq!(metric(&kache, "kache_passed_through_total"), passed + 1, "passed through");
+    }
+}

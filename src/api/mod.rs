@@ -276,12 +276,13 @@ fn answer(client: &Client, res: &CachedResource, headers: &HeaderMap, query: &st
     // learns it (`upstream::cbor`).
     let without = negotiate::negotiate(accept, &endpoint);
     let with = negotiate::negotiate(accept, &endpoint.with_cbor(true));
-    let media = match res.cbor.known() {
+    let watch = res.status.watches.load(Ordering::Relaxed);
+    let media = match res.cbor.known(watch) {
         _ if with == without => with?,
         Some(true) => with?,
         Some(false) => without?,
         None => {
-            res.cbor.learn(client, &res.info.collection_path());
+            res.cbor.learn(client, &res.info.collection_path(), watch);
             return None;
         }
     };

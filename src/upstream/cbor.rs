@@ -11,14 +11,18 @@
 //! served; 406 means not; anything else (an error, a timeout) learns
 //! nothing and the next such request probes again.
 //!
-//! When it is re-learned: what was learned holds for [`RELEARN`]; after
+//! When it is re-learned: what was learned holds while the resource's
+//! reflector keeps the watch it had then, and at most [`RELEARN`]; after
 //! that the next request that depends on it passes through and probes
-//! again — so an apiserver upgraded (or its gate flipped) behind a kache
-//! that keeps running is followed within [`RELEARN`] plus one probe, and a
-//! resource nobody asks CBOR of costs no probes at all.
+//! again. An apiserver restarted — upgraded, or its gate flipped — behind a
+//! kache that keeps running ends that watch, so it is followed as soon as
+//! the reflector watches again (and within [`RELEARN`] should a restart
+//! behind a load balancer keep the watch); a resource nobody asks CBOR of
+//! costs no probes at all.
 //!
 //! Invariant: [`CborSupport::known`] is `Some` only with an answer of the
-//! apiserver younger than [`RELEARN`].
+//! apiserver younger than [`RELEARN`], given since the reflector's current
+//! watch started.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
@@ -41,6 +45,8 @@ const REFUSED: u8 = 2;
 #[derive(Debug)]
 pub struct CborSupport {
     state: AtomicU8,
+    /// The reflector's watch count (`ReflectorStatus::watches`) when it was learned.
+    watch: AtomicU64,
     /// When it was learned, in milliseconds since `epoch`.
     learned_ms: AtomicU64,
     epoch: Instant,
@@ -49,30 +55,38 @@ pub struct CborSupport {
 
 impl Default for CborSupport {
     fn default() -> Self {
-        CborSupport { state: AtomicU8::new(UNKNOWN), learned_ms: AtomicU64::new(0), epoch: Instant::now(), probing: AtomicBool::new(false) }
+        CborSupport {
+            state: AtomicU8::new(UNKNOWN),
+            watch: AtomicU64::new(0),
+            learned_ms: AtomicU64::new(0),
+            epoch: Instant::now(),
+            probing: AtomicBool::new(false),
+        }
     }
 }
 
 impl CborSupport {
-    /// Whether the apiserver serves CBOR for the resource, if learned within [`RELEARN`].
-    pub fn known(&self) -> Option<bool> {
+    /// Whether the apiserver serves CBOR for the resource, if learned within
+    /// [`RELEARN`] and during the reflector's watch number `watch`.
+    pub fn known(&self, watch: u64) -> Option<bool> {
         let age = self.epoch.elapsed().saturating_sub(Duration::from_millis(self.learned_ms.load(Ordering::Acquire)));
         match self.state.load(Ordering::Acquire) {
-            _ if age > RELEARN => None,
+            _ if age > RELEARN || self.watch.load(Ordering::Acquire) != watch => None,
             SERVED => Some(true),
             REFUSED => Some(false),
             _ => None,
         }
     }
 
-    fn set(&self, served: bool) {
+    fn set(&self, served: bool, watch: u64) {
+        self.watch.store(watch, Ordering::Release);
         self.learned_ms.store(self.epoch.elapsed().as_millis() as u64, Ordering::Release);
         self.state.store(if served { SERVED } else { REFUSED }, Ordering::Release);
     }
 
     /// Starts a probe of `collection` (the resource's list path) unless one
-    /// is under way.
-    pub fn learn(self: &Arc<Self>, client: &Client, collection: &str) {
+    /// is under way; its answer counts for the reflector's watch number `watch`.
+    pub fn learn(self: &Arc<Self>, client: &Client, collection: &str, watch: u64) {
         if self.probing.swap(true, Ordering::AcqRel) {
             return;
         }
@@ -93,7 +107,7 @@ impl CborSupport {
                 let _ = resp.into_body().collect().await;
                 if let Some(served) = served {
                     tracing::info!(%path, served, "learned whether the apiserver serves CBOR");
-                    me.set(served);
+                    me.set(served, watch);
                 }
             }
             me.probing.store(false, Ordering::Release);
@@ -106,15 +120,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn an_answer_holds_for_relearn_only() {
+    fn an_answer_holds_for_its_watch_and_relearn_only() {
         let s = CborSupport::default();
-        assert_eq!(s.known(), None);
-        s.set(true);
-        assert_eq!(s.known(), Some(true));
-        s.set(false);
-        assert_eq!(s.known(), Some(false));
+        assert_eq!(s.known(1), None);
+        s.set(true, 1);
+        assert_eq!(s.known(1), Some(true));
+        assert_eq!(s.known(2), None, "learned during another watch");
+        s.set(false, 2);
+        assert_eq!(s.known(2), Some(false));
         let old = CborSupport { epoch: Instant::now() - RELEARN - Duration::from_secs(1), ..CborSupport::default() };
         old.state.store(SERVED, Ordering::Release);
-        assert_eq!(old.known(), None, "learned at the epoch, longer ago than RELEARN");
+        assert_eq!(old.known(0), None, "learned at the epoch, longer ago than RELEARN");
     }
 }
