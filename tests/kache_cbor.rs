@@ -121,7 +121,9 @@ fn cbor_is_answered_from_memory_as_the_simulator_writes_it_when_upstream_serves_
     let events = stream.body.windows(3).filter(|w| *w == SELF_DESCRIBED).count();
     assert_eq!(events, 2 * 151, "150 ADDED and a BOOKMARK, each a document around a document");
     assert!(stream.body.windows(25).any(|w| w == b"k8s.io/initial-events-end"));
-    assert_eq!(metric(&kache, "kache_watches_served_total"), watches + 1, "the watch from memory");
+    let metadata = same(&kache, &sim, &path, META_ONE);
+    assert!(metadata.body.windows(22).any(|w| w == b"\x55PartialObjectMetadata"), "metadata-only events");
+    assert_eq!(metric(&kache, "kache_watches_served_total"), watches + 2, "the watches from memory");
 
     // A custom resource: from memory while its objects have no plain integers (a stored float may show as one in JSON)…
     learned(&kache, "/apis/example.com/v1/widgets");

@@ -119,6 +119,19 @@ fn watch_events_are_the_apiservers_in_canonical_order() {
 }
 
 #[test]
+fn metadata_watch_events_are_the_apiservers_in_canonical_order() {
+    // The same watch as PartialObjectMetadata: each event's metadata, the bookmark's too.
+    let text = String::from_utf8(capture("configmaps-watch-initial.json")).unwrap();
+    let mut ours = Vec::new();
+    for line in text.lines() {
+        let event: Value = serde_json::from_str(line).unwrap();
+        let meta = Object::encode(&serde_json::to_vec(&event["object"]["metadata"]).unwrap(), Shape::Plain).unwrap();
+        ours.extend(watch_event(event["type"].as_str().unwrap(), partial_object(Bytes::from(meta.map().concat()))).concat());
+    }
+    assert_eq!(ours, canonical(&capture("configmaps-watch-metadata.cbor-seq")));
+}
+
+#[test]
 fn status_errors_are_the_apiservers_in_canonical_order() {
     let status = r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"configmaps \"missing\" not found","reason":"NotFound","details":{"name":"missing","kind":"configmaps"},"code":404}"#;
     assert_eq!(plain_document(status.as_bytes()).unwrap(), canonical(&capture("configmap-404.cbor")));
