@@ -18,10 +18,10 @@ use apimachinery::resource::Resource;
 use bytes::Bytes;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use kache::api::Waits;
-use kache::api::form::{Form, Wire};
+use kache::api::form::{Encoding, Form, Wire};
 
 /// The objects, in JSON.
-const JSON: Wire = Wire { form: Form::Objects, protobuf: false };
+const JSON: Wire = Wire { form: Form::Objects, encoding: Encoding::Json };
 use kache::api::filter::Filter;
 use kache::api::list::{self, Answer};
 use kache::api::watch::{Dispatcher, Subscription};

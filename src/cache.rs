@@ -92,10 +92,17 @@ pub struct CachedResource {
     protobuf: Option<String>,
     /// Set once an object had no protobuf encoding: protobuf requests then pass through.
     protobuf_failed: AtomicBool,
-    /// The store epoch whose head has every object's protobuf message made ([`CachedResource::protobuf_warm`]).
-    protobuf_warm: AtomicU64,
-    /// Set while a warm-up runs.
-    protobuf_warming: AtomicBool,
+    /// Warm-ups of its objects' protobuf messages and CBOR maps ([`CachedResource::warm`]), by [`Binary`].
+    warm: [Warm; 2],
+    /// How its objects are written in CBOR (`None`: a built-in kind the
+    /// protobuf schema, which says which strings are `[]byte`, lacks).
+    cbor_shape: Option<apimachinery::cbor::Shape>,
+    /// Set once an object had no exact CBOR encoding: CBOR requests for its
+    /// objects then pass through (a stream that ended for it must not be
+    /// answered from memory again, and fail again, when it resumes).
+    cbor_failed: AtomicBool,
+    /// Whether the apiserver serves it in CBOR, as last learned.
+    pub cbor: Arc<crate::upstream::cbor::CborSupport>,
     /// A custom resource (served from a CRD, stored unstructured): see [`is_custom`].
     custom: bool,
     /// For a custom resource: the cached CRDs, whose columns its Tables follow.
@@ -119,6 +126,10 @@ impl CachedResource {
         let builtin = apimachinery::resource::builtin(&info.group, &info.version, &info.plural).is_some();
         let protobuf = builtin.then(|| apimachinery::protobuf::message_name(&info.api_version(), &info.kind)).flatten();
         let custom = is_custom(&info);
+        let cbor_shape = match custom {
+            true => Some(apimachinery::cbor::Shape::Custom),
+            false => builtin.then(|| apimachinery::cbor::Shape::builtin(&info.api_version(), &info.kind)).flatten(),
+        };
         CachedResource {
             info,
             store,
@@ -127,8 +138,10 @@ impl CachedResource {
             type_prefix,
             protobuf,
             protobuf_failed: AtomicBool::new(false),
-            protobuf_warm: AtomicU64::new(u64::MAX),
-            protobuf_warming: AtomicBool::new(false),
+            warm: Default::default(),
+            cbor_shape,
+            cbor_failed: AtomicBool::new(false),
+            cbor: Arc::default(),
             custom,
             crds: OnceLock::new(),
             crd_printer: Mutex::new(None),
@@ -227,34 +240,63 @@ impl CachedResource {
         Some(vec![Bytes::from(head), Bytes::from(meta)])
     }
 
+    /// How its objects are written in CBOR, while kache can write them.
+    pub fn cbor_shape(&self) -> Option<apimachinery::cbor::Shape> {
+        self.cbor_shape.filter(|_| !self.cbor_failed.load(Ordering::Relaxed))
+    }
+
+    /// `o`'s CBOR map (at `rv` when given), with its `kind` and `apiVersion`
+    /// when `typed` (a GET's or a watch event's object, and a custom
+    /// resource's list item); `None` when it has no exact CBOR encoding.
+    pub fn cbor_map(&self, o: &CachedObject, rv: Option<u64>, typed: bool) -> Option<Vec<Bytes>> {
+        let shape = self.cbor_shape()?;
+        let at;
+        let object = match rv {
+            None => o.cbor(shape),
+            Some(rv) => {
+                at = o.cbor_at(shape, rv);
+                at.as_ref()
+            }
+        };
+        let Some(object) = object else {
+            if !self.cbor_failed.swap(true, Ordering::Relaxed) {
+                let why = apimachinery::cbor::Object::encode(o.bytes(), shape).err().map(|e| e.0).unwrap_or_default();
+                tracing::warn!(resource = %self.info.qualified(), object = %o.key(), %why, "an object has no exact CBOR encoding here; CBOR requests for this resource now pass through");
+            }
+            return None;
+        };
+        Some(if typed { object.typed_map(&self.info.api_version(), &self.info.kind) } else { object.map() })
+    }
+
     /// The schema name of its protobuf message, when it speaks protobuf.
     pub fn protobuf_message(&self) -> Option<&str> {
         self.protobuf.as_deref().filter(|_| self.speaks_protobuf())
     }
 
-    /// Whether the head's objects all have their protobuf messages made, so
-    /// a large protobuf answer (a whole list, a watch's initial events)
-    /// costs no encoding. The first time this is asked after a list (at
-    /// start, or a re-list) they do not, and a warm-up starts in the
-    /// background: every object of the head encoded once, on half the cores.
-    /// Large protobuf answers pass through until it is done, so the first
-    /// protobuf informer after a start is as fast as going direct, not
-    /// slower. Objects that arrive later are encoded as their events are
-    /// framed. Only resources read in protobuf pay the messages' memory
-    /// (about two thirds of the objects' JSON); a warm-up of 50,000 pods
-    /// takes about 2.5 s of CPU.
-    pub fn protobuf_warm(self: &Arc<Self>) -> bool {
-        if self.protobuf_warm.load(Ordering::Acquire) == self.store.view().epoch() {
+    /// Whether the head's objects all have their `binary` encodings made
+    /// (protobuf messages, CBOR maps), so a large answer in it (a whole
+    /// list, a watch's initial events) costs no encoding. The first time
+    /// this is asked after a list (at start, or a re-list) they do not, and
+    /// a warm-up starts in the background: every object of the head encoded
+    /// once, on half the cores. Large answers in that encoding pass through
+    /// until it is done, so the first protobuf (or CBOR) informer after a
+    /// start is as fast as going direct, not slower. Objects that arrive
+    /// later are encoded as their events are framed. Only resources read in
+    /// an encoding pay its memory (protobuf: about two thirds of the
+    /// objects' JSON); a protobuf warm-up of 50,000 pods takes about 2.5 s of CPU.
+    pub fn warm(self: &Arc<Self>, binary: Binary) -> bool {
+        let warm = &self.warm[binary as usize];
+        if warm.epoch.load(Ordering::Acquire) == self.store.view().epoch() {
             return true;
         }
-        if !self.protobuf_warming.swap(true, Ordering::AcqRel) {
+        if !warm.running.swap(true, Ordering::AcqRel) {
             let me = self.clone();
-            tokio::task::spawn_blocking(move || me.warm_protobuf());
+            tokio::task::spawn_blocking(move || me.make_ahead(binary));
         }
         false
     }
 
-    fn warm_protobuf(&self) {
+    fn make_ahead(&self, binary: Binary) {
         let started = std::time::Instant::now();
         let view = self.store.view();
         let objects: Vec<&Arc<CachedObject>> = view.head().iter().collect();
@@ -264,14 +306,18 @@ impl CachedResource {
             for chunk in objects.chunks(objects.len().div_ceil(threads).max(1)) {
                 s.spawn(move || {
                     for o in chunk {
-                        self.protobuf_of(o, None);
+                        match binary {
+                            Binary::Protobuf => drop(self.protobuf_of(o, None)),
+                            Binary::Cbor => drop(self.cbor_map(o, None, false)),
+                        }
                     }
                 });
             }
         });
-        self.protobuf_warm.store(view.epoch(), Ordering::Release);
-        self.protobuf_warming.store(false, Ordering::Release);
-        tracing::info!(resource = %self.info.qualified(), objects = objects.len(), took = ?started.elapsed(), "protobuf made ahead of large reads");
+        let warm = &self.warm[binary as usize];
+        warm.epoch.store(view.epoch(), Ordering::Release);
+        warm.running.store(false, Ordering::Release);
+        tracing::info!(resource = %self.info.qualified(), objects = objects.len(), took = ?started.elapsed(), "{} made ahead of large reads", binary.name());
     }
 
     /// `o`'s protobuf message (at `rv` when given); `None` when it has none,
@@ -353,6 +399,38 @@ impl CachedResource {
 /// selectors that select few objects of many, as the apiserver's cache
 /// indexes pods by node.
 const INDEXED_FIELDS: &[&str] = &["spec.nodeName"];
+
+/// An encoding made per object and kept with it, ahead of large reads ([`CachedResource::warm`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Binary {
+    Protobuf,
+    Cbor,
+}
+
+impl Binary {
+    /// `protobuf` or `cbor`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Binary::Protobuf => "protobuf",
+            Binary::Cbor => "cbor",
+        }
+    }
+}
+
+/// Where the warm-up of one [`Binary`] encoding stands.
+#[derive(Debug)]
+struct Warm {
+    /// The store epoch whose head has every object's encoding made.
+    epoch: AtomicU64,
+    /// Set while a warm-up runs.
+    running: AtomicBool,
+}
+
+impl Default for Warm {
+    fn default() -> Self {
+        Warm { epoch: AtomicU64::new(u64::MAX), running: AtomicBool::new(false) }
+    }
+}
 
 /// The protobuf message of object metadata.
 pub const OBJECT_META: &str = "apimachinery.pkg.apis.meta.v1.ObjectMeta";

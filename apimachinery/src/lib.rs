@@ -20,6 +20,8 @@
 //!   built-in kinds (selectable fields, zero objects, discovery names).
 //! - [`partial`]: metadata-only objects and lists (`PartialObjectMetadata`).
 //! - [`table`]: Tables (`as=Table`) with the apiserver's printers.
+//! - [`cbor`]: CBOR objects, lists, watch events and errors encoded from JSON
+//!   in the canonical order of the apiserver's deterministic encoder.
 //! - [`protobuf`]: Kubernetes protobuf: objects, lists and watch frames
 //!   encoded from JSON byte for byte as the apiserver writes them, and the
 //!   request bodies kubectl sends.
@@ -33,6 +35,7 @@
 //! - [`yaml`]: YAML as the apiserver writes it (`JSONToYAML`), byte for byte.
 
 pub mod auth;
+pub mod cbor;
 pub mod continue_token;
 pub mod gostr;
 pub mod json;

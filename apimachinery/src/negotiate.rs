@@ -20,6 +20,8 @@ pub enum Format {
     Yaml,
     /// `application/vnd.kubernetes.protobuf`.
     Protobuf,
+    /// `application/cbor`, behind the apiserver's `CBORServingAndStorage` gate.
+    Cbor,
 }
 
 impl Format {
@@ -29,6 +31,7 @@ impl Format {
             Format::Json => "application/json",
             Format::Yaml => "application/yaml",
             Format::Protobuf => "application/vnd.kubernetes.protobuf",
+            Format::Cbor => "application/cbor",
         }
     }
 
@@ -105,6 +108,31 @@ impl Endpoint {
         tables: true,
         metadata: true,
     };
+
+    /// A built-in resource of kube-apiserver with `CBORServingAndStorage` on.
+    pub const BUILTIN_CBOR: Endpoint = Endpoint {
+        formats: &[Format::Json, Format::Yaml, Format::Protobuf, Format::Cbor],
+        plain: &[Format::Json, Format::Yaml, Format::Protobuf, Format::Cbor],
+        tables: true,
+        metadata: true,
+    };
+    /// A custom resource of kube-apiserver with `CBORServingAndStorage` on.
+    pub const CUSTOM_CBOR: Endpoint = Endpoint {
+        formats: &[Format::Json, Format::Yaml, Format::Protobuf, Format::Cbor],
+        plain: &[Format::Json, Format::Yaml, Format::Cbor],
+        tables: true,
+        metadata: true,
+    };
+
+    /// This endpoint (`BUILTIN` or `CUSTOM`) as it is with or without CBOR.
+    pub fn with_cbor(&self, cbor: bool) -> Endpoint {
+        match (cbor, self.plain.contains(&Format::Protobuf)) {
+            (false, true) => Endpoint::BUILTIN,
+            (false, false) => Endpoint::CUSTOM,
+            (true, true) => Endpoint::BUILTIN_CBOR,
+            (true, false) => Endpoint::CUSTOM_CBOR,
+        }
+    }
 
     /// `AllowsMediaTypeTransform`: Tables only in JSON and YAML, metadata-only in any format.
     fn allows(&self, format: Format, convert: Option<&Conversion>) -> bool {
@@ -264,6 +292,23 @@ mod tests {
         assert_eq!(pick("application/json;stream=watch", b).map(|p| p.0), Some(Format::Json));
         assert_eq!(pick("application/yaml;stream=watch", b), None);
         assert!(negotiate(Some("application/json;pretty=1"), b).unwrap().pretty);
+    }
+
+    #[test]
+    fn cbor_is_served_only_behind_the_gate() {
+        let (b, c) = (&Endpoint::BUILTIN, &Endpoint::BUILTIN_CBOR);
+        assert_eq!(pick("application/cbor", b), None, "gate off: 406");
+        assert_eq!(pick("application/cbor, application/json", b), Some((Format::Json, None)));
+        assert_eq!(pick("application/cbor", c), Some((Format::Cbor, None)));
+        assert_eq!(pick("application/cbor, application/json", c), Some((Format::Cbor, None)));
+        assert_eq!(pick("application/cbor-seq", c), None, "a watch asks for application/cbor");
+        assert_eq!(pick("application/cbor;as=Table;v=v1;g=meta.k8s.io", c), None, "no CBOR tables");
+        assert_eq!(
+            pick("application/cbor;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1", c),
+            Some((Format::Cbor, Some("PartialObjectMetadataList".into())))
+        );
+        assert_eq!(pick("application/cbor", &Endpoint::CUSTOM.with_cbor(true)), Some((Format::Cbor, None)), "custom resources have CBOR");
+        assert_eq!(Endpoint::BUILTIN_CBOR.with_cbor(false), Endpoint::BUILTIN);
     }
 
     #[test]

@@ -187,12 +187,19 @@ impl ApiError {
 
     /// 406 when no requested media type can be served.
     pub fn not_acceptable() -> Self {
-        Self::new(
-            406,
-            "NotAcceptable",
-            "406: Not Acceptable\n\nAvailable representations: application/json, application/yaml, application/vnd.kubernetes.protobuf, application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch",
-        )
-        .with_empty_details()
+        Self::not_acceptable_gated(false)
+    }
+
+    /// [`ApiError::not_acceptable`] of an apiserver with its
+    /// `CBORServingAndStorage` gate on (`cbor`), whose representations
+    /// include CBOR (as kube-apiserver 1.36.2 lists them).
+    pub fn not_acceptable_gated(cbor: bool) -> Self {
+        let representations = if cbor {
+            "application/json, application/yaml, application/vnd.kubernetes.protobuf, application/cbor, application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch, application/cbor-seq"
+        } else {
+            "application/json, application/yaml, application/vnd.kubernetes.protobuf, application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch"
+        };
+        Self::new(406, "NotAcceptable", format!("406: Not Acceptable\n\nAvailable representations: {representations}")).with_empty_details()
     }
 
     /// 406 for a representation the object cannot take, with the apiserver's reason.

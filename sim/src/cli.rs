@@ -63,6 +63,10 @@ pub struct SimArgs {
     /// `--feature-gates=ShardedListAndWatch=true`): serve `shardSelector`.
     #[arg(long)]
     pub sharded_list_and_watch: bool,
+    /// Serve CBOR (`application/cbor`), as kube-apiserver does with its `CBORServingAndStorage`
+    /// feature gate on; without it CBOR requests get 406, as with the gate off (1.36's default).
+    #[arg(long)]
+    pub cbor: bool,
 }
 
 /// How `kache sim` serves: TLS, client certificates, HTTP/2 settings and how
@@ -155,6 +159,7 @@ impl SimArgs {
             http2_max_streams_per_connection: serving.http2_max_streams_per_connection,
             slowness,
             sharded_list_and_watch: self.sharded_list_and_watch,
+            cbor: self.cbor,
             ..SimConfig::default()
         })
     }

@@ -44,6 +44,9 @@
 //!   answered after `--consistent-read-latency-ms` (the apiserver: 5 ms of
 //!   etcd quorum read); changeable at run time ([`Sim::set_slowness`],
 //!   `POST /_sim/slow?list-mb-per-second=F&consistent-read-latency-ms=N`);
+//! - CBOR (`application/cbor`, watches as `application/cbor-seq`) with
+//!   `--cbor`, the apiserver's `CBORServingAndStorage` gate, and the
+//!   apiserver's 406 for CBOR without it (the gate's 1.36 default);
 //! - HTTPS without certificate files (`--https-ca-out`, [`loopback_tls`]):
 //!   a self-signed certificate for `127.0.0.1`, `::1` and `localhost`, made
 //!   at start, that clients trust as their CA.
@@ -55,6 +58,7 @@
 
 mod auth;
 mod body;
+mod cbor;
 mod certificate;
 pub mod cli;
 mod connect;
@@ -133,6 +137,10 @@ pub struct SimConfig {
     /// default): on, lists and watches honour `shardSelector`; off, the
     /// parameter is ignored whole, as the apiserver ignores it.
     pub sharded_list_and_watch: bool,
+    /// The apiserver's `CBORServingAndStorage` feature gate: CBOR answers
+    /// (`--feature-gates CBORServingAndStorage=true`); off, as kube-apiserver
+    /// 1.36 has it by default, CBOR requests get 406.
+    pub cbor: bool,
 }
 
 impl Default for SimConfig {
@@ -152,6 +160,7 @@ impl Default for SimConfig {
             http2_idle_timeout: http2::IDLE_TIMEOUT,
             slowness: Slowness::default(),
             sharded_list_and_watch: false,
+            cbor: false,
         }
     }
 }

@@ -29,9 +29,9 @@ use apimachinery::list::{ListMeta, check_fields};
 use apimachinery::negotiate::{self, Endpoint, Format};
 use apimachinery::params::{ListOptions, parse_resource_version};
 use apimachinery::partial::{self, MetaVersion};
-use apimachinery::protobuf;
 use apimachinery::status::ApiError;
 use apimachinery::table::{self, IncludeObject, unix_now};
+use apimachinery::{cbor, protobuf};
 
 /// The apiserver's limit on request bodies (3 MiB, `MaxRequestBodyBytes`).
 const MAX_BODY: usize = 3 * 1024 * 1024;
@@ -50,6 +50,8 @@ struct Encoding {
     gzip: bool,
     /// Protobuf rather than JSON (built-in kinds whose client asked for it).
     protobuf: bool,
+    /// CBOR rather than JSON (with the `CBORServingAndStorage` gate on).
+    cbor: bool,
     /// YAML rather than JSON: the JSON document through `JSONToYAML`, written whole.
     yaml: bool,
     /// The request came over HTTP/2: bodies are cut as Go's HTTP/2 server cuts them.
@@ -57,14 +59,14 @@ struct Encoding {
 }
 
 impl Encoding {
-    fn of<B>(req: &Request<B>) -> Self {
+    fn of<B>(req: &Request<B>, cbor_gate: bool) -> Self {
         let headers = req.headers();
         let pretty = negotiate::pretty(req.uri().query().unwrap_or(""), header(headers, USER_AGENT.as_str()));
         let gzip = negotiate::accepts_gzip(header(headers, ACCEPT_ENCODING.as_str()));
         // Errors of a request asking protobuf first are protobuf `Status`es (a resource without protobuf negotiates it off).
-        let format = negotiate::negotiate(header(headers, ACCEPT.as_str()), &Endpoint::BUILTIN).map(|m| m.format);
-        let (protobuf, yaml) = (format == Some(Format::Protobuf), format == Some(Format::Yaml));
-        Self { pretty: pretty && format == Some(Format::Json), gzip, protobuf, yaml, http2: req.version() == http::Version::HTTP_2 }
+        let format = negotiate::negotiate(header(headers, ACCEPT.as_str()), &Endpoint::BUILTIN.with_cbor(cbor_gate)).map(|m| m.format);
+        let (protobuf, yaml, cbor) = (format == Some(Format::Protobuf), format == Some(Format::Yaml), format == Some(Format::Cbor));
+        Self { pretty: pretty && format == Some(Format::Json), gzip, protobuf, cbor, yaml, http2: req.version() == http::Version::HTTP_2 }
     }
 
     /// A JSON or protobuf document from shared chunks, encoded whole.
@@ -85,13 +87,14 @@ impl Encoding {
             false => (parts, writes),
         };
         let len: usize = parts.iter().map(Bytes::len).sum();
-        let content_type = match (self.protobuf, self.yaml) {
-            (true, _) => protobuf::MEDIA_TYPE,
-            (false, true) => "application/yaml",
-            (false, false) => "application/json",
+        let content_type = match (self.protobuf, self.cbor, self.yaml) {
+            (true, _, _) => protobuf::MEDIA_TYPE,
+            (_, true, _) => cbor::MEDIA_TYPE,
+            (_, _, true) => "application/yaml",
+            _ => "application/json",
         };
         let mut resp = Response::builder().status(status).header(CONTENT_TYPE, content_type);
-        let parts = if self.protobuf || self.yaml {
+        let parts = if self.protobuf || self.cbor || self.yaml {
             parts
         } else if self.pretty {
             vec![Bytes::from(json::indent(&parts.concat()))]
@@ -119,8 +122,12 @@ impl Encoding {
     fn error(self, e: &ApiError) -> Response<Body> {
         // A 406 cannot be written in a type the client asked for: the
         // apiserver falls back to indented JSON (`WriteRawJSON`).
-        let enc = if e.code == 406 { Encoding { pretty: true, protobuf: false, yaml: false, ..self } } else { self };
-        let body = if enc.protobuf { crate::proto::status(e) } else { Bytes::from(e.body()) };
+        let enc = if e.code == 406 { Encoding { pretty: true, protobuf: false, cbor: false, yaml: false, ..self } } else { self };
+        let body = match (enc.protobuf, enc.cbor) {
+            (true, _) => crate::proto::status(e),
+            (_, true) => crate::cbor::status(e),
+            _ => Bytes::from(e.body()),
+        };
         let mut resp = enc.respond(StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR), vec![body]);
         if let Some(s) = e.retry_after {
             resp.headers_mut().insert(RETRY_AFTER, s.into());
@@ -132,9 +139,6 @@ impl Encoding {
 fn header<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
     h.get(name).and_then(|v| v.to_str().ok())
 }
-
-/// What the simulator's resource endpoints write: JSON, of the objects or of their metadata only.
-const ENDPOINT: Endpoint = Endpoint { formats: &[Format::Json], plain: &[Format::Json], tables: false, metadata: true };
 
 /// A parsed resource path.
 #[derive(Debug)]
@@ -180,7 +184,7 @@ pub async fn handle(
     client_cert: Option<crate::ClientCert>,
 ) -> Response<Body> {
     state.wait_unstalled().await;
-    let enc = Encoding::of(&req);
+    let enc = Encoding::of(&req, state.config.cbor);
     if let Some(done) = state.generating()
         && !matches!(req.uri().path(), "/healthz" | "/livez")
     {
@@ -376,6 +380,12 @@ fn row_object(rt: &ResourceType, o: &crate::object::Obj, include: IncludeObject,
 }
 
 fn object_response(enc: Encoding, status: StatusCode, rt: &ResourceType, o: &crate::object::Obj) -> Response<Body> {
+    if enc.cbor {
+        return match crate::cbor::document(rt, o, false) {
+            Ok(parts) => enc.respond(status, parts),
+            Err(e) => enc.error(&e),
+        };
+    }
     let doc = if enc.protobuf { crate::proto::message(rt).map(|m| crate::proto::document(rt, &m, &o.item, false)) } else { None };
     match doc {
         Some(Ok(parts)) => enc.respond(status, parts),
@@ -407,10 +417,12 @@ async fn resource(state: &Arc<State>, req: Request<Drained>, t: Target, mut enc:
     let printer = printer_of(state, t.res).filter(|_| !apimachinery::params::is_stream(req.uri().path(), &query));
     let message = crate::proto::message(rt);
     // Custom resources have protobuf for metadata-only answers, not for their objects.
-    let plain: &[Format] = if message.is_some() { &[Format::Json, Format::Yaml, Format::Protobuf] } else { &[Format::Json, Format::Yaml] };
-    let endpoint = Endpoint { tables: printer.is_some(), formats: &[Format::Json, Format::Yaml, Format::Protobuf], plain, ..ENDPOINT };
-    let media = negotiate::negotiate(header(req.headers(), ACCEPT.as_str()), &endpoint).ok_or_else(ApiError::not_acceptable)?;
+    let base = if message.is_some() { Endpoint::BUILTIN } else { Endpoint::CUSTOM }.with_cbor(state.config.cbor);
+    let endpoint = Endpoint { tables: printer.is_some(), ..base };
+    let media = negotiate::negotiate(header(req.headers(), ACCEPT.as_str()), &endpoint)
+        .ok_or_else(|| ApiError::not_acceptable_gated(state.config.cbor))?;
     enc.protobuf = media.format == Format::Protobuf;
+    enc.cbor = media.format == Format::Cbor;
     enc.yaml = media.format == Format::Yaml;
     let message = enc.protobuf.then(|| message.unwrap_or_default());
     let kind = media.convert.as_ref().and_then(|c| c.meta_kind()).map(str::to_owned);
@@ -430,21 +442,20 @@ async fn resource(state: &Arc<State>, req: Request<Drained>, t: Target, mut enc:
                 verb("watch");
                 if enc.yaml {
                     // YAML has no stream form: the apiserver's 406, written in the YAML asked for.
-                    let e = ApiError::not_acceptable();
+                    let e = ApiError::not_acceptable_gated(state.config.cbor);
                     return Ok(enc.respond(StatusCode::NOT_ACCEPTABLE, vec![Bytes::from(e.body())]));
                 }
                 if state.initializing() {
                     return Err(ApiError::initializing());
                 }
-                let content_type = if message.is_some() { "application/vnd.kubernetes.protobuf;stream=watch" } else { "application/json" };
-                let rx = watch::watch(
-                    state.clone(),
-                    t.res,
-                    t.namespace.clone(),
-                    opts,
-                    watch::Wire { partial: partial.is_some(), protobuf: message },
-                )
-                .await?;
+                let (content_type, encoding) = match (message, enc.cbor) {
+                    (Some(m), _) => ("application/vnd.kubernetes.protobuf;stream=watch", watch::Frames::Protobuf(m)),
+                    (None, true) => (cbor::SEQ_MEDIA_TYPE, watch::Frames::Cbor),
+                    (None, false) => ("application/json", watch::Frames::Json),
+                };
+                let rx =
+                    watch::watch(state.clone(), t.res, t.namespace.clone(), opts, watch::Wire { partial: partial.is_some(), encoding })
+                        .await?;
                 return Ok(Response::builder().header(CONTENT_TYPE, content_type).body(body::channel(rx)).expect("valid response"));
             }
             verb("list");
@@ -456,6 +467,9 @@ async fn resource(state: &Arc<State>, req: Request<Drained>, t: Target, mut enc:
             if let Some(m) = &message {
                 let parts = crate::proto::list(rt, m, &page.meta, page.items.iter().map(|o| &o.item[..]), partial.is_some())?;
                 return Ok(enc.respond_list(parts, pace));
+            }
+            if enc.cbor {
+                return Ok(enc.respond_list(crate::cbor::list(rt, &page.meta, page.items.iter().map(|o| &**o), partial.is_some())?, pace));
             }
             Ok(match (table, partial) {
                 (Some((printer, include)), _) => {
@@ -496,6 +510,9 @@ async fn resource(state: &Arc<State>, req: Request<Drained>, t: Target, mut enc:
                 let meta = format!("{{\"resourceVersion\":\"{}\"}}", o.rv);
                 let row = (printer.row(&o.item, unix_now()).unwrap_or_default(), row_object(rt, &o, include, version));
                 return Ok(enc.respond(StatusCode::OK, table::json_table(version, &meta, &printer, [row])));
+            }
+            if enc.cbor && partial.as_deref() == Some(partial::KIND) {
+                return Ok(enc.respond(StatusCode::OK, crate::cbor::document(rt, &o, partial.is_some())?));
             }
             match partial.as_deref() {
                 Some(partial::KIND) => match &message {

@@ -50,18 +50,20 @@ struct Renderer<'a> {
     res: ResourceId,
     /// Metadata-only (`as=PartialObjectMetadata`).
     partial: bool,
-    /// The kind's protobuf message, when the stream is protobuf.
-    protobuf: Option<&'a str>,
+    /// The stream's encoding.
+    encoding: &'a Frames,
 }
 
 impl<'a> Renderer<'a> {
     fn new(rt: &'a ResourceType, filter: Filter<'a>, namespace: Option<&'a str>, res: ResourceId, wire: &'a Wire) -> Self {
-        Renderer { rt, filter, namespace, res, partial: wire.partial, protobuf: wire.protobuf.as_deref() }
+        Renderer { rt, filter, namespace, res, partial: wire.partial, encoding: &wire.encoding }
     }
 
     fn frame(&self, typ: EventType, obj: &Obj) -> Bytes {
-        if let Some(m) = self.protobuf {
-            return crate::proto::frame(self.rt, m, typ, &obj.item, self.partial);
+        match self.encoding {
+            Frames::Protobuf(m) => return crate::proto::frame(self.rt, m, typ, &obj.item, self.partial),
+            Frames::Cbor => return crate::cbor::frame(self.rt, typ, obj, self.partial),
+            Frames::Json => {}
         }
         if self.partial {
             let parts = partial::object([obj.served_metadata(self.rt)]);
@@ -71,9 +73,17 @@ impl<'a> Renderer<'a> {
     }
 
     fn bookmark(&self, rv: u64, initial_end: bool) -> Bytes {
-        if let Some(m) = self.protobuf {
-            let object = frames::bookmark_object(self.rt, rv, initial_end);
-            return crate::proto::frame(self.rt, m, EventType::Bookmark, &object, self.partial);
+        match self.encoding {
+            Frames::Protobuf(m) => {
+                let object = frames::bookmark_object(self.rt, rv, initial_end);
+                return crate::proto::frame(self.rt, m, EventType::Bookmark, &object, self.partial);
+            }
+            Frames::Cbor if self.partial => {
+                let object = partial::object([Bytes::from(frames::bookmark_metadata(rv, initial_end))]).concat();
+                return crate::cbor::bookmark(self.rt, &object, true);
+            }
+            Frames::Cbor => return crate::cbor::bookmark(self.rt, &frames::bookmark_object(self.rt, rv, initial_end), false),
+            Frames::Json => {}
         }
         if self.partial {
             return partial::json_bookmark(rv, initial_end);
@@ -106,11 +116,33 @@ impl<'a> Renderer<'a> {
 }
 
 /// What a watch's frames hold: the objects or their metadata only, in JSON
-/// or (given the kind's message) protobuf.
+/// protobuf or CBOR.
 #[derive(Debug, Clone)]
 pub struct Wire {
     pub partial: bool,
-    pub protobuf: Option<String>,
+    pub encoding: Frames,
+}
+
+/// A watch stream's encoding.
+#[derive(Debug, Clone)]
+pub enum Frames {
+    /// JSON lines.
+    Json,
+    /// Protobuf frames of the kind's message (its schema name).
+    Protobuf(String),
+    /// A CBOR sequence.
+    Cbor,
+}
+
+impl Frames {
+    /// The ERROR event carrying `err`.
+    fn error(&self, err: &ApiError) -> Bytes {
+        match self {
+            Frames::Json => frames::json_error(err),
+            Frames::Protobuf(_) => crate::proto::error_frame(err),
+            Frames::Cbor => crate::cbor::error_frame(err),
+        }
+    }
 }
 
 /// Where a watch starts, decided under the read lock.
@@ -150,7 +182,7 @@ pub async fn watch(
     // stream's one ERROR event (`newErrWatcher`), after its 200.
     let fail = |err: ApiError, frames_rx| {
         // The channel is new and empty: this send cannot fail.
-        let _ = tx.try_send(if wire.protobuf.is_some() { crate::proto::error_frame(&err) } else { frames::json_error(&err) });
+        let _ = tx.try_send(wire.encoding.error(&err));
         Ok(frames_rx)
     };
     if initial

@@ -2,7 +2,7 @@
 //! their metadata only ([`Form`]), or a Table of them ([`Shape`]); in JSON —
 //! compact and ending with a newline, or indented (`?pretty=true`, curl,
 //! Wget and browsers) as `json.MarshalIndent` does, while streaming — or in
-//! protobuf ([`super::proto`]); gzipped above 128 KiB when the client
+//! protobuf ([`super::proto`]) or CBOR ([`super::cbor`]); gzipped above 128 KiB when the client
 //! accepts it. Error `Status` bodies are laid out the same way as the
 //! answer they replace; watch frames ([`event_frame`]) follow the stream's
 //! [`Wire`].
@@ -21,9 +21,9 @@ use http::header::{ACCEPT_ENCODING, CONTENT_ENCODING, CONTENT_TYPE, RETRY_AFTER,
 use http::{HeaderMap, HeaderValue, Response, StatusCode};
 
 use super::body::{self, ApiBody, Parts};
-use super::form::{Form, Wire};
+use super::form::{Encoding, Form, Wire};
 use super::list::Page;
-use super::proto;
+use super::{cbor, proto};
 use crate::cache::CachedResource;
 use crate::store::CachedObject;
 
@@ -36,38 +36,48 @@ pub enum Shape {
 }
 
 /// A watch frame of event `typ` carrying `o` (with `metadata.resourceVersion`
-/// set to `at` when given); `None` when `o` has no protobuf encoding.
+/// set to `at` when given); `None` when `o` has no encoding in the wire's.
 pub fn event_frame(res: &CachedResource, typ: EventType, o: &CachedObject, wire: Wire, at: Option<u64>) -> Option<Bytes> {
-    if wire.protobuf {
-        return Some(proto::frame(typ, &proto::object(res, o, wire.form, at)?));
+    match wire.encoding {
+        Encoding::Protobuf => Some(proto::frame(typ, &proto::object(res, o, wire.form, at)?)),
+        Encoding::Cbor => cbor::frame(res, typ, o, wire.form, at),
+        Encoding::Json => {
+            let parts = object_parts(res, o, wire.form, at);
+            Some(json_frame(typ, &parts.iter().map(|p| &p[..]).collect::<Vec<_>>()))
+        }
     }
-    let parts = object_parts(res, o, wire.form, at);
-    Some(json_frame(typ, &parts.iter().map(|p| &p[..]).collect::<Vec<_>>()))
 }
 
 /// A BOOKMARK frame at `rv`.
 pub fn bookmark_frame(res: &CachedResource, rv: u64, initial_events_end: bool, wire: Wire) -> Option<Bytes> {
-    match (wire.protobuf, wire.form) {
-        (true, form) => proto::bookmark(res, rv, initial_events_end, form),
-        (false, Form::Objects) => Some(json_bookmark(&res.info, rv, initial_events_end)),
-        (false, Form::Metadata | Form::MetadataList) => Some(apimachinery::partial::json_bookmark(rv, initial_events_end)),
+    match (wire.encoding, wire.form) {
+        (Encoding::Protobuf, form) => proto::bookmark(res, rv, initial_events_end, form),
+        (Encoding::Cbor, form) => cbor::bookmark(res, rv, initial_events_end, form),
+        (Encoding::Json, Form::Objects) => Some(json_bookmark(&res.info, rv, initial_events_end)),
+        (Encoding::Json, Form::Metadata | Form::MetadataList) => Some(apimachinery::partial::json_bookmark(rv, initial_events_end)),
     }
 }
 
 /// An ERROR frame carrying `e`.
-pub fn error_frame(e: &ApiError, protobuf: bool) -> Bytes {
-    if protobuf { proto::error_frame(e) } else { json_error(e) }
+pub fn error_frame(e: &ApiError, encoding: Encoding) -> Bytes {
+    match encoding {
+        Encoding::Json => json_error(e),
+        Encoding::Protobuf => proto::error_frame(e),
+        Encoding::Cbor => cbor::error_frame(e),
+    }
 }
 
-/// A list page in `shape` (in protobuf when asked); `None` when an object
-/// does not fit its Table's printer or has no protobuf encoding — known
-/// before the first byte is written. Objects and their metadata (JSON or,
-/// for objects, protobuf) are made as they are written; Table rows and
-/// metadata-only protobuf, which are made afresh per request and may fail,
-/// are made first.
-pub fn page_parts(res: &Arc<CachedResource>, page: Page, shape: &Shape, protobuf: bool) -> Option<Parts> {
-    if let (true, Shape::Form(form)) = (protobuf, shape) {
-        return proto::page(res, page, *form);
+/// A list page in `shape` (in protobuf or CBOR when asked); `None` when an
+/// object does not fit its Table's printer or has no encoding in the one
+/// asked for — known before the first byte is written. Objects and their
+/// metadata (JSON or, for objects, protobuf) are made as they are written;
+/// Table rows, CBOR and metadata-only protobuf, which may fail, are made
+/// first.
+pub fn page_parts(res: &Arc<CachedResource>, page: Page, shape: &Shape, encoding: Encoding) -> Option<Parts> {
+    match (encoding, shape) {
+        (Encoding::Protobuf, Shape::Form(form)) => return proto::page(res, page, *form),
+        (Encoding::Cbor, Shape::Form(form)) => return cbor::page(res, page, *form),
+        _ => {}
     }
     Some(match shape {
         Shape::Form(Form::MetadataList | Form::Metadata) => {
@@ -93,11 +103,13 @@ pub fn page_parts(res: &Arc<CachedResource>, page: Page, shape: &Shape, protobuf
     })
 }
 
-/// One object (a GET) in `shape` (in protobuf when asked); `None` when it
-/// does not fit its Table's printer or has no protobuf encoding.
-pub fn get_parts(res: &CachedResource, o: &CachedObject, shape: &Shape, protobuf: bool) -> Option<Vec<Bytes>> {
-    if let (true, Shape::Form(form)) = (protobuf, shape) {
-        return proto::object(res, o, *form, None);
+/// One object (a GET) in `shape` (in protobuf or CBOR when asked); `None`
+/// when it does not fit its Table's printer or has no encoding in the one asked for.
+pub fn get_parts(res: &CachedResource, o: &CachedObject, shape: &Shape, encoding: Encoding) -> Option<Vec<Bytes>> {
+    match (encoding, shape) {
+        (Encoding::Protobuf, Shape::Form(form)) => return proto::object(res, o, *form, None),
+        (Encoding::Cbor, Shape::Form(form)) => return cbor::object(res, o, *form),
+        _ => {}
     }
     Some(match shape {
         Shape::Form(form) => object_parts(res, o, *form, None),
@@ -141,8 +153,8 @@ pub struct Layout {
     pub yaml: bool,
     /// The client accepts gzip.
     pub gzip: bool,
-    /// Protobuf rather than JSON.
-    pub protobuf: bool,
+    /// Protobuf or CBOR rather than JSON.
+    pub encoding: Encoding,
 }
 
 impl Layout {
@@ -155,17 +167,19 @@ impl Layout {
             pretty: format == Format::Json && (pretty_media || negotiate::pretty(query, header(USER_AGENT.as_str()))),
             yaml: format == Format::Yaml,
             gzip: negotiate::accepts_gzip(header(ACCEPT_ENCODING.as_str())),
-            protobuf: format == Format::Protobuf,
+            encoding: Encoding::of(format),
         }
     }
 
     /// The Content-Type of a response (`stream`: a watch's).
     pub fn content_type(self, stream: bool) -> &'static str {
-        match (self.protobuf, stream) {
-            (false, _) if self.yaml => "application/yaml",
-            (false, _) => "application/json",
-            (true, false) => apimachinery::protobuf::MEDIA_TYPE,
-            (true, true) => "application/vnd.kubernetes.protobuf;stream=watch",
+        match (self.encoding, stream) {
+            (Encoding::Json, _) if self.yaml => "application/yaml",
+            (Encoding::Json, _) => "application/json",
+            (Encoding::Protobuf, false) => apimachinery::protobuf::MEDIA_TYPE,
+            (Encoding::Protobuf, true) => "application/vnd.kubernetes.protobuf;stream=watch",
+            (Encoding::Cbor, false) => apimachinery::cbor::MEDIA_TYPE,
+            (Encoding::Cbor, true) => apimachinery::cbor::SEQ_MEDIA_TYPE,
         }
     }
 
@@ -179,7 +193,7 @@ impl Layout {
         let mut parts: Parts = match self.yaml {
             true => super::yaml::parts(parts.into_iter()),
             false => {
-                let end = (!self.pretty && !self.protobuf).then(|| Bytes::from_static(json::END));
+                let end = (!self.pretty && self.encoding == Encoding::Json).then(|| Bytes::from_static(json::END));
                 Box::new(parts.into_iter().chain(end))
             }
         };
@@ -209,7 +223,11 @@ impl Layout {
     /// The apiserver's `Status` for `e`.
     pub fn error(self, e: &ApiError) -> Response<ApiBody> {
         let code = StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        let body = if self.protobuf { proto::status(e) } else { Bytes::from(e.body()) };
+        let body = match self.encoding {
+            Encoding::Json => Bytes::from(e.body()),
+            Encoding::Protobuf => proto::status(e),
+            Encoding::Cbor => cbor::status(e),
+        };
         let mut resp = Layout { gzip: false, ..self }.respond(code, vec![body]);
         if let Some(s) = e.retry_after {
             resp.headers_mut().insert(RETRY_AFTER, HeaderValue::from(s));

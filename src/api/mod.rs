@@ -14,6 +14,7 @@
 //! for (invariant 7).
 
 pub mod body;
+mod cbor;
 pub mod document;
 pub mod filter;
 pub mod form;
@@ -50,14 +51,14 @@ use tokio_rustls::TlsAcceptor;
 
 use crate::auth::Certificate;
 use crate::budget::room;
-use crate::cache::{Cache, CachedResource};
+use crate::cache::{Binary, Cache, CachedResource};
 use crate::upstream::client::Client;
 use crate::upstream::costs::{Meter, Metered, Side};
 use crate::upstream::freshness::{Decision, NotFresh};
 use crate::upstream::reflector::Health;
 use body::ApiBody;
 use document::{Layout, Shape};
-use form::Form;
+use form::{Encoding, Form};
 use list::Answer;
 use metrics::Source;
 use watch::{Dispatcher, WatchConfig};
@@ -261,14 +262,30 @@ fn header<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
 }
 
 /// What the apiserver would write for this request for `res` and how it
-/// would lay it out, if kache can write that from what it holds (JSON, or
-/// protobuf for the built-in kinds whose objects it can encode).
-fn answer(res: &CachedResource, headers: &HeaderMap, query: &str) -> Option<(Shape, Layout)> {
+/// would lay it out, if kache can write that from what it holds (JSON,
+/// protobuf for the built-in kinds whose objects it can encode, CBOR where
+/// the apiserver serves it).
+fn answer(client: &Client, res: &CachedResource, headers: &HeaderMap, query: &str) -> Option<(Shape, Layout)> {
     // A built-in kind kache cannot encode in protobuf (RBAC, storage…) still
     // answers protobuf upstream: such a request is negotiated as the
     // apiserver would, then passed through.
     let endpoint = if res.is_custom() { Endpoint::CUSTOM } else { Endpoint::BUILTIN };
-    let media = negotiate::negotiate(header(headers, ACCEPT.as_str()), &endpoint)?;
+    let accept = header(headers, ACCEPT.as_str());
+    // Whether the apiserver serves CBOR matters only where it changes the
+    // answer; until kache knows, such a request passes through and a probe
+    // learns it (`upstream::cbor`).
+    let without = negotiate::negotiate(accept, &endpoint);
+    let with = negotiate::negotiate(accept, &endpoint.with_cbor(true));
+    let watch = res.status.watches.load(Ordering::Relaxed);
+    let media = match res.cbor.known(watch) {
+        _ if with == without => with?,
+        Some(true) => with?,
+        Some(false) => without?,
+        None => {
+            res.cbor.learn(client, &res.info.collection_path(), watch);
+            return None;
+        }
+    };
     let protobuf = media.format == Format::Protobuf;
     let shape = match media.convert.as_ref().map(|c| (c.meta_kind(), c.version.as_str())) {
         None => Shape::Form(Form::Objects),
@@ -280,6 +297,7 @@ fn answer(res: &CachedResource, headers: &HeaderMap, query: &str) -> Option<(Sha
         Some(_) => return None,
     };
     let speaks = match shape {
+        Shape::Form(Form::Objects) if media.format == Format::Cbor => res.cbor_shape().is_some(),
         _ if !protobuf => true,
         Shape::Form(Form::Metadata | Form::MetadataList) => res.speaks_metadata_protobuf(),
         _ => res.speaks_protobuf(),
@@ -361,7 +379,7 @@ async fn handle(api: &Api, req: Request<Incoming>, certificate: &Certificate) ->
             Health::Listing { .. } => "not synced",
             Health::Stale { .. } => "stale",
             Health::Inconsistent => "inconsistent",
-            Health::Fresh => match answer(t.res, req.headers(), &query) {
+            Health::Fresh => match answer(&api.client, t.res, req.headers(), &query) {
                 None => "encoding",
                 Some(negotiated) => return read(api, &t, negotiated, req, user.as_ref()).await,
             },
@@ -464,19 +482,22 @@ async fn from_memory(
     }
 }
 
-/// A protobuf page of more objects than this passes through until the
-/// resource's messages are made ahead (`CachedResource::protobuf_warm`):
+/// A protobuf or CBOR page of more objects than this passes through until
+/// the resource's encodings are made ahead (`CachedResource::warm`):
 /// client-go's pages (500) cost a few tens of ms to encode, as they cost
 /// the apiserver; a whole list costs seconds.
-const PROTOBUF_PAGE: usize = 500;
+const BINARY_PAGE: usize = 500;
 
-/// Why a large protobuf read passes through while its messages are made.
-const PROTOBUF_AHEAD: &str = "protobuf being made";
-
-/// Whether a protobuf read of up to `limit` objects of `res` would make
-/// more than [`PROTOBUF_PAGE`] messages in the read; asking starts making them.
-fn protobuf_cold(res: &Arc<CachedResource>, limit: usize) -> bool {
-    limit > PROTOBUF_PAGE && res.store.view().head().len() > PROTOBUF_PAGE && !res.protobuf_warm()
+/// Why a read of up to `limit` objects of `res` in `encoding` passes through
+/// while its encodings are made: it would make more than [`BINARY_PAGE`] of
+/// them in the read; asking starts making them.
+fn cold(res: &Arc<CachedResource>, encoding: Encoding, limit: usize) -> Option<&'static str> {
+    let (binary, why) = match encoding {
+        Encoding::Json => return None,
+        Encoding::Protobuf => (Binary::Protobuf, "protobuf being made"),
+        Encoding::Cbor => (Binary::Cbor, "cbor being made"),
+    };
+    (limit > BINARY_PAGE && res.store.view().head().len() > BINARY_PAGE && !res.warm(binary)).then_some(why)
 }
 
 /// A list or watch from memory, an error `Status`, or why the request passes through.
@@ -512,9 +533,9 @@ async fn serve_collection(
             api.counters.watches_passed_through.fetch_add(1, Ordering::Relaxed);
             return Err("watch form");
         }
-        if layout.protobuf && opts.sends_initial_events() && protobuf_cold(t.res, usize::MAX) {
+        if let Some(why) = opts.sends_initial_events().then(|| cold(t.res, layout.encoding, usize::MAX)).flatten() {
             api.counters.watches_passed_through.fetch_add(1, Ordering::Relaxed);
-            return Err(PROTOBUF_AHEAD);
+            return Err(why);
         }
         let ends = watch::Ends { stopping: api.stopping.subscribe(), access };
         let answer =
@@ -536,13 +557,13 @@ async fn serve_collection(
         // A list asking for the single-object form gets the apiserver's 406.
         return Err("encoding");
     }
-    // Decided before any wait for a proof: a large protobuf list goes upstream at once while its messages are made.
+    // Decided before any wait for a proof: a large protobuf or CBOR list goes upstream at once while its encodings are made.
     let limit = match usize::try_from(opts.limit) {
         Ok(n) if n > 0 && opts.resource_version != "0" => n,
         _ => usize::MAX,
     };
-    if layout.protobuf && protobuf_cold(t.res, limit) {
-        return Err(PROTOBUF_AHEAD);
+    if let Some(why) = cold(t.res, layout.encoding, limit) {
+        return Err(why);
     }
     match list::list(t.res, t.namespace, &opts, &api.config.waits, decision).await {
         Ok(Answer::Page(page)) => {
@@ -551,7 +572,7 @@ async fn serve_collection(
                 tracing::debug!(resource = %t.res.info.qualified(), "no room for a list in the memory budget: 429");
                 return Ok(too_many_requests());
             };
-            match document::page_parts(t.res, page, &shape, layout.protobuf) {
+            match document::page_parts(t.res, page, &shape, layout.encoding) {
                 Some(parts) => {
                     api.counters.lists_served.fetch_add(1, Ordering::Relaxed);
                     // What lists from memory cost, for the choice of consistent reads' path.
@@ -610,7 +631,7 @@ async fn serve_get(
     let Some(o) = view.head().get(&key) else {
         return Ok(layout.error(&ApiError::not_found(&res.info, name)));
     };
-    let parts = document::get_parts(res, o, &shape, layout.protobuf).ok_or("encoding")?;
+    let parts = document::get_parts(res, o, &shape, layout.encoding).ok_or("encoding")?;
     Ok(layout.respond(StatusCode::OK, parts))
 }
 

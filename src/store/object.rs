@@ -41,6 +41,8 @@ pub struct CachedObject {
     fields: Box<[Span]>,
     /// Its protobuf message, encoded on first use (`None`: it has none).
     protobuf: OnceLock<Option<Bytes>>,
+    /// Its CBOR map, encoded on first use (`None`: it has no exact one).
+    cbor: OnceLock<Option<apimachinery::cbor::Object>>,
 }
 
 /// Collects spans while parsing.
@@ -83,7 +85,20 @@ impl CachedObject {
         let namespace_len = m.namespace.len() as u32;
         let rv = m.resource_version;
         let extra = b.extra.into_boxed_str();
-        Ok(CachedObject { bytes, extra, key, namespace_len, rv, rv_text, uid, metadata, labels, fields, protobuf: OnceLock::new() })
+        Ok(CachedObject {
+            bytes,
+            extra,
+            key,
+            namespace_len,
+            rv,
+            rv_text,
+            uid,
+            metadata,
+            labels,
+            fields,
+            protobuf: OnceLock::new(),
+            cbor: OnceLock::new(),
+        })
     }
 
     fn text(&self, s: Span) -> &str {
@@ -189,10 +204,23 @@ impl CachedObject {
         apimachinery::protobuf::encode(message, &self.at_revision(rv).concat()).ok().map(Bytes::from)
     }
 
+    /// Its CBOR map (written from a Go value of `shape`), encoded once from
+    /// its JSON on first use and kept with it; `None` when it has no exact
+    /// CBOR encoding (see `apimachinery::cbor`).
+    pub fn cbor(&self, shape: apimachinery::cbor::Shape) -> Option<&apimachinery::cbor::Object> {
+        self.cbor.get_or_init(|| apimachinery::cbor::Object::encode(&self.bytes, shape).ok()).as_ref()
+    }
+
+    /// Its CBOR map with `metadata.resourceVersion` set to `rv`, encoded afresh.
+    pub fn cbor_at(&self, shape: apimachinery::cbor::Shape, rv: u64) -> Option<apimachinery::cbor::Object> {
+        apimachinery::cbor::Object::encode(&self.at_revision(rv).concat(), shape).ok()
+    }
+
     /// Heap and inline bytes this object costs beyond its `bytes`.
     pub fn overhead_bytes(&self) -> usize {
         std::mem::size_of::<Self>()
             + self.protobuf.get().and_then(Option::as_ref).map_or(0, Bytes::len)
+            + self.cbor.get().and_then(Option::as_ref).map_or(0, apimachinery::cbor::Object::memory)
             + self.extra.len()
             + self.key.len()
             + 2 * std::mem::size_of::<usize>() // the key's Arc counts

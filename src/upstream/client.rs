@@ -180,7 +180,7 @@ impl Client {
     }
 
     /// A GET of `path_and_query` accepting `accept`.
-    async fn get_as(&self, path_and_query: &str, accept: &'static str) -> Result<Response<Body>, UpstreamError> {
+    pub async fn get_as(&self, path_and_query: &str, accept: &'static str) -> Result<Response<Body>, UpstreamError> {
         let req = Request::get(self.uri(path_and_query)?)
             .header(http::header::ACCEPT, HeaderValue::from_static(accept))
             .body(Empty::new().map_err(|never| match never {}).boxed())

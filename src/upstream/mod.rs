@@ -4,6 +4,7 @@
 //! that keeps its store exactly in step with upstream ([`reflector`]).
 
 pub mod auth;
+pub mod cbor;
 pub mod client;
 pub mod connect;
 pub mod consistency;

@@ -117,7 +117,7 @@ pub async fn watch(
         Shape::Form(form) => (form, None),
         Shape::Table(printer, include, version) => (Form::Objects, Some(TableFrames::new(printer, include, version, res.info.clone()))),
     };
-    let wire = Wire { form, protobuf: layout.protobuf };
+    let wire = Wire { form, encoding: layout.encoding };
     let requested = parse_resource_version(&opts.resource_version)?;
     let initial = opts.sends_initial_events();
     let consistent = opts.resource_version.is_empty();
@@ -143,7 +143,7 @@ pub async fn watch(
         } else if requested == 0 || consistent {
             (view.confirmed_rv(), Phase::Replay)
         } else if requested < view.oldest_rv() {
-            let frame = error_frame(&ApiError::watch_too_old(requested, view.oldest_rv()), wire.protobuf);
+            let frame = error_frame(&ApiError::watch_too_old(requested, view.oldest_rv()), wire.encoding);
             return Ok(Answer::Stream(response(body::full(frame), layout)));
         } else {
             (requested, Phase::Replay)
@@ -369,7 +369,7 @@ impl Stream {
                         None => {
                             // The log moved past the start while the watch was set up.
                             self.phase = Phase::Done;
-                            return Some(error_frame(&ApiError::watch_too_old(self.start, view.oldest_rv()), self.wire.protobuf));
+                            return Some(error_frame(&ApiError::watch_too_old(self.start, view.oldest_rv()), self.wire.encoding));
                         }
                     }
                 }
