@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::io::Write;
 
-use apimachinery::list::{ListMeta, json_list};
+use apimachinery::list::{Envelope, ListMeta, json_list};
 use apimachinery::protobuf;
 use apimachinery::resource::builtin;
 use apimachinery::selector::LabelSelector;
@@ -85,14 +85,14 @@ fn encoding(c: &mut Criterion) {
         b.iter(|| protobuf::encode("api.core.v1.Pod", black_box(&pods[0])).expect("encodes"))
     });
     g.throughput(Throughput::Bytes(bytes as u64));
-    g.bench_function("JSON list of 500 pods", |b| b.iter(|| json_list(&res, &meta, black_box(&pods)).concat()));
+    g.bench_function("JSON list of 500 pods", |b| b.iter(|| json_list(&res, &meta, Envelope::Typed, black_box(&pods)).concat()));
     let messages: Vec<Vec<Bytes>> =
         pods.iter().map(|p| vec![Bytes::from(protobuf::encode("api.core.v1.Pod", p).expect("encodes"))]).collect();
     let list_meta = protobuf::list_meta(&meta);
     g.bench_function("protobuf list of 500 encoded pods", |b| {
         b.iter(|| protobuf::list_parts("v1", "PodList", &list_meta, black_box(messages.clone())).concat())
     });
-    let json = json_list(&res, &meta, &pods).concat();
+    let json = json_list(&res, &meta, Envelope::Typed, &pods).concat();
     let proto = protobuf::list_parts("v1", "PodList", &list_meta, messages).concat();
     g.finish();
     let mut g = c.benchmark_group("gzip");

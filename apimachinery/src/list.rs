@@ -127,6 +127,18 @@ impl ListMeta {
         }
     }
 
+    /// The JSON `metadata` object of an `UnstructuredList`: members sorted,
+    /// `continue` always (see [`Envelope::Unstructured`]), no `shardInfo`.
+    pub fn unstructured_json(&self) -> String {
+        let mut meta = serde_json::Map::new();
+        meta.insert("continue".into(), self.continue_token.clone().unwrap_or_default().into());
+        if let Some(r) = self.remaining_item_count {
+            meta.insert("remainingItemCount".into(), r.into());
+        }
+        meta.insert("resourceVersion".into(), self.resource_version.to_string().into());
+        serde_json::Value::Object(meta).to_string()
+    }
+
     /// This meta without `shardInfo`, for the forms that do not carry it.
     pub fn unsharded(&self) -> ListMeta {
         ListMeta { shard_info: None, ..self.clone() }
@@ -149,10 +161,23 @@ impl ListMeta {
     }
 }
 
+/// How the apiserver writes a list's envelope around its items.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Envelope {
+    /// A built-in kind's list (a Go struct): `kind`, `apiVersion`,
+    /// `metadata`, `items`, and `metadata` as [`ListMeta::json`] writes it.
+    Typed,
+    /// A custom resource's list (`UnstructuredList`, a Go map): keys in
+    /// sorted order — `apiVersion`, `items`, `kind`, `metadata` — and
+    /// `metadata`'s too, with `continue` always there, empty on the last
+    /// page (kube-apiserver 1.36.2, every `resourceVersion` and `limit`).
+    Unstructured,
+}
+
 /// A JSON list as parts that share the items' bytes: the envelope's head,
 /// the items separated by commas, the tail.
-pub fn json_list<'a>(res: &Resource, meta: &ListMeta, items: impl IntoIterator<Item = &'a Bytes>) -> Vec<Bytes> {
-    json_list_parts(&res.list_kind(), &res.api_version(), meta, items.into_iter().map(|item| [item.clone()])).collect()
+pub fn json_list<'a>(res: &Resource, meta: &ListMeta, envelope: Envelope, items: impl IntoIterator<Item = &'a Bytes>) -> Vec<Bytes> {
+    json_list_parts(&res.list_kind(), &res.api_version(), meta, envelope, items.into_iter().map(|item| [item.clone()])).collect()
 }
 
 /// A JSON list of kind `kind` as parts in order, each item written from its
@@ -166,20 +191,24 @@ pub fn json_list_parts<I: IntoIterator<Item = Bytes>, T: IntoIterator<Item = I>>
     kind: &str,
     api_version: &str,
     meta: &ListMeta,
+    envelope: Envelope,
     items: T,
 ) -> impl Iterator<Item = Bytes> + use<I, T> {
     let mut items = items.into_iter().peekable();
     let null = kind == crate::partial::LIST_KIND && items.peek().is_none();
-    let head = Bytes::from(format!(
-        "{{\"kind\":{},\"apiVersion\":{},\"metadata\":{},\"items\":{}",
-        serde_json::Value::from(kind),
-        serde_json::Value::from(api_version),
-        meta.json(),
-        if null { "null}" } else { "[" },
-    ));
+    let (kind, api_version) = (serde_json::Value::from(kind), serde_json::Value::from(api_version));
+    let (head, tail) = match envelope {
+        Envelope::Typed => (
+            format!("{{\"kind\":{kind},\"apiVersion\":{api_version},\"metadata\":{},\"items\":", meta.json()),
+            "}".to_string(),
+        ),
+        Envelope::Unstructured => {
+            (format!("{{\"apiVersion\":{api_version},\"items\":"), format!(",\"kind\":{kind},\"metadata\":{}}}", meta.unstructured_json()))
+        }
+    };
+    let (open, close) = if null { ("null", "") } else { ("[", "]") };
     let items = items.enumerate().flat_map(|(i, item)| (i > 0).then(|| Bytes::from_static(b",")).into_iter().chain(item));
-    let tail = (!null).then(|| Bytes::from_static(b"]}"));
-    std::iter::once(head).chain(items).chain(tail)
+    std::iter::once(Bytes::from(head + open)).chain(items).chain([Bytes::from(close.to_string() + &tail)])
 }
 
 /// Why a list body could not be read.
@@ -278,7 +307,7 @@ mod tests {
     fn lists_are_written_around_the_items_and_read_back_without_copies() {
         let res = Resource::new("", "v1", "pods", "Pod", true);
         let items = [Bytes::from_static(br#"{"metadata":{"name":"a"}}"#), Bytes::from_static(br#"{"metadata":{"name":"b"}}"#)];
-        let body = Bytes::from(json_list(&res, &ListMeta::for_page(42, "", None, 0, false), &items).concat());
+        let body = Bytes::from(json_list(&res, &ListMeta::for_page(42, "", None, 0, false), Envelope::Typed, &items).concat());
         assert_eq!(&body[..], br#"{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"42"},"items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b"}}]}"#);
         let page = ListPage::parse(&body).unwrap();
         assert_eq!((page.resource_version, page.items.len()), (42, 2));
@@ -292,14 +321,35 @@ mod tests {
     fn no_items_are_an_empty_array_except_in_a_metadata_only_list() {
         let meta = ListMeta::for_page(7, "", None, 0, false);
         let none = std::iter::empty::<[Bytes; 1]>;
-        let list = |kind, api_version| String::from_utf8(json_list_parts(kind, api_version, &meta, none()).collect::<Vec<_>>().concat()).unwrap();
+        let list = |kind, api_version| {
+            String::from_utf8(json_list_parts(kind, api_version, &meta, Envelope::Typed, none()).collect::<Vec<_>>().concat()).unwrap()
+        };
         assert_eq!(list("ConfigMapList", "v1"), r#"{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"7"},"items":[]}"#);
         // As kube-apiserver 1.36.2 answers an empty namespace's configmaps, metadata only.
         assert_eq!(
             list(crate::partial::LIST_KIND, crate::partial::API_VERSION),
             r#"{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","metadata":{"resourceVersion":"7"},"items":null}"#
         );
-        let one = json_list_parts(crate::partial::LIST_KIND, crate::partial::API_VERSION, &meta, [[Bytes::from_static(b"{}")]]);
+        let one = json_list_parts(crate::partial::LIST_KIND, crate::partial::API_VERSION, &meta, Envelope::Typed, [[Bytes::from_static(b"{}")]]);
         assert!(one.collect::<Vec<_>>().concat().ends_with(br#""items":[{}]}"#));
+    }
+
+    #[test]
+    fn a_custom_resources_list_is_written_as_a_map() {
+        let items = [Bytes::from_static(br#"{"apiVersion":"x.io/v1","kind":"W","metadata":{"name":"a"}}"#)];
+        let res = Resource::new("x.io", "v1", "ws", "W", true);
+        let list = |meta: &ListMeta, items: &[Bytes]| String::from_utf8(json_list(&res, meta, Envelope::Unstructured, items).concat()).unwrap();
+        // As kube-apiserver 1.36.2 wrote a CRD's lists: whole, a first page, empty.
+        assert_eq!(
+            list(&ListMeta::for_page(171176, "", None, 0, false), &items),
+            r#"{"apiVersion":"x.io/v1","items":[{"apiVersion":"x.io/v1","kind":"W","metadata":{"name":"a"}}],"kind":"WList","metadata":{"continue":"","resourceVersion":"171176"}}"#
+        );
+        let page = ListMeta::for_page(171176, "", Some("ns/a"), 2, false);
+        let token = page.continue_token.clone().unwrap();
+        assert!(list(&page, &items).ends_with(&format!(r#"],"kind":"WList","metadata":{{"continue":"{token}","remainingItemCount":2,"resourceVersion":"171176"}}}}"#)));
+        assert_eq!(
+            list(&ListMeta::for_page(171176, "", None, 0, true), &[]),
+            r#"{"apiVersion":"x.io/v1","items":[],"kind":"WList","metadata":{"continue":"","resourceVersion":"171176"}}"#
+        );
     }
 }

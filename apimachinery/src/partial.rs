@@ -12,7 +12,7 @@
 
 use bytes::Bytes;
 
-use crate::list::{ListMeta, json_list_parts};
+use crate::list::{Envelope, ListMeta, json_list_parts};
 use crate::resource::{Resource, builtin};
 use crate::status::ApiError;
 use crate::watch::{EventType, bookmark_metadata, json_frame};
@@ -77,7 +77,7 @@ pub fn object_in(version: MetaVersion, metadata: impl IntoIterator<Item = Bytes>
 /// given, in order, as parts made as they are reached (see [`json_list_parts`]).
 /// It carries no `shardInfo` (the apiserver's conversion drops it).
 pub fn list<T: IntoIterator<Item = Bytes>>(meta: &ListMeta, metadata: T) -> impl Iterator<Item = Bytes> + use<T> {
-    json_list_parts(LIST_KIND, API_VERSION, &meta.unsharded(), metadata.into_iter().map(|m| object([m])))
+    json_list_parts(LIST_KIND, API_VERSION, &meta.unsharded(), Envelope::Typed, metadata.into_iter().map(|m| object([m])))
 }
 
 /// A metadata-only watch's BOOKMARK frame at `rv`.

@@ -34,10 +34,6 @@ fn shape(rt: &ResourceType) -> Option<Shape> {
     }
 }
 
-fn is_custom(rt: &ResourceType) -> bool {
-    apimachinery::resource::builtin(&rt.group, &rt.version, &rt.plural).is_none()
-}
-
 /// One object's map, with its kind and apiVersion when `typed` (a GET, a
 /// watch event, a custom resource's list item), or its `PartialObjectMetadata`.
 fn map(rt: &ResourceType, o: &Obj, partial: bool, typed: bool) -> Result<Vec<Bytes>, ApiError> {
@@ -58,12 +54,14 @@ pub fn document(rt: &ResourceType, o: &Obj, partial: bool) -> Result<Vec<Bytes>,
 /// A list document of `items`.
 pub fn list<'a>(rt: &ResourceType, meta: &ListMeta, items: impl Iterator<Item = &'a Obj>, partial: bool) -> Result<Vec<Bytes>, ApiError> {
     // Custom resources' list items carry their type (unstructured lists), built-in kinds' do not.
-    let items = items.map(|o| map(rt, o, partial, is_custom(rt))).collect::<Result<Vec<_>, _>>()?;
+    let items = items.map(|o| map(rt, o, partial, rt.is_custom())).collect::<Result<Vec<_>, _>>()?;
     let (api_version, kind) = if partial {
         (partial::API_VERSION.to_string(), partial::LIST_KIND.to_string())
     } else {
         (rt.api_version(), format!("{}List", rt.kind))
     };
+    // Metadata-only lists carry no shardInfo (as in JSON and protobuf).
+    let meta = if partial { meta.unsharded() } else { meta.clone() };
     cbor::list(&api_version, &kind, meta.json().as_bytes(), items).map_err(|e| ApiError::internal(e.0))
 }
 

@@ -10,7 +10,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use apimachinery::list::{ListMeta, ListPlan, Read, check_fields, json_list, json_list_parts};
+use apimachinery::list::{Envelope, ListMeta, ListPlan, Read, check_fields, json_list, json_list_parts};
 use apimachinery::params::ListOptions;
 use apimachinery::partial;
 use apimachinery::shard::{ShardError, ShardSelector};
@@ -144,7 +144,7 @@ pub async fn list(state: &State, res: ResourceId, namespace: Option<&str>, opts:
 /// The list envelope and items as chunks that share the objects' bytes,
 /// each item one chunk (one write of the apiserver's streaming encoder).
 pub fn encode(rt: &ResourceType, page: &Page) -> Vec<Bytes> {
-    json_list(rt, &page.meta, page.items.iter().map(|o| &o.item))
+    json_list(rt, &page.meta, rt.envelope(), page.items.iter().map(|o| &o.item))
 }
 
 /// The `PartialObjectMetadataList` of a page, each item one chunk: the
@@ -152,5 +152,5 @@ pub fn encode(rt: &ResourceType, page: &Page) -> Vec<Bytes> {
 /// `PartialObjectMetadata`, so its parts are joined here.
 pub fn encode_partial(rt: &ResourceType, page: &Page) -> Vec<Bytes> {
     let items = page.items.iter().map(|o| [Bytes::from(partial::object([o.served_metadata(rt)]).concat())]);
-    json_list_parts(partial::LIST_KIND, partial::API_VERSION, &page.meta.unsharded(), items).collect()
+    json_list_parts(partial::LIST_KIND, partial::API_VERSION, &page.meta.unsharded(), Envelope::Typed, items).collect()
 }

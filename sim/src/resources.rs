@@ -33,6 +33,17 @@ impl std::ops::Deref for ResourceType {
 }
 
 impl ResourceType {
+    /// Whether it is a custom resource (served by the apiserver from a CRD,
+    /// as unstructured maps), not a built-in kind.
+    pub fn is_custom(&self) -> bool {
+        apimachinery::resource::builtin(&self.group, &self.version, &self.plural).is_none()
+    }
+
+    /// How the apiserver writes its lists' envelopes.
+    pub fn envelope(&self) -> apimachinery::list::Envelope {
+        if self.is_custom() { apimachinery::list::Envelope::Unstructured } else { apimachinery::list::Envelope::Typed }
+    }
+
     /// Whether kube-apiserver serves the resource from a watch cache. Events
     /// are the exception (`DefaultWatchCacheSizes`: events and
     /// events.events.k8s.io at 0): their watches go straight to etcd, whose

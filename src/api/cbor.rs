@@ -56,7 +56,12 @@ pub fn page(res: &CachedResource, page: Page, form: Form) -> Option<Parts> {
             (apimachinery::partial::API_VERSION.to_string(), apimachinery::partial::LIST_KIND.to_string())
         }
     };
-    let parts = cbor::list(&api_version, &kind, page.meta.json().as_bytes(), items).ok()?;
+    let meta = match form {
+        Form::Objects => page.meta,
+        // Metadata-only lists carry no shardInfo (as in JSON and protobuf).
+        Form::Metadata | Form::MetadataList => page.meta.unsharded(),
+    };
+    let parts = cbor::list(&api_version, &kind, meta.json().as_bytes(), items).ok()?;
     Some(Box::new(parts.into_iter()))
 }
 

@@ -8,7 +8,7 @@
 //! [`Wire`].
 
 use apimachinery::json;
-use apimachinery::list::json_list_parts;
+use apimachinery::list::{Envelope, json_list_parts};
 use apimachinery::negotiate::{self, Format};
 use apimachinery::partial::MetaVersion;
 use apimachinery::status::ApiError;
@@ -88,6 +88,7 @@ pub fn page_parts(res: &Arc<CachedResource>, page: Page, shape: &Shape, encoding
             &res.info.list_kind(),
             &res.info.api_version(),
             &page.meta,
+            if res.is_custom() { Envelope::Unstructured } else { Envelope::Typed },
             page.items.into_iter().map(|o| [o.bytes().clone()]),
         )),
         Shape::Table(printer, include, version) => {

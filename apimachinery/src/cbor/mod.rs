@@ -151,11 +151,17 @@ pub fn partial_object(metadata: Bytes) -> Vec<Bytes> {
 }
 
 /// A list document in parts: `list_meta` is the list's `metadata` as JSON,
-/// each item the parts of one item's map (shared, not copied).
+/// each item the parts of one item's map (shared, not copied). An empty
+/// `PartialObjectMetadataList`'s items are null, as in its JSON
+/// ([`crate::list::json_list_parts`]).
 pub fn list(api_version: &str, kind: &str, list_meta: &[u8], items: Vec<Vec<Bytes>>) -> Result<Vec<Bytes>, EncodeError> {
     let meta = Object::encode(list_meta, Shape::Plain)?;
     let mut array = Vec::with_capacity(9);
-    wire::head(&mut array, wire::ARRAY, items.len() as u64);
+    if items.is_empty() && kind == crate::partial::LIST_KIND {
+        array.push(wire::NULL);
+    } else {
+        wire::head(&mut array, wire::ARRAY, items.len() as u64);
+    }
     let items = std::iter::once(Bytes::from(array)).chain(items.into_iter().flatten()).collect();
     Ok(document(map_of(vec![
         ("kind", vec![Bytes::from(string(kind))]),
