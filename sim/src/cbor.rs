@@ -15,7 +15,7 @@
 //! [`SimConfig::cbor`]: crate::SimConfig::cbor
 
 use apimachinery::cbor::{self, Object, Shape};
-use apimachinery::list::ListMeta;
+use apimachinery::list::{Envelope, ListMeta};
 use apimachinery::partial;
 use apimachinery::status::ApiError;
 use apimachinery::watch::EventType;
@@ -60,9 +60,13 @@ pub fn list<'a>(rt: &ResourceType, meta: &ListMeta, items: impl Iterator<Item = 
     } else {
         (rt.api_version(), format!("{}List", rt.kind))
     };
-    // Metadata-only lists carry no shardInfo (as in JSON and protobuf).
-    let meta = if partial { meta.unsharded() } else { meta.clone() };
-    cbor::list(&api_version, &kind, meta.json().as_bytes(), items).map_err(|e| ApiError::internal(e.0))
+    let meta = match (partial, rt.envelope()) {
+        // Metadata-only lists carry no shardInfo (as in JSON and protobuf).
+        (true, _) => meta.unsharded().json(),
+        (false, Envelope::Typed) => meta.json(),
+        (false, Envelope::Unstructured) => meta.unstructured_json(),
+    };
+    cbor::list(&api_version, &kind, meta.as_bytes(), items).map_err(|e| ApiError::internal(e.0))
 }
 
 /// A watch event of `o`; an ERROR event should it have no encoding.

@@ -57,11 +57,13 @@ pub fn page(res: &CachedResource, page: Page, form: Form) -> Option<Parts> {
         }
     };
     let meta = match form {
-        Form::Objects => page.meta,
+        // A custom resource's list is an UnstructuredList (`continue` always there).
+        Form::Objects if res.is_custom() => page.meta.unstructured_json(),
+        Form::Objects => page.meta.json(),
         // Metadata-only lists carry no shardInfo (as in JSON and protobuf).
-        Form::Metadata | Form::MetadataList => page.meta.unsharded(),
+        Form::Metadata | Form::MetadataList => page.meta.unsharded().json(),
     };
-    let parts = cbor::list(&api_version, &kind, meta.json().as_bytes(), items).ok()?;
+    let parts = cbor::list(&api_version, &kind, meta.as_bytes(), items).ok()?;
     Some(Box::new(parts.into_iter()))
 }
 
