@@ -198,10 +198,9 @@ pub fn json_list_parts<I: IntoIterator<Item = Bytes>, T: IntoIterator<Item = I>>
     let null = kind == crate::partial::LIST_KIND && items.peek().is_none();
     let (kind, api_version) = (serde_json::Value::from(kind), serde_json::Value::from(api_version));
     let (head, tail) = match envelope {
-        Envelope::Typed => (
-            format!("{{\"kind\":{kind},\"apiVersion\":{api_version},\"metadata\":{},\"items\":", meta.json()),
-            "}".to_string(),
-        ),
+        Envelope::Typed => {
+            (format!("{{\"kind\":{kind},\"apiVersion\":{api_version},\"metadata\":{},\"items\":", meta.json()), "}".to_string())
+        }
         Envelope::Unstructured => {
             (format!("{{\"apiVersion\":{api_version},\"items\":"), format!(",\"kind\":{kind},\"metadata\":{}}}", meta.unstructured_json()))
         }
@@ -324,13 +323,17 @@ mod tests {
         let list = |kind, api_version| {
             String::from_utf8(json_list_parts(kind, api_version, &meta, Envelope::Typed, none()).collect::<Vec<_>>().concat()).unwrap()
         };
-        assert_eq!(list("ConfigMapList", "v1"), r#"{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"7"},"items":[]}"#);
+        assert_eq!(
+            list("ConfigMapList", "v1"),
+            r#"{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"7"},"items":[]}"#
+        );
         // As kube-apiserver 1.36.2 answers an empty namespace's configmaps, metadata only.
         assert_eq!(
             list(crate::partial::LIST_KIND, crate::partial::API_VERSION),
             r#"{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","metadata":{"resourceVersion":"7"},"items":null}"#
         );
-        let one = json_list_parts(crate::partial::LIST_KIND, crate::partial::API_VERSION, &meta, Envelope::Typed, [[Bytes::from_static(b"{}")]]);
+        let one =
+            json_list_parts(crate::partial::LIST_KIND, crate::partial::API_VERSION, &meta, Envelope::Typed, [[Bytes::from_static(b"{}")]]);
         assert!(one.collect::<Vec<_>>().concat().ends_with(br#""items":[{}]}"#));
     }
 
@@ -338,7 +341,8 @@ mod tests {
     fn a_custom_resources_list_is_written_as_a_map() {
         let items = [Bytes::from_static(br#"{"apiVersion":"x.io/v1","kind":"W","metadata":{"name":"a"}}"#)];
         let res = Resource::new("x.io", "v1", "ws", "W", true);
-        let list = |meta: &ListMeta, items: &[Bytes]| String::from_utf8(json_list(&res, meta, Envelope::Unstructured, items).concat()).unwrap();
+        let list =
+            |meta: &ListMeta, items: &[Bytes]| String::from_utf8(json_list(&res, meta, Envelope::Unstructured, items).concat()).unwrap();
         // As kube-apiserver 1.36.2 wrote a CRD's lists: whole, a first page, empty.
         assert_eq!(
             list(&ListMeta::for_page(171176, "", None, 0, false), &items),
@@ -346,7 +350,9 @@ mod tests {
         );
         let page = ListMeta::for_page(171176, "", Some("ns/a"), 2, false);
         let token = page.continue_token.clone().unwrap();
-        assert!(list(&page, &items).ends_with(&format!(r#"],"kind":"WList","metadata":{{"continue":"{token}","remainingItemCount":2,"resourceVersion":"171176"}}}}"#)));
+        assert!(list(&page, &items).ends_with(&format!(
+            r#"],"kind":"WList","metadata":{{"continue":"{token}","remainingItemCount":2,"resourceVersion":"171176"}}}}"#
+        )));
         assert_eq!(
             list(&ListMeta::for_page(171176, "", None, 0, true), &[]),
             r#"{"apiVersion":"x.io/v1","items":[],"kind":"WList","metadata":{"continue":"","resourceVersion":"171176"}}"#

@@ -20,7 +20,11 @@
 //! rather than serve it wrong.
 
 use base64::Engine;
-use serde_json::{Number, Value};
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::Number;
 
 use super::wire;
 use crate::protobuf::schema::{Field, Kind, Schema, schema};
@@ -65,39 +69,43 @@ enum Ty {
 /// followed by its encoded value, in canonical order; with the offset of
 /// each entry's start in the returned bytes.
 pub fn entries(json: &[u8], shape: Shape) -> Result<(Vec<u8>, Vec<u32>), EncodeError> {
-    let value: Value = serde_json::from_slice(json).map_err(|e| EncodeError(e.to_string()))?;
-    let Value::Object(map) = &value else { return Err(EncodeError("not a JSON object".into())) };
+    let value: Json<'_> = serde_json::from_slice(json).map_err(|e| EncodeError(e.to_string()))?;
+    let Json::Object(map) = &value else { return Err(EncodeError("not a JSON object".into())) };
     let s = schema();
     let root = match shape {
         Shape::Builtin(message) => Ty::Message(message),
         Shape::Custom => Ty::Custom,
         Shape::Plain => Ty::Any,
     };
-    let mut pairs = Vec::with_capacity(map.len());
-    for (k, v) in map {
+    let mut out = Vec::with_capacity(json.len());
+    let mut starts = Vec::with_capacity(map.len());
+    for (k, v) in canonical(map)? {
         let ty = match (shape, root) {
             (Shape::Custom, _) if k == "metadata" => Ty::Any,
             _ => child(s, root, k)?,
         };
-        pairs.push(pair(s, k, v, ty)?);
-    }
-    pairs.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-    let mut out = Vec::with_capacity(json.len());
-    let mut starts = Vec::with_capacity(pairs.len());
-    for (key, value) in pairs {
         starts.push(out.len() as u32);
-        out.extend_from_slice(&key);
-        out.extend_from_slice(&value);
+        entry(s, k, v, ty, &mut out)?;
     }
     Ok((out, starts))
 }
 
-fn pair(s: &'static Schema, k: &str, v: &Value, ty: Ty) -> Result<(Vec<u8>, Vec<u8>), EncodeError> {
-    let mut key = Vec::with_capacity(k.len() + 2);
-    wire::string(&mut key, k.as_bytes());
-    let mut value = Vec::new();
-    write(s, v, ty, &mut value).map_err(|e| EncodeError(format!("{k}: {}", e.0)))?;
-    Ok((key, value))
+/// A map's entries in canonical order: sorted by their encoded keys, which
+/// for byte strings is by length, then bytes (the length is in the head).
+/// A key twice has no one encoding.
+fn canonical<'j, 'a>(map: &'j [(Cow<'a, str>, Json<'a>)]) -> Result<Vec<(&'j str, &'j Json<'a>)>, EncodeError> {
+    let mut entries: Vec<_> = map.iter().map(|(k, v)| (k.as_ref(), v)).collect();
+    entries.sort_unstable_by(|a, b| (a.0.len(), a.0).cmp(&(b.0.len(), b.0)));
+    match entries.windows(2).find(|w| w[0].0 == w[1].0) {
+        Some(twice) => Err(EncodeError(format!("{:?} twice in one object", twice[0].0))),
+        None => Ok(entries),
+    }
+}
+
+/// Writes one entry: key `k`, value `v` of type `ty`.
+fn entry(s: &'static Schema, k: &str, v: &Json<'_>, ty: Ty, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+    wire::string(out, k.as_bytes());
+    write(s, v, ty, out).map_err(|e| EncodeError(format!("{k}: {}", e.0)))
 }
 
 /// The type of key `k`'s value in an object of type `ty`.
@@ -148,36 +156,32 @@ fn is_special(name: &str) -> bool {
     )
 }
 
-fn write(s: &'static Schema, v: &Value, ty: Ty, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+fn write(s: &'static Schema, v: &Json<'_>, ty: Ty, out: &mut Vec<u8>) -> Result<(), EncodeError> {
     match v {
-        Value::Null => out.push(wire::NULL),
-        Value::Bool(b) => out.push(if *b { wire::TRUE } else { wire::FALSE }),
-        Value::Number(n) => number(n, ty, out)?,
-        Value::String(text) => {
+        Json::Null => out.push(wire::NULL),
+        Json::Bool(b) => out.push(if *b { wire::TRUE } else { wire::FALSE }),
+        Json::Number(n) => number(n, ty, out)?,
+        Json::String(text) => {
             if let Ty::Bytes = ty {
-                let raw = base64::engine::general_purpose::STANDARD.decode(text).map_err(|e| EncodeError(format!("bad base64: {e}")))?;
+                let raw = base64::engine::general_purpose::STANDARD
+                    .decode(text.as_bytes())
+                    .map_err(|e| EncodeError(format!("bad base64: {e}")))?;
                 wire::head(out, wire::TAG, wire::TAG_BASE64);
                 wire::string(out, &raw);
             } else {
                 wire::string(out, text.as_bytes());
             }
         }
-        Value::Array(items) => {
+        Json::Array(items) => {
             wire::head(out, wire::ARRAY, items.len() as u64);
             for item in items {
                 write(s, item, ty, out)?;
             }
         }
-        Value::Object(map) => {
-            let mut pairs = Vec::with_capacity(map.len());
-            for (k, v) in map {
-                pairs.push(pair(s, k, v, child(s, ty, k)?)?);
-            }
-            pairs.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-            wire::head(out, wire::MAP, pairs.len() as u64);
-            for (key, value) in pairs {
-                out.extend_from_slice(&key);
-                out.extend_from_slice(&value);
+        Json::Object(map) => {
+            wire::head(out, wire::MAP, map.len() as u64);
+            for (k, v) in canonical(map)? {
+                entry(s, k, v, child(s, ty, k)?, out)?;
             }
         }
     }
@@ -196,4 +200,89 @@ fn number(n: &Number, ty: Ty, out: &mut Vec<u8>) -> Result<(), EncodeError> {
         None => wire::float(out, n.as_f64().ok_or_else(|| EncodeError(format!("bad number {n}")))?),
     }
     Ok(())
+}
+
+/// A JSON value as read for encoding: an object's members in a vector (no
+/// hashing: parsing into `serde_json::Value`'s ordered maps was two thirds
+/// of encoding a pod), strings borrowed from the input when unescaped.
+enum Json<'a> {
+    Null,
+    Bool(bool),
+    Number(Number),
+    String(Cow<'a, str>),
+    Array(Vec<Json<'a>>),
+    Object(Vec<(Cow<'a, str>, Json<'a>)>),
+}
+
+impl<'de> Deserialize<'de> for Json<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(JsonVisitor)
+    }
+}
+
+struct JsonVisitor;
+
+impl<'de> Visitor<'de> for JsonVisitor {
+    type Value = Json<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_unit<E>(self) -> Result<Json<'de>, E> {
+        Ok(Json::Null)
+    }
+    fn visit_bool<E>(self, b: bool) -> Result<Json<'de>, E> {
+        Ok(Json::Bool(b))
+    }
+    fn visit_i64<E>(self, n: i64) -> Result<Json<'de>, E> {
+        Ok(Json::Number(n.into()))
+    }
+    fn visit_u64<E>(self, n: u64) -> Result<Json<'de>, E> {
+        Ok(Json::Number(n.into()))
+    }
+    fn visit_f64<E: serde::de::Error>(self, n: f64) -> Result<Json<'de>, E> {
+        Number::from_f64(n).map(Json::Number).ok_or_else(|| E::custom("a number out of range"))
+    }
+    fn visit_borrowed_str<E>(self, text: &'de str) -> Result<Json<'de>, E> {
+        Ok(Json::String(Cow::Borrowed(text)))
+    }
+    fn visit_str<E>(self, text: &str) -> Result<Json<'de>, E> {
+        Ok(Json::String(Cow::Owned(text.to_owned())))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Json<'de>, A::Error> {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+        while let Some(item) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(Json::Array(items))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Json<'de>, A::Error> {
+        let mut members = Vec::with_capacity(map.size_hint().unwrap_or(0));
+        while let Some((Key(k), v)) = map.next_entry()? {
+            members.push((k, v));
+        }
+        Ok(Json::Object(members))
+    }
+}
+
+/// An object's key, borrowed when unescaped (serde's `Cow<str>` always copies).
+struct Key<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_borrowed_str<E>(self, text: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Borrowed(text)))
+            }
+            fn visit_str<E>(self, text: &str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(text.to_owned())))
+            }
+        }
+        d.deserialize_str(KeyVisitor)
+    }
 }

@@ -173,3 +173,13 @@ fn canonical_order_is_the_encoded_keys_order() {
     assert_eq!(bytes, expected.concat());
     assert_eq!(starts, [0, 3, 7, 14, 24]);
 }
+
+#[test]
+fn strings_escaped_or_not_and_a_key_twice() {
+    // Escaped strings are read whole; unescaped ones are borrowed: the bytes are the same.
+    let escaped = document(Object::encode(br#"{"k\u0069nd":"a\"b","n":[1,-2,2.5]}"#, Shape::Plain).unwrap().map()).concat();
+    let plain = document(Object::encode(br#"{"kind":"a\"b","n":[1,-2,2.5]}"#, Shape::Plain).unwrap().map()).concat();
+    assert_eq!(escaped, plain);
+    // A key twice has no one encoding: refused, never a guess.
+    assert!(Object::encode(br#"{"a":1,"a":2}"#, Shape::Plain).is_err());
+}
