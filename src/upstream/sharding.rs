@@ -33,7 +33,7 @@
 //! (at most its lifetime, 30–60 minutes), when the new answer applies.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use apimachinery::resource::Resource;
 
@@ -54,45 +54,66 @@ pub enum Sharding {
     Ignored,
 }
 
-const UNKNOWN: u8 = 0;
-const HONOURED: u8 = 1;
-const IGNORED: u8 = 2;
-const PROBING: u8 = 3;
+const UNKNOWN: u64 = 0;
+const HONOURED: u64 = 1;
+const IGNORED: u64 = 2;
+const PROBING: u64 = 3;
 
 /// The latest [`Sharding`] of a resource: forgotten by its reflector, learnt by requests.
+///
+/// One word: what is known (two bits) and how many times it was forgotten
+/// (the rest), so a probe's answer lands only if nothing was forgotten
+/// since it began — not even when another probe began after the forgetting.
 #[derive(Debug, Default, Clone)]
-pub struct ShardingState(Arc<AtomicU8>);
+pub struct ShardingState(Arc<AtomicU64>);
 
 impl ShardingState {
     /// What is known now; when nothing is, starts learning it (one probe at
     /// a time) and answers [`Sharding::Unknown`].
     pub fn learn(&self, client: &Client, resource: &Resource) -> Sharding {
-        match self.0.load(Ordering::Acquire) {
+        let known = self.known();
+        if known == Sharding::Unknown
+            && let Some(probing) = self.begin()
+        {
+            let (state, client, resource) = (self.clone(), client.clone(), resource.clone());
+            tokio::spawn(async move {
+                let learnt = probe(&client, &resource).await;
+                state.finish(probing, learnt);
+                tracing::debug!(resource = %resource.qualified(), ?learnt, "probed how upstream treats shard selectors");
+            });
+        }
+        known
+    }
+
+    fn known(&self) -> Sharding {
+        match self.0.load(Ordering::Acquire) & 3 {
             HONOURED => Sharding::Honoured,
             IGNORED => Sharding::Ignored,
-            PROBING => Sharding::Unknown,
-            _ => {
-                if self.0.compare_exchange(UNKNOWN, PROBING, Ordering::AcqRel, Ordering::Acquire).is_ok() {
-                    let (state, client, resource) = (self.clone(), client.clone(), resource.clone());
-                    tokio::spawn(async move {
-                        let learnt = match probe(&client, &resource).await {
-                            Sharding::Honoured => HONOURED,
-                            Sharding::Ignored => IGNORED,
-                            Sharding::Unknown => UNKNOWN,
-                        };
-                        // Forgotten meanwhile (upstream lost): this answer may be the old apiserver's.
-                        let _ = state.0.compare_exchange(PROBING, learnt, Ordering::AcqRel, Ordering::Acquire);
-                        tracing::debug!(resource = %resource.qualified(), learnt, "probed how upstream treats shard selectors");
-                    });
-                }
-                Sharding::Unknown
-            }
+            _ => Sharding::Unknown,
         }
+    }
+
+    /// Marks a probe under way, unless one is or something is known: the word to finish it with.
+    fn begin(&self) -> Option<u64> {
+        let now = self.0.load(Ordering::Acquire);
+        let probing = now - (now & 3) + PROBING;
+        (now & 3 == UNKNOWN && self.0.compare_exchange(now, probing, Ordering::AcqRel, Ordering::Acquire).is_ok()).then_some(probing)
+    }
+
+    /// The probe begun as `probing` learnt `learnt`: kept only if nothing was forgotten meanwhile.
+    fn finish(&self, probing: u64, learnt: Sharding) {
+        let state = match learnt {
+            Sharding::Honoured => HONOURED,
+            Sharding::Ignored => IGNORED,
+            Sharding::Unknown => UNKNOWN,
+        };
+        // Forgotten meanwhile (upstream lost): this answer may be the old apiserver's.
+        let _ = self.0.compare_exchange(probing, probing - PROBING + state, Ordering::AcqRel, Ordering::Acquire);
     }
 
     /// Forgets what was learnt: upstream may have changed.
     pub fn forget(&self) {
-        self.0.store(UNKNOWN, Ordering::Release);
+        let _ = self.0.fetch_update(Ordering::AcqRel, Ordering::Acquire, |now| Some((now | 3) + 1));
     }
 }
 
@@ -104,5 +125,29 @@ async fn probe(client: &Client, resource: &Resource) -> Sharding {
         Ok(_) => Sharding::Ignored,
         Err(UpstreamError::Status { code: 500, message }) if message.starts_with("invalid shard selector: ") => Sharding::Honoured,
         Err(_) => Sharding::Unknown,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_probe_begun_before_upstream_was_lost_teaches_nothing() {
+        let state = ShardingState::default();
+        let old = state.begin().expect("nothing known: a probe begins");
+        assert_eq!(state.begin(), None, "one probe at a time");
+        state.forget();
+        let new = state.begin().expect("forgotten: a new probe begins");
+        state.finish(old, Sharding::Honoured);
+        assert_eq!(state.known(), Sharding::Unknown, "the old apiserver's answer is dropped");
+        state.finish(new, Sharding::Ignored);
+        assert_eq!(state.known(), Sharding::Ignored);
+        assert_eq!(state.begin(), None, "known: no probe");
+        state.forget();
+        assert_eq!(state.known(), Sharding::Unknown);
+        let failed = state.begin().unwrap();
+        state.finish(failed, Sharding::Unknown);
+        assert!(state.begin().is_some(), "a probe that failed lets the next request probe again");
     }
 }
