@@ -663,3 +663,39 @@ fn first_large_read_passes_through_then_memory_answers(accept: &str, name: &str,
     assert!(again.body == list(&sim).body, "memory's bytes are the simulator's");
     assert!(first.body == again.body, "upstream's and memory's answers are the same bytes");
 }
+
+#[test]
+fn every_answer_is_private_to_its_client_as_the_apiserver_marks_it() {
+    let sim = Process::sim(&["--pods", "20", "--namespaces", "2", "--nodes", "2"]);
+    let kache = Process::kache(&sim.url, &["--resources", "pods,namespaces"]);
+    ready(&kache);
+    let pod = sim.get("/api/v1/pods?limit=1").json()["items"][0]["metadata"].clone();
+    let (ns, name) = (pod["namespace"].as_str().unwrap(), pod["name"].as_str().unwrap());
+    let lists = metric(&kache, "kache_lists_served_total");
+    let gets = metric(&kache, "kache_gets_served_total");
+    let watches = metric(&kache, "kache_watches_served_total");
+    // From memory (a list, a GET, a GET of nothing, a watch), kache's own
+    // refusals and endpoints, and a request passed through (a write): each
+    // carries what the apiserver sends, so no shared HTTP cache between a
+    // client and kache stores one user's answer for another.
+    let answers = [
+        ("GET", "/api/v1/pods?resourceVersion=0".to_string()),
+        ("GET", format!("/api/v1/namespaces/{ns}/pods/{name}?resourceVersion=0")),
+        ("GET", format!("/api/v1/namespaces/{ns}/pods/nothing?resourceVersion=0")),
+        ("GET", "/api/v1/pods?resourceVersion=0&watch=1&timeoutSeconds=1".to_string()),
+        ("GET", "/api/v1/pods?resourceVersion=0&labelSelector=a%20b".to_string()),
+        ("GET", "/readyz".to_string()),
+        ("POST", "/api/v1/namespaces".to_string()),
+    ];
+    for (method, path) in &answers {
+        let from_kache = kache.request(method, path, &[("content-type", "application/json")], Some(b"{}"));
+        let from_sim = sim.request(method, path, &[("content-type", "application/json")], Some(b"{}"));
+        assert_eq!(from_kache.status, from_sim.status, "{method} {path}: {}", from_kache.text());
+        assert_eq!(from_sim.header("cache-control"), Some("no-cache, private"), "the simulator, as the apiserver: {method} {path}");
+        assert_eq!(from_kache.header("cache-control"), Some("no-cache, private"), "kache: {method} {path}");
+    }
+    assert_eq!(kache.get("/metrics").header("cache-control"), Some("no-cache, private"));
+    assert_eq!(metric(&kache, "kache_lists_served_total"), lists + 1, "the list was answered from memory");
+    assert_eq!(metric(&kache, "kache_gets_served_total"), gets + 2, "both GETs were answered from memory (one a 404)");
+    assert_eq!(metric(&kache, "kache_watches_served_total"), watches + 1, "the watch was answered from memory");
+}

@@ -344,7 +344,9 @@ where
             let client_cert = client_cert.clone();
             let stream = streams.open(req.version());
             async move {
-                let resp = server::handle(state, req.map(request_body::Drained::new), server_address, client_cert).await;
+                let mut resp = server::handle(state, req.map(request_body::Drained::new), server_address, client_cert).await;
+                // The apiserver's `WithCacheControl` filter: on every answer, unless the handler set one.
+                resp.headers_mut().entry(http::header::CACHE_CONTROL).or_insert(http::HeaderValue::from_static("no-cache, private"));
                 Ok::<_, std::convert::Infallible>(resp.map(|body| stream.hold(body)))
             }
         })

@@ -150,6 +150,9 @@ impl Api {
     }
 }
 
+/// The `Cache-Control` of every answer, as the apiserver sets it.
+const CACHE_CONTROL: &str = "no-cache, private";
+
 /// How long a client has to finish its TLS handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -251,7 +254,15 @@ where
     let service = hyper::service::service_fn(move |req| {
         let answer = answer.clone();
         let certificate = certificate.clone();
-        async move { Ok::<_, std::convert::Infallible>(answer(req, certificate).await) }
+        async move {
+            let mut resp = answer(req, certificate).await;
+            // As the apiserver's `WithCacheControl` filter: every answer is
+            // private to its client, so no shared HTTP cache between a client
+            // and kache may store one user's answer (a list of Secrets) for
+            // another. A passed-through answer keeps upstream's.
+            resp.headers_mut().entry(http::header::CACHE_CONTROL).or_insert(http::HeaderValue::from_static(CACHE_CONTROL));
+            Ok::<_, std::convert::Infallible>(resp)
+        }
     });
     let conn = auto::Builder::new(TokioExecutor::new()).serve_connection_with_upgrades(TokioIo::new(io), service).into_owned();
     watcher.watch(conn).await
