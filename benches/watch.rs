@@ -13,15 +13,14 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use apimachinery::negotiate::{Encoding, Negotiated, Shape};
 use apimachinery::params::ListOptions;
 use apimachinery::resource::Resource;
 use bytes::Bytes;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use kache::api::Waits;
-use kache::api::form::{Encoding, Form, Wire};
 
 /// The objects, in JSON.
-const JSON: Wire = Wire { form: Form::Objects, encoding: Encoding::Json };
+const JSON: Negotiated = Negotiated { encoding: Encoding::Json, shape: Shape::Objects, pretty: false, gzip: false };
 use kache::api::filter::Filter;
 use kache::api::list::{self, Answer};
 use kache::api::watch::{Dispatcher, Subscription};
@@ -134,8 +133,7 @@ fn select(c: &mut Criterion) {
     ] {
         let opts = ListOptions::decode(query).expect("options");
         group.bench_function(name, |b| {
-            let waits = Waits { revision: Duration::ZERO };
-            b.iter(|| match rt.block_on(list::list(&res, None, &opts, &waits, &Default::default())) {
+            b.iter(|| match rt.block_on(list::list(&res, None, &opts, Duration::ZERO, &Default::default())) {
                 Ok(Answer::Page(p)) => black_box(p.items.len()),
                 other => panic!("{other:?}"),
             })

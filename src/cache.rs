@@ -9,6 +9,7 @@ use bytes::Bytes;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+use apimachinery::negotiate::Encoding;
 use apimachinery::resource::Resource;
 use apimachinery::table::{self, Printer};
 
@@ -92,7 +93,7 @@ pub struct CachedResource {
     protobuf: Option<String>,
     /// Set once an object had no protobuf encoding: protobuf requests then pass through.
     protobuf_failed: AtomicBool,
-    /// Warm-ups of its objects' protobuf messages and CBOR maps ([`CachedResource::warm`]), by [`Binary`].
+    /// Warm-ups of its objects' protobuf messages and CBOR maps ([`CachedResource::warm`]), protobuf's then CBOR's.
     warm: [Warm; 2],
     /// How its objects are written in CBOR (`None`: a built-in kind the
     /// protobuf schema, which says which strings are `[]byte`, lacks).
@@ -284,19 +285,19 @@ impl CachedResource {
     /// later are encoded as their events are framed. Only resources read in
     /// an encoding pay its memory (protobuf: about two thirds of the
     /// objects' JSON); a protobuf warm-up of 50,000 pods takes about 2.5 s of CPU.
-    pub fn warm(self: &Arc<Self>, binary: Binary) -> bool {
-        let warm = &self.warm[binary as usize];
+    pub fn warm(self: &Arc<Self>, encoding: Encoding) -> bool {
+        let Some(warm) = warm_index(encoding).map(|i| &self.warm[i]) else { return true };
         if warm.epoch.load(Ordering::Acquire) == self.store.view().epoch() {
             return true;
         }
         if !warm.running.swap(true, Ordering::AcqRel) {
             let me = self.clone();
-            tokio::task::spawn_blocking(move || me.make_ahead(binary));
+            tokio::task::spawn_blocking(move || me.make_ahead(encoding));
         }
         false
     }
 
-    fn make_ahead(&self, binary: Binary) {
+    fn make_ahead(&self, encoding: Encoding) {
         let started = std::time::Instant::now();
         let view = self.store.view();
         let objects: Vec<&Arc<CachedObject>> = view.head().iter().collect();
@@ -306,18 +307,19 @@ impl CachedResource {
             for chunk in objects.chunks(objects.len().div_ceil(threads).max(1)) {
                 s.spawn(move || {
                     for o in chunk {
-                        match binary {
-                            Binary::Protobuf => drop(self.protobuf_of(o, None)),
-                            Binary::Cbor => drop(self.cbor_map(o, None, false)),
+                        match encoding {
+                            Encoding::Protobuf => drop(self.protobuf_of(o, None)),
+                            Encoding::Cbor => drop(self.cbor_map(o, None, false)),
+                            Encoding::Json | Encoding::Yaml => {}
                         }
                     }
                 });
             }
         });
-        let warm = &self.warm[binary as usize];
+        let Some(warm) = warm_index(encoding).map(|i| &self.warm[i]) else { return };
         warm.epoch.store(view.epoch(), Ordering::Release);
         warm.running.store(false, Ordering::Release);
-        tracing::info!(resource = %self.info.qualified(), objects = objects.len(), took = ?started.elapsed(), "{} made ahead of large reads", binary.name());
+        tracing::info!(resource = %self.info.qualified(), objects = objects.len(), took = ?started.elapsed(), "{:?} made ahead of large reads", encoding);
     }
 
     /// `o`'s protobuf message (at `rv` when given); `None` when it has none,
@@ -400,24 +402,18 @@ impl CachedResource {
 /// indexes pods by node.
 const INDEXED_FIELDS: &[&str] = &["spec.nodeName"];
 
-/// An encoding made per object and kept with it, ahead of large reads ([`CachedResource::warm`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Binary {
-    Protobuf,
-    Cbor,
-}
-
-impl Binary {
-    /// `protobuf` or `cbor`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Binary::Protobuf => "protobuf",
-            Binary::Cbor => "cbor",
-        }
+/// The warm-up slot of an encoding made per object and kept with it
+/// (protobuf messages, CBOR maps); `None` for JSON and YAML, written from
+/// the stored bytes as they are.
+fn warm_index(encoding: Encoding) -> Option<usize> {
+    match encoding {
+        Encoding::Protobuf => Some(0),
+        Encoding::Cbor => Some(1),
+        Encoding::Json | Encoding::Yaml => None,
     }
 }
 
-/// Where the warm-up of one [`Binary`] encoding stands.
+/// Where the warm-up of one kept encoding stands.
 #[derive(Debug)]
 struct Warm {
     /// The store epoch whose head has every object's encoding made.

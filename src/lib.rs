@@ -2,18 +2,18 @@
 //!
 //! [`upstream`] follows the apiserver (credentials, discovery, one reflector
 //! per cached resource) into [`store`]s; [`cache`] holds them; [`api`]
-//! answers lists from memory and [`proxy`] passes everything else through;
+//! answers reads from memory and passes everything else through, with
+//! [`access`] deciding who a client is and what it may;
 //! [`state`] saves and restores the stores for warm restarts; [`budget`]
 //! bounds the memory they hold; [`serve`] wires it together. See
 //! `DESIGN.md` for how the parts fit.
 
+pub mod access;
 pub mod api;
-pub mod auth;
 pub mod budget;
 pub mod cache;
 pub mod config;
 pub mod logs;
-pub mod proxy;
 pub mod serve;
 pub mod serving_cert;
 pub mod state;

@@ -12,7 +12,7 @@ use tokio_rustls::TlsAcceptor;
 
 use crate::api::starting::Starting;
 use crate::api::watch::WatchConfig;
-use crate::api::{self, Api, ApiConfig, Waits};
+use crate::api::{self, Api, ApiConfig};
 use crate::budget::BudgetConfig;
 use crate::cache::Cache;
 use crate::state::{Kept, Saver, StateDir, Upstream};
@@ -159,18 +159,22 @@ impl ServeArgs {
         if !(self.bookmark_interval.is_finite() && self.bookmark_interval > 0.0) {
             anyhow::bail!("--bookmark-interval must be a number of seconds > 0, got {}", self.bookmark_interval);
         }
-        let waits = Waits { revision: Duration::from_millis(self.wait_ms) };
         let watch = WatchConfig { queue: self.watch_queue.max(1), bookmark_interval: Duration::from_secs_f64(self.bookmark_interval) };
         let mib = |flag: &str, v: u64| v.checked_mul(1 << 20).ok_or_else(|| anyhow::anyhow!("--{flag} {v}: too large"));
         let budget = BudgetConfig {
             total: mib("memory-budget", self.memory_budget)?,
             resource: mib("resource-memory-budget", self.resource_memory_budget)?,
         };
-        Ok(ApiConfig { waits, watch, max_staleness: Duration::from_secs(self.max_staleness), budget })
+        Ok(ApiConfig {
+            revision_wait: Duration::from_millis(self.wait_ms),
+            watch,
+            max_staleness: Duration::from_secs(self.max_staleness),
+            budget,
+        })
     }
 
     /// How clients authenticate; `None` when they do not, which only a loopback `--listen` allows.
-    fn auth(&self) -> anyhow::Result<Option<crate::auth::AuthConfig>> {
+    fn auth(&self) -> anyhow::Result<Option<crate::access::AuthConfig>> {
         let (certificates, tokens) = (self.client_ca_file.is_some(), self.token_review);
         if !certificates && !tokens {
             if self.anonymous_auth {
@@ -190,7 +194,7 @@ impl ServeArgs {
             return Ok(None);
         }
         let secs = Duration::from_secs;
-        Ok(Some(crate::auth::AuthConfig {
+        Ok(Some(crate::access::AuthConfig {
             tokens,
             certificates,
             anonymous: self.anonymous_auth,
@@ -346,7 +350,7 @@ pub async fn start(args: &ServeArgs, listening: impl FnOnce(&str)) -> anyhow::Re
         tracing::info!(url = %format!("http://{}", probes.local_addr()?), "health checks and metrics served");
         let answerer = api::probes::answerer(&starting);
         // Until the process ends: probes must keep answering while kache drains.
-        tokio::spawn(async move { api::accept(&probes, &None, answerer, std::future::pending(), None, || {}).await });
+        tokio::spawn(async move { api::server::accept(&probes, &None, answerer, std::future::pending(), None, || {}).await });
     }
     let (discovered, done) = oneshot::channel::<()>();
     let discovering = async {
@@ -357,7 +361,7 @@ pub async fn start(args: &ServeArgs, listening: impl FnOnce(&str)) -> anyhow::Re
         let _ = discovered.send(());
         resources
     };
-    let answering = api::accept(&listener, &tls, starting.answerer(), async { _ = done.await }, None, || {});
+    let answering = api::server::accept(&listener, &tls, starting.answerer(), async { _ = done.await }, None, || {});
     let (resources, opened_while_starting) = tokio::join!(discovering, answering);
     let resources = resources?;
     let state = args.state(&client, &creds).await?;
@@ -370,7 +374,11 @@ pub async fn start(args: &ServeArgs, listening: impl FnOnce(&str)) -> anyhow::Re
     starting.hand_over(&api);
     let (stop, stopped) = oneshot::channel::<()>();
     let drain = Duration::from_secs(args.shutdown_drain);
-    let task = tokio::spawn(api::serve(listener, tls, api.clone(), async move { _ = stopped.await }, drain));
+    // Watches end at once, as an apiserver's do when it shuts down; other requests get the drain period.
+    let (answerer, serving) = (api::chain::answerer(&api), api.clone());
+    let task = tokio::spawn(async move {
+        api::server::accept(&listener, &tls, answerer, async move { _ = stopped.await }, Some(drain), || serving.stop()).await;
+    });
     let names: Vec<String> = api.cache.resources().iter().map(|r| r.info.qualified()).collect();
     tracing::info!(%url, upstream = %creds.server, resources = %names.join(","), "kache serving; loading the initial lists");
     Ok(Running {

@@ -5,15 +5,23 @@
 //!
 //! Guarantees: clauses are tried in goautoneg's order (higher `q` first,
 //! then specific types before wildcards, otherwise as written; a `q=0`
-//! clause is still tried, last); for each clause the endpoint's formats are
+//! clause is still tried, last); for each clause the endpoint's encodings are
 //! tried in its order; the first combination the endpoint allows wins. No
 //! match is `None`, which the caller answers with [`ApiError::not_acceptable`].
 //!
 //! [`ApiError::not_acceptable`]: crate::status::ApiError::not_acceptable
+//!
+//! What negotiation chose is one value, [`Negotiated`]: the [`Encoding`]
+//! (JSON, YAML, protobuf, CBOR), the [`Shape`] (the objects, their
+//! metadata only, or a Table), indentation and gzip.
 
-/// A serialization.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
+use crate::partial::MetaVersion;
+use crate::table::IncludeObject;
+
+/// How an answer is serialized.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Encoding {
+    #[default]
     /// `application/json`.
     Json,
     /// `application/yaml`.
@@ -24,19 +32,94 @@ pub enum Format {
     Cbor,
 }
 
-impl Format {
+impl Encoding {
     /// The media type.
     pub fn media_type(self) -> &'static str {
         match self {
-            Format::Json => "application/json",
-            Format::Yaml => "application/yaml",
-            Format::Protobuf => "application/vnd.kubernetes.protobuf",
-            Format::Cbor => "application/cbor",
+            Encoding::Json => "application/json",
+            Encoding::Yaml => "application/yaml",
+            Encoding::Protobuf => "application/vnd.kubernetes.protobuf",
+            Encoding::Cbor => "application/cbor",
+        }
+    }
+
+    /// The `Content-Type` of an answer in it (`stream`: a watch's, whose
+    /// protobuf frames are `;stream=watch` and whose CBOR is a sequence).
+    pub fn content_type(self, stream: bool) -> &'static str {
+        match (self, stream) {
+            (Encoding::Protobuf, true) => "application/vnd.kubernetes.protobuf;stream=watch",
+            (Encoding::Cbor, true) => "application/cbor-seq",
+            _ => self.media_type(),
         }
     }
 
     fn type_subtype(self) -> (&'static str, &'static str) {
         self.media_type().split_once('/').unwrap_or(("application", "json"))
+    }
+}
+
+/// What an answer holds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Shape {
+    /// The objects themselves.
+    #[default]
+    Objects,
+    /// Their metadata only, in the form of one object (`PartialObjectMetadata`;
+    /// also every event of a metadata-only watch).
+    Metadata,
+    /// Their metadata only, in the form of a list (`PartialObjectMetadataList`).
+    MetadataList,
+    /// A Table of them in `meta.k8s.io` `version`, each row carrying what `include` says.
+    Table {
+        /// The `meta.k8s.io` version asked for.
+        version: MetaVersion,
+        /// What each row carries besides its cells.
+        include: IncludeObject,
+    },
+}
+
+/// What content negotiation chose for one answer: its media type — the
+/// encoding, what it holds, whether JSON is indented — and whether a large
+/// body is gzipped. The one description of an answer's look that readers
+/// and writers share.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Negotiated {
+    /// How it is serialized.
+    pub encoding: Encoding,
+    /// What it holds.
+    pub shape: Shape,
+    /// Indented (JSON only: the YAML serializer ignores it).
+    pub pretty: bool,
+    /// The client accepts gzip: a body over the apiserver's threshold is gzipped.
+    pub gzip: bool,
+}
+
+impl Negotiated {
+    /// The answer the apiserver would write in `media` for a request with
+    /// `query` and the headers `User-Agent` and `Accept-Encoding`; `None`
+    /// for a conversion this crate does not write (metadata-only forms in
+    /// `meta.k8s.io/v1beta1`, an `includeObject` the apiserver refuses).
+    pub fn of(media: &MediaType, query: &str, user_agent: Option<&str>, accept_encoding: Option<&str>) -> Option<Negotiated> {
+        let shape = match media.convert.as_ref().map(|c| (c.meta_kind(), c.version.as_str())) {
+            None => Shape::Objects,
+            Some((Some(crate::partial::KIND), "v1")) => Shape::Metadata,
+            Some((Some(crate::partial::LIST_KIND), "v1")) => Shape::MetadataList,
+            Some((Some("Table"), version)) => {
+                Shape::Table { version: MetaVersion::parse(version)?, include: IncludeObject::from_query(query)? }
+            }
+            Some(_) => return None,
+        };
+        Some(Negotiated {
+            encoding: media.encoding,
+            shape,
+            pretty: media.encoding == Encoding::Json && (media.pretty || pretty(query, user_agent)),
+            gzip: accepts_gzip(accept_encoding),
+        })
+    }
+
+    /// The same answer in `encoding`, holding `shape`.
+    pub fn with(self, encoding: Encoding, shape: Shape) -> Negotiated {
+        Negotiated { encoding, shape, ..self }
     }
 }
 
@@ -64,7 +147,7 @@ impl Conversion {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MediaType {
     /// The serialization.
-    pub format: Format,
+    pub encoding: Encoding,
     /// The conversion asked for, if any.
     pub convert: Option<Conversion>,
     /// `pretty=1` in the media type.
@@ -73,20 +156,13 @@ pub struct MediaType {
     pub stream: Option<String>,
 }
 
-impl MediaType {
-    /// Whether this is the object itself in plain JSON.
-    pub fn is_plain_json(&self) -> bool {
-        self.format == Format::Json && self.convert.is_none()
-    }
-}
-
 /// What an endpoint can write (the apiserver's serializers and `EndpointRestrictions`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Endpoint {
     /// Serializations in preference order; the first answers a request without `Accept`.
-    pub formats: &'static [Format],
+    pub encodings: &'static [Encoding],
     /// Serializations of an unconverted object (custom resources have no protobuf).
-    pub plain: &'static [Format],
+    pub plain: &'static [Encoding],
     /// Whether `Table` conversions are served.
     pub tables: bool,
     /// Whether `PartialObjectMetadata[List]` conversions are served.
@@ -96,37 +172,37 @@ pub struct Endpoint {
 impl Endpoint {
     /// A built-in resource of kube-apiserver.
     pub const BUILTIN: Endpoint = Endpoint {
-        formats: &[Format::Json, Format::Yaml, Format::Protobuf],
-        plain: &[Format::Json, Format::Yaml, Format::Protobuf],
+        encodings: &[Encoding::Json, Encoding::Yaml, Encoding::Protobuf],
+        plain: &[Encoding::Json, Encoding::Yaml, Encoding::Protobuf],
         tables: true,
         metadata: true,
     };
     /// A custom resource of kube-apiserver: no protobuf for the objects themselves.
     pub const CUSTOM: Endpoint = Endpoint {
-        formats: &[Format::Json, Format::Yaml, Format::Protobuf],
-        plain: &[Format::Json, Format::Yaml],
+        encodings: &[Encoding::Json, Encoding::Yaml, Encoding::Protobuf],
+        plain: &[Encoding::Json, Encoding::Yaml],
         tables: true,
         metadata: true,
     };
 
     /// A built-in resource of kube-apiserver with `CBORServingAndStorage` on.
     pub const BUILTIN_CBOR: Endpoint = Endpoint {
-        formats: &[Format::Json, Format::Yaml, Format::Protobuf, Format::Cbor],
-        plain: &[Format::Json, Format::Yaml, Format::Protobuf, Format::Cbor],
+        encodings: &[Encoding::Json, Encoding::Yaml, Encoding::Protobuf, Encoding::Cbor],
+        plain: &[Encoding::Json, Encoding::Yaml, Encoding::Protobuf, Encoding::Cbor],
         tables: true,
         metadata: true,
     };
     /// A custom resource of kube-apiserver with `CBORServingAndStorage` on.
     pub const CUSTOM_CBOR: Endpoint = Endpoint {
-        formats: &[Format::Json, Format::Yaml, Format::Protobuf, Format::Cbor],
-        plain: &[Format::Json, Format::Yaml, Format::Cbor],
+        encodings: &[Encoding::Json, Encoding::Yaml, Encoding::Protobuf, Encoding::Cbor],
+        plain: &[Encoding::Json, Encoding::Yaml, Encoding::Cbor],
         tables: true,
         metadata: true,
     };
 
     /// This endpoint (`BUILTIN` or `CUSTOM`) as it is with or without CBOR.
     pub fn with_cbor(&self, cbor: bool) -> Endpoint {
-        match (cbor, self.plain.contains(&Format::Protobuf)) {
+        match (cbor, self.plain.contains(&Encoding::Protobuf)) {
             (false, true) => Endpoint::BUILTIN,
             (false, false) => Endpoint::CUSTOM,
             (true, true) => Endpoint::BUILTIN_CBOR,
@@ -134,12 +210,12 @@ impl Endpoint {
         }
     }
 
-    /// `AllowsMediaTypeTransform`: Tables only in JSON and YAML, metadata-only in any format.
-    fn allows(&self, format: Format, convert: Option<&Conversion>) -> bool {
+    /// `AllowsMediaTypeTransform`: Tables only in JSON and YAML, metadata-only in any encoding.
+    fn allows(&self, encoding: Encoding, convert: Option<&Conversion>) -> bool {
         match convert {
-            None => self.plain.contains(&format),
+            None => self.plain.contains(&encoding),
             Some(c) => match c.meta_kind() {
-                Some("Table") => self.tables && matches!(format, Format::Json | Format::Yaml),
+                Some("Table") => self.tables && matches!(encoding, Encoding::Json | Encoding::Yaml),
                 Some("PartialObjectMetadata" | "PartialObjectMetadataList") => self.metadata,
                 _ => false,
             },
@@ -198,14 +274,14 @@ fn parse_accept(header: &str) -> Vec<Clause<'_>> {
 pub fn negotiate(accept: Option<&str>, endpoint: &Endpoint) -> Option<MediaType> {
     let header = accept.unwrap_or("");
     if header.is_empty() {
-        return endpoint.formats.first().map(|&format| MediaType { format, convert: None, pretty: false, stream: None });
+        return endpoint.encodings.first().map(|&encoding| MediaType { encoding, convert: None, pretty: false, stream: None });
     }
     for clause in parse_accept(header) {
-        for &format in endpoint.formats {
-            let (typ, subtype) = format.type_subtype();
+        for &encoding in endpoint.encodings {
+            let (typ, subtype) = encoding.type_subtype();
             let matches =
                 (clause.typ == typ && (clause.subtype == subtype || clause.subtype == "*")) || (clause.typ == "*" && clause.subtype == "*");
-            if matches && let Some(m) = accept_options(&clause, format, endpoint) {
+            if matches && let Some(m) = accept_options(&clause, encoding, endpoint) {
                 return Some(m);
             }
         }
@@ -213,9 +289,9 @@ pub fn negotiate(accept: Option<&str>, endpoint: &Endpoint) -> Option<MediaType>
     None
 }
 
-/// `acceptMediaTypeOptions`: the clause's parameters applied to `format`.
-fn accept_options(clause: &Clause<'_>, format: Format, endpoint: &Endpoint) -> Option<MediaType> {
-    let mut m = MediaType { format, convert: None, pretty: false, stream: None };
+/// `acceptMediaTypeOptions`: the clause's parameters applied to `encoding`.
+fn accept_options(clause: &Clause<'_>, encoding: Encoding, endpoint: &Endpoint) -> Option<MediaType> {
+    let mut m = MediaType { encoding, convert: None, pretty: false, stream: None };
     for &(k, v) in &clause.params {
         match k {
             "as" => m.convert.get_or_insert_with(Conversion::default).kind = v.to_string(),
@@ -223,7 +299,7 @@ fn accept_options(clause: &Clause<'_>, format: Format, endpoint: &Endpoint) -> O
             "v" => m.convert.get_or_insert_with(Conversion::default).version = v.to_string(),
             "stream" if !v.is_empty() => {
                 // JSON and protobuf have stream serializers; watch is the only stream schema.
-                if format == Format::Yaml || v != "watch" {
+                if encoding == Encoding::Yaml || v != "watch" {
                     return None;
                 }
                 m.stream = Some(v.to_string());
@@ -232,7 +308,7 @@ fn accept_options(clause: &Clause<'_>, format: Format, endpoint: &Endpoint) -> O
             _ => {}
         }
     }
-    endpoint.allows(format, m.convert.as_ref()).then_some(m)
+    endpoint.allows(encoding, m.convert.as_ref()).then_some(m)
 }
 
 /// Whether the apiserver indents its JSON answer (`isPrettyPrint`): a
@@ -259,37 +335,37 @@ mod tests {
     const KUBECTL_GET: &str =
         "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
 
-    fn pick(accept: &str, e: &Endpoint) -> Option<(Format, Option<String>)> {
-        negotiate(Some(accept), e).map(|m| (m.format, m.convert.map(|c| c.kind)))
+    fn pick(accept: &str, e: &Endpoint) -> Option<(Encoding, Option<String>)> {
+        negotiate(Some(accept), e).map(|m| (m.encoding, m.convert.map(|c| c.kind)))
     }
 
     #[test]
     fn clauses_are_tried_by_weight_then_specificity_then_order() {
         let b = &Endpoint::BUILTIN;
-        assert_eq!(pick("application/json;q=0.5, application/vnd.kubernetes.protobuf;q=0.9", b), Some((Format::Protobuf, None)));
-        assert_eq!(pick("application/vnd.kubernetes.protobuf, */*", b), Some((Format::Protobuf, None)));
-        assert_eq!(pick("*/*", b), Some((Format::Json, None)));
-        assert_eq!(pick("*/*;q=0.8, application/yaml", b), Some((Format::Yaml, None)));
-        assert_eq!(pick("text/html, application/*", b), Some((Format::Json, None)));
+        assert_eq!(pick("application/json;q=0.5, application/vnd.kubernetes.protobuf;q=0.9", b), Some((Encoding::Protobuf, None)));
+        assert_eq!(pick("application/vnd.kubernetes.protobuf, */*", b), Some((Encoding::Protobuf, None)));
+        assert_eq!(pick("*/*", b), Some((Encoding::Json, None)));
+        assert_eq!(pick("*/*;q=0.8, application/yaml", b), Some((Encoding::Yaml, None)));
+        assert_eq!(pick("text/html, application/*", b), Some((Encoding::Json, None)));
         assert_eq!(pick("text/html", b), None);
-        assert_eq!(pick("application/json;q=0", b), Some((Format::Json, None)), "q=0 is still acceptable to goautoneg");
-        assert_eq!(negotiate(None, b).map(|m| m.format), Some(Format::Json));
+        assert_eq!(pick("application/json;q=0", b), Some((Encoding::Json, None)), "q=0 is still acceptable to goautoneg");
+        assert_eq!(negotiate(None, b).map(|m| m.encoding), Some(Encoding::Json));
     }
 
     #[test]
     fn conversions_follow_the_endpoint_restrictions() {
         let b = &Endpoint::BUILTIN;
-        assert_eq!(pick(KUBECTL_GET, b), Some((Format::Json, Some("Table".into()))));
+        assert_eq!(pick(KUBECTL_GET, b), Some((Encoding::Json, Some("Table".into()))));
         assert_eq!(pick("application/vnd.kubernetes.protobuf;as=Table;v=v1;g=meta.k8s.io", b), None, "no protobuf tables");
         assert_eq!(
             pick("application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1", b),
-            Some((Format::Protobuf, Some("PartialObjectMetadataList".into())))
+            Some((Encoding::Protobuf, Some("PartialObjectMetadataList".into())))
         );
         assert_eq!(pick("application/json;as=Widget;g=example.com;v=v1", b), None);
         assert_eq!(pick("application/vnd.kubernetes.protobuf", &Endpoint::CUSTOM), None, "custom resources have no protobuf");
-        let json_only = Endpoint { formats: &[Format::Json], plain: &[Format::Json], tables: false, metadata: false };
-        assert_eq!(pick(KUBECTL_GET, &json_only), Some((Format::Json, None)));
-        assert_eq!(pick("application/json;stream=watch", b).map(|p| p.0), Some(Format::Json));
+        let json_only = Endpoint { encodings: &[Encoding::Json], plain: &[Encoding::Json], tables: false, metadata: false };
+        assert_eq!(pick(KUBECTL_GET, &json_only), Some((Encoding::Json, None)));
+        assert_eq!(pick("application/json;stream=watch", b).map(|p| p.0), Some(Encoding::Json));
         assert_eq!(pick("application/yaml;stream=watch", b), None);
         assert!(negotiate(Some("application/json;pretty=1"), b).unwrap().pretty);
     }
@@ -298,16 +374,16 @@ mod tests {
     fn cbor_is_served_only_behind_the_gate() {
         let (b, c) = (&Endpoint::BUILTIN, &Endpoint::BUILTIN_CBOR);
         assert_eq!(pick("application/cbor", b), None, "gate off: 406");
-        assert_eq!(pick("application/cbor, application/json", b), Some((Format::Json, None)));
-        assert_eq!(pick("application/cbor", c), Some((Format::Cbor, None)));
-        assert_eq!(pick("application/cbor, application/json", c), Some((Format::Cbor, None)));
+        assert_eq!(pick("application/cbor, application/json", b), Some((Encoding::Json, None)));
+        assert_eq!(pick("application/cbor", c), Some((Encoding::Cbor, None)));
+        assert_eq!(pick("application/cbor, application/json", c), Some((Encoding::Cbor, None)));
         assert_eq!(pick("application/cbor-seq", c), None, "a watch asks for application/cbor");
         assert_eq!(pick("application/cbor;as=Table;v=v1;g=meta.k8s.io", c), None, "no CBOR tables");
         assert_eq!(
             pick("application/cbor;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1", c),
-            Some((Format::Cbor, Some("PartialObjectMetadataList".into())))
+            Some((Encoding::Cbor, Some("PartialObjectMetadataList".into())))
         );
-        assert_eq!(pick("application/cbor", &Endpoint::CUSTOM.with_cbor(true)), Some((Format::Cbor, None)), "custom resources have CBOR");
+        assert_eq!(pick("application/cbor", &Endpoint::CUSTOM.with_cbor(true)), Some((Encoding::Cbor, None)), "custom resources have CBOR");
         assert_eq!(Endpoint::BUILTIN_CBOR.with_cbor(false), Endpoint::BUILTIN);
     }
 

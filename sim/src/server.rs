@@ -26,7 +26,7 @@ use crate::watch;
 use apimachinery::auth::{Attributes, UserInfo};
 use apimachinery::json;
 use apimachinery::list::{ListMeta, check_fields};
-use apimachinery::negotiate::{self, Endpoint, Format};
+use apimachinery::negotiate::{self, Endpoint};
 use apimachinery::params::{ListOptions, parse_resource_version};
 use apimachinery::partial::{self, MetaVersion};
 use apimachinery::status::ApiError;
@@ -64,9 +64,20 @@ impl Encoding {
         let pretty = negotiate::pretty(req.uri().query().unwrap_or(""), header(headers, USER_AGENT.as_str()));
         let gzip = negotiate::accepts_gzip(header(headers, ACCEPT_ENCODING.as_str()));
         // Errors of a request asking protobuf first are protobuf `Status`es (a resource without protobuf negotiates it off).
-        let format = negotiate::negotiate(header(headers, ACCEPT.as_str()), &Endpoint::BUILTIN.with_cbor(cbor_gate)).map(|m| m.format);
-        let (protobuf, yaml, cbor) = (format == Some(Format::Protobuf), format == Some(Format::Yaml), format == Some(Format::Cbor));
-        Self { pretty: pretty && format == Some(Format::Json), gzip, protobuf, cbor, yaml, http2: req.version() == http::Version::HTTP_2 }
+        let format = negotiate::negotiate(header(headers, ACCEPT.as_str()), &Endpoint::BUILTIN.with_cbor(cbor_gate)).map(|m| m.encoding);
+        let (protobuf, yaml, cbor) = (
+            format == Some(negotiate::Encoding::Protobuf),
+            format == Some(negotiate::Encoding::Yaml),
+            format == Some(negotiate::Encoding::Cbor),
+        );
+        Self {
+            pretty: pretty && format == Some(negotiate::Encoding::Json),
+            gzip,
+            protobuf,
+            cbor,
+            yaml,
+            http2: req.version() == http::Version::HTTP_2,
+        }
     }
 
     /// A JSON or protobuf document from shared chunks, encoded whole.
@@ -421,9 +432,9 @@ async fn resource(state: &Arc<State>, req: Request<Drained>, t: Target, mut enc:
     let endpoint = Endpoint { tables: printer.is_some(), ..base };
     let media = negotiate::negotiate(header(req.headers(), ACCEPT.as_str()), &endpoint)
         .ok_or_else(|| ApiError::not_acceptable_gated(state.config.cbor))?;
-    enc.protobuf = media.format == Format::Protobuf;
-    enc.cbor = media.format == Format::Cbor;
-    enc.yaml = media.format == Format::Yaml;
+    enc.protobuf = media.encoding == negotiate::Encoding::Protobuf;
+    enc.cbor = media.encoding == negotiate::Encoding::Cbor;
+    enc.yaml = media.encoding == negotiate::Encoding::Yaml;
     let message = enc.protobuf.then(|| message.unwrap_or_default());
     let kind = media.convert.as_ref().and_then(|c| c.meta_kind()).map(str::to_owned);
     // A Table in the version asked for (`meta_kind` accepts only v1 and v1beta1).

@@ -25,6 +25,7 @@ use apimachinery::selector::{FieldOp, FieldSelector, LabelSelector};
 use apimachinery::shard::ShardSelector;
 use apimachinery::status::ApiError;
 
+use super::road::PassThrough;
 use crate::store::{CachedObject, Event, EventType, IndexKey, Snapshot};
 use crate::upstream::sharding::Sharding;
 
@@ -50,7 +51,7 @@ pub enum Shard {
     /// Only upstream can answer: it ignores shard selectors, is not known
     /// to honour them now, or words this selector's refusal itself (CEL
     /// that `apimachinery::shard` does not read).
-    Upstream(&'static str),
+    Upstream(PassThrough),
     /// The apiserver's refusal of a malformed selector.
     Invalid(ApiError),
 }
@@ -64,13 +65,13 @@ impl Shard {
         }
         match upstream() {
             Sharding::Honoured => {}
-            Sharding::Ignored => return Shard::Upstream("shard selectors ignored upstream"),
-            Sharding::Unknown => return Shard::Upstream("shard selectors not known upstream"),
+            Sharding::Ignored => return Shard::Upstream(PassThrough::ShardsIgnored),
+            Sharding::Unknown => return Shard::Upstream(PassThrough::ShardsUnknown),
         }
         match opts.shard() {
             Ok(Some(s)) => Shard::Range(s),
             Ok(None) => Shard::Whole,
-            Err(e) => e.status().map_or(Shard::Upstream("shard selector beyond kache's CEL"), Shard::Invalid),
+            Err(e) => e.status().map_or(Shard::Upstream(PassThrough::ShardBeyondCel), Shard::Invalid),
         }
     }
 }

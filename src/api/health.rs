@@ -18,7 +18,7 @@
 
 use http::StatusCode;
 
-use super::Api;
+use super::shared::Api;
 use crate::upstream::reflector::Health;
 
 /// One check's outcome: its name and the reason it failed, if it did.

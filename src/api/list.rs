@@ -31,9 +31,8 @@ use apimachinery::params::ListOptions;
 use apimachinery::shard::ShardSelector;
 use apimachinery::status::ApiError;
 
-use super::Waits;
 use super::filter::{Filter, Shard};
-use crate::budget;
+use super::road::PassThrough;
 use crate::cache::CachedResource;
 use crate::store::{CachedObject, Snapshot, StoreError};
 use crate::upstream::freshness::{Decision, Read as Fresh};
@@ -52,21 +51,22 @@ pub struct Page {
 pub enum Answer {
     /// From memory.
     Page(Page),
-    /// By the apiserver, with the reason (for metrics and logs).
-    Upstream(&'static str),
+    /// By the apiserver, for this reason.
+    Upstream(PassThrough),
 }
 
-/// Answers a validated list request for `res` in `namespace` (or all).
+/// Answers a validated list request for `res` in `namespace` (or all);
+/// `wait`: how long a revision the store has not reached is waited for.
 /// A consistent read's plan and hedge go in `decision`.
 pub async fn list(
     res: &CachedResource,
     namespace: Option<&str>,
     opts: &ListOptions,
-    waits: &Waits,
+    wait: Duration,
     decision: &Decision,
 ) -> Result<Answer, ApiError> {
     if res.pressure().passes_through() {
-        return Ok(Answer::Upstream(budget::REASON));
+        return Ok(Answer::Upstream(PassThrough::MemoryBudget));
     }
     check_fields(&res.info, opts)?;
     let shard = match Shard::of(|| res.status.sharding.learn(res.fresh.client(), &res.info), opts) {
@@ -83,23 +83,23 @@ pub async fn list(
             let read = Fresh { bytes: res.read_bytes(&prefix, &plan.start, plan.limit), follows: true, stream: false };
             match res.fresh.consistent(read, decision).await {
                 Ok(_) => res.store.view().head().clone(),
-                Err(why) => return Ok(Answer::Upstream(why.as_str())),
+                Err(why) => return Ok(Answer::Upstream(PassThrough::NotFresh(why))),
             }
         }
         Read::Any => res.store.view().head().clone(),
         Read::NotOlderThan(rv) => {
-            if !res.reached(rv, waits.revision).await {
-                return Ok(Answer::Upstream("revision not reached"));
+            if !res.reached(rv, wait).await {
+                return Ok(Answer::Upstream(PassThrough::RevisionNotReached));
             }
             res.store.view().head().clone()
         }
-        Read::Exact(rv) => match exact(res, rv, waits.revision).await {
+        Read::Exact(rv) => match exact(res, rv, wait).await {
             Some(s) => s,
-            None => return Ok(Answer::Upstream("revision outside the window")),
+            None => return Ok(Answer::Upstream(PassThrough::RevisionOutsideWindow)),
         },
     };
     let filter = Filter::new(&res.info, namespace, opts, shard);
-    Ok(page(res, &snapshot, &prefix, &plan.start, &filter, plan.limit).map_or(Answer::Upstream(budget::REASON), Answer::Page))
+    Ok(page(res, &snapshot, &prefix, &plan.start, &filter, plan.limit).map_or(Answer::Upstream(PassThrough::MemoryBudget), Answer::Page))
 }
 
 /// The snapshot at exactly `rv`, pinned or rebuilt; `None` when it is out of reach.
@@ -218,7 +218,7 @@ mod tests {
     async fn ask(res: &CachedResource, query: &str) -> Answer {
         let mut opts = ListOptions::decode(query).expect("a list query");
         opts.validate().expect("a valid list query");
-        list(res, None, &opts, &Waits::default(), &Decision::default()).await.expect("an answer")
+        list(res, None, &opts, Duration::from_secs(3), &Decision::default()).await.expect("an answer")
     }
 
     #[tokio::test]
@@ -232,9 +232,12 @@ mod tests {
         let Answer::Page(second) = ask(&res, &format!("limit=4&continue={token}")).await else { panic!("a pinned page from memory") };
         assert_eq!(second.items.len(), 4);
         // A page that would make a new pin passes through; a whole list pins nothing and is served.
-        assert!(matches!(ask(&res, "resourceVersion=11&resourceVersionMatch=Exact&limit=4").await, Answer::Upstream(budget::REASON)));
+        assert!(matches!(
+            ask(&res, "resourceVersion=11&resourceVersionMatch=Exact&limit=4").await,
+            Answer::Upstream(PassThrough::MemoryBudget)
+        ));
         assert!(matches!(ask(&res, "resourceVersion=0").await, Answer::Page(p) if p.items.len() == 10));
         res.set_pressure(Pressure::PassThrough);
-        assert!(matches!(ask(&res, "resourceVersion=0").await, Answer::Upstream(budget::REASON)));
+        assert!(matches!(ask(&res, "resourceVersion=0").await, Answer::Upstream(PassThrough::MemoryBudget)));
     }
 }

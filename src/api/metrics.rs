@@ -4,7 +4,8 @@
 //! Two kinds of figures, and where each is taken:
 //! - **per request**, recorded as each request is answered ([`observe`]):
 //!   `kache_requests_total{verb,resource,source,reason,code}` (source
-//!   `memory`, `upstream` — with the reason it passed through — or `kache`
+//!   `memory`, `upstream` — with the reason it passed through, one of
+//!   [`PassThrough::ALL`], listed in the metric's help — or `kache`
 //!   for its own endpoints and refusals), `kache_request_duration_seconds`
 //!   (until the response head), `kache_response_bytes_total`;
 //! - **per resource and process**, read from kache's own state when
@@ -31,29 +32,9 @@ use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use crate::upstream::costs::Side;
 use crate::upstream::freshness::{NotFresh, Plan, WAIT_BUCKETS};
 
-use super::Api;
 use super::body::ApiBody;
-
-/// Who produced an answer; set as a response extension by the handler.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Source {
-    /// kache's memory.
-    Memory,
-    /// The apiserver, for this reason.
-    Upstream(&'static str),
-    /// kache itself: health, metrics, refusals before any resource is read.
-    Kache,
-}
-
-impl Source {
-    fn name(self) -> &'static str {
-        match self {
-            Source::Memory => "memory",
-            Source::Upstream(_) => "upstream",
-            Source::Kache => "kache",
-        }
-    }
-}
+use super::road::{PassThrough, Road};
+use super::shared::Api;
 
 /// Upper bounds (seconds) of request latency buckets.
 const REQUEST_BUCKETS: [f64; 14] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
@@ -88,9 +69,13 @@ pub fn install() {
 
 fn describe() {
     use metrics::{describe_counter as c, describe_gauge as g, describe_histogram as h};
+    let reasons: Vec<&str> = PassThrough::ALL.iter().map(|r| r.as_str()).collect();
     c!(
         "kache_requests_total",
-        "Requests answered, by verb, resource, source (memory, upstream, kache), pass-through reason and status code."
+        format!(
+            "Requests answered, by verb, resource, source (memory, upstream, kache), pass-through reason ({}) and status code.",
+            reasons.join(", ")
+        )
     );
     h!("kache_request_duration_seconds", metrics::Unit::Seconds, "Time from a request's arrival to its response head, by verb and source.");
     c!("kache_response_bytes_total", metrics::Unit::Bytes, "Response body bytes sent, by verb and source.");
@@ -237,21 +222,17 @@ impl Request {
 
 /// Records `resp` as `req`'s answer and counts its body's bytes as they go out.
 pub fn observe(req: Request, resp: Response<ApiBody>) -> Response<ApiBody> {
-    let source = resp.extensions().get::<Source>().copied().unwrap_or(Source::Kache);
-    let reason = match source {
-        Source::Upstream(why) => why,
-        _ => "",
-    };
+    let road = resp.extensions().get::<Road>().copied().unwrap_or(Road::Kache);
     counter!(
         "kache_requests_total",
         "verb" => req.verb.clone(),
         "resource" => req.resource.clone(),
-        "source" => source.name(),
-        "reason" => reason,
+        "source" => road.as_str(),
+        "reason" => road.reason(),
         "code" => resp.status().as_str().to_string()
     )
     .increment(1);
-    metrics::histogram!("kache_request_duration_seconds", "verb" => req.verb.clone(), "source" => source.name())
+    metrics::histogram!("kache_request_duration_seconds", "verb" => req.verb.clone(), "source" => road.as_str())
         .record(req.started.elapsed().as_secs_f64());
     // A consistent read's plan against what its answer took, to the body's end.
     let planned = resp.extensions().get::<Plan>().map(|plan| {
@@ -259,7 +240,7 @@ pub fn observe(req: Request, resp: Response<ApiBody>) -> Response<ApiBody> {
         metrics::histogram!("kache_consistent_predicted_seconds", &labels).record(plan.expected().as_secs_f64());
         metrics::histogram!("kache_consistent_actual_seconds", &labels)
     });
-    let bytes = counter!("kache_response_bytes_total", "verb" => req.verb, "source" => source.name());
+    let bytes = counter!("kache_response_bytes_total", "verb" => req.verb, "source" => road.as_str());
     let started = req.started;
     resp.map(|body| {
         let counted = body.map_frame(move |frame| {
@@ -281,9 +262,9 @@ pub fn observe(req: Request, resp: Response<ApiBody>) -> Response<ApiBody> {
     })
 }
 
-/// Marks `resp` as produced by `source`.
-pub fn from(source: Source, mut resp: Response<ApiBody>) -> Response<ApiBody> {
-    resp.extensions_mut().insert(source);
+/// Marks `resp` as having taken `road`.
+pub fn from(road: Road, mut resp: Response<ApiBody>) -> Response<ApiBody> {
+    resp.extensions_mut().insert(road);
     resp
 }
 

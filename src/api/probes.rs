@@ -15,8 +15,10 @@ use http::{Method, Request, Response, StatusCode};
 use hyper::body::Incoming;
 
 use super::body::ApiBody;
+use super::encode::text;
+use super::server::Answerer;
 use super::starting::Starting;
-use super::{Answerer, health, metrics, text};
+use super::{health, metrics};
 
 /// The probe listener's answers, from `starting` until kache serves, then from its API.
 pub fn answerer(starting: &Arc<Starting>) -> Answerer {

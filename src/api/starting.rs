@@ -13,7 +13,10 @@ use hyper::body::Incoming;
 use parking_lot::Mutex;
 
 use super::body::{self, ApiBody};
-use super::{Answerer, Api, answerer, health};
+use super::chain::answerer;
+use super::health;
+use super::server::Answerer;
+use super::shared::Api;
 
 /// Why kache is not serving yet.
 pub struct Starting {

@@ -80,9 +80,6 @@ pub mod room;
 
 use room::Room;
 
-/// The reason a read passes through for the memory budget (metrics, logs).
-pub const REASON: &str = "memory budget";
-
 /// The shortest the budget makes an event log: enough for the dispatcher to
 /// read each publish before it is trimmed (a publish carries the events of
 /// one upstream frame), so watchers are not closed for lag — 1,000 events

@@ -40,12 +40,12 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use apimachinery::negotiate::{Encoding, Negotiated, Shape};
 use bytes::Bytes;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use crate::api::filter::{Filter, Transition};
-use crate::api::form::Wire;
 use crate::cache::CachedResource;
 use crate::store::{Event, View};
 
@@ -140,7 +140,7 @@ impl Drop for Subscription {
 
 #[derive(Debug)]
 enum Control {
-    Register { filter: Filter, wire: Wire, epoch: u64, queue: usize, reply: oneshot::Sender<Result<Subscription, Stale>> },
+    Register { filter: Filter, frames: Negotiated, epoch: u64, queue: usize, reply: oneshot::Sender<Result<Subscription, Stale>> },
     Unregister(u64),
 }
 
@@ -155,9 +155,9 @@ impl Dispatcher {
 
     /// Registers a watcher with `filter` whose start was read from a view of
     /// store epoch `epoch`, with a queue of `queue` frames.
-    pub async fn subscribe(&self, filter: Filter, wire: Wire, epoch: u64, queue: usize) -> Result<Subscription, Stale> {
+    pub async fn subscribe(&self, filter: Filter, frames: Negotiated, epoch: u64, queue: usize) -> Result<Subscription, Stale> {
         let (reply, answer) = oneshot::channel();
-        self.control.send(Control::Register { filter, wire, epoch, queue, reply }).map_err(|_| Stale)?;
+        self.control.send(Control::Register { filter, frames, epoch, queue, reply }).map_err(|_| Stale)?;
         answer.await.map_err(|_| Stale)?
     }
 
@@ -227,7 +227,8 @@ impl Buckets {
 #[derive(Debug)]
 struct Watcher {
     filter: Filter,
-    wire: Wire,
+    /// What its frames hold and their encoding.
+    stream: Negotiated,
     tx: mpsc::Sender<Frame>,
 }
 
@@ -276,9 +277,9 @@ async fn run(
             // Registrations see every event published before they were sent.
             biased;
             msg = rx.recv() => match msg {
-                Some(Control::Register { filter, wire, epoch, queue, reply }) => {
+                Some(Control::Register { filter, frames, epoch, queue, reply }) => {
                     state.catch_up();
-                    let _ = reply.send(state.register(filter, wire, epoch, queue));
+                    let _ = reply.send(state.register(filter, frames, epoch, queue));
                 }
                 Some(Control::Unregister(id)) => state.remove(id),
                 None => return,
@@ -317,7 +318,7 @@ impl State {
         }
     }
 
-    fn register(&mut self, filter: Filter, wire: Wire, epoch: u64, queue: usize) -> Result<Subscription, Stale> {
+    fn register(&mut self, filter: Filter, stream: Negotiated, epoch: u64, queue: usize) -> Result<Subscription, Stale> {
         if epoch != self.epoch {
             return Err(Stale);
         }
@@ -325,7 +326,7 @@ impl State {
         self.next_id += 1;
         let bucket = self.bucket(&filter);
         let (tx, frames) = mpsc::channel(queue.max(1));
-        self.buckets.insert(bucket.clone(), id, Watcher { filter, wire, tx });
+        self.buckets.insert(bucket.clone(), id, Watcher { filter, stream, tx });
         self.buckets_of.insert(id, bucket);
         self.shared.stats.open.fetch_add(1, Ordering::Relaxed);
         Ok(Subscription {
@@ -380,13 +381,13 @@ impl State {
         if self.buckets_of.is_empty() {
             return;
         }
-        let mut frames = Frames { res: &self.res, event: e, built: Default::default() };
+        let mut built = Frames { res: &self.res, event: e, built: Default::default() };
         let mut closed = Vec::new();
         let mut delivered = 0;
         {
             for (id, w) in self.watchers_for(e) {
                 let Some(t) = w.filter.transition(e) else { continue };
-                let Some(bytes) = frames.get(t, w.wire) else {
+                let Some(bytes) = built.get(t, w.stream) else {
                     // No protobuf for this object: end the stream; the client's next watch passes through.
                     closed.push(*id);
                     continue;
@@ -409,15 +410,30 @@ impl State {
     }
 }
 
-/// The frames of one event, each (transition, wire) encoded at most once.
+/// The streams a watcher may hold: the objects or their metadata only
+/// (`Shape::Objects`, `Shape::Metadata`; a Table watch holds the objects,
+/// rewritten as they leave) in JSON, protobuf or CBOR.
+const STREAMS: usize = 6;
+
+/// `stream`'s index among the [`STREAMS`].
+fn stream_index(stream: Negotiated) -> usize {
+    let encoding = match stream.encoding {
+        Encoding::Json | Encoding::Yaml => 0,
+        Encoding::Protobuf => 1,
+        Encoding::Cbor => 2,
+    };
+    3 * usize::from(stream.shape != Shape::Objects) + encoding
+}
+
+/// The frames of one event, each (transition, stream) encoded at most once.
 struct Frames<'a> {
     res: &'a CachedResource,
     event: &'a Event,
-    built: [[Option<Option<Bytes>>; 4]; Wire::COUNT],
+    built: [[Option<Option<Bytes>>; 4]; STREAMS],
 }
 
 impl Frames<'_> {
-    fn get(&mut self, t: Transition, wire: Wire) -> Option<Bytes> {
+    fn get(&mut self, t: Transition, frames: Negotiated) -> Option<Bytes> {
         let slot = match t {
             Transition::Added => 0,
             Transition::Modified => 1,
@@ -425,6 +441,6 @@ impl Frames<'_> {
             Transition::Left => 3,
         };
         let (res, e) = (self.res, self.event);
-        self.built[wire.index()][slot].get_or_insert_with(|| super::transition_frame(res, e, t, wire)).clone()
+        self.built[stream_index(frames)][slot].get_or_insert_with(|| super::transition_frame(res, e, t, frames)).clone()
     }
 }

@@ -39,12 +39,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use apimachinery::list::check_fields;
+use apimachinery::negotiate::{Negotiated, Shape};
 use apimachinery::params::{ListOptions, parse_resource_version};
 use apimachinery::status::ApiError;
 use apimachinery::watch::EventType;
 use bytes::{Bytes, BytesMut};
-use http::header::CONTENT_TYPE;
-use http::{Response, StatusCode};
+use http::Response;
 use http_body_util::{BodyExt, StreamBody};
 use hyper::body::Frame as BodyFrame;
 use imbl::Vector;
@@ -55,11 +55,10 @@ use tokio::time::{Instant, Sleep};
 pub use dispatcher::{Dispatcher, Frame, Stale, Subscription, WatchStats};
 use table::TableFrames;
 
-use super::ApiConfig;
 use super::body::{self, ApiBody, BoxError};
-use super::document::{Layout, Shape, bookmark_frame, error_frame, event_frame};
+use super::encode::{self, bookmark_frame, error_frame, event_frame};
 use super::filter::{Filter, Shard, Transition};
-use super::form::{Form, Wire};
+use super::road::PassThrough;
 use crate::cache::CachedResource;
 use crate::store::{Event, Snapshot};
 
@@ -84,8 +83,8 @@ impl Default for WatchConfig {
 pub enum Answer {
     /// A stream from memory.
     Stream(Response<ApiBody>),
-    /// By the apiserver, with the reason (for metrics and logs).
-    Upstream(&'static str),
+    /// By the apiserver, for this reason.
+    Upstream(PassThrough),
 }
 
 /// The apiserver sends its last bookmark this long before a watch's deadline.
@@ -94,15 +93,16 @@ const BOOKMARK_BEFORE_DEADLINE: Duration = Duration::from_secs(2);
 /// Frames gathered into one write up to about this size.
 const CHUNK: usize = 64 * 1024;
 
-/// Answers a validated watch request of `res` (in `namespace`, or all).
-/// Errors before the stream starts are the apiserver's `Status` responses.
-/// A consistent start's plan and hedge go in `decision`.
+/// Answers a validated watch request of `res` (in `namespace`, or all), as
+/// `negotiated`; `wait`: how long a revision the store has not reached is
+/// waited for. Errors before the stream starts are the apiserver's `Status`
+/// responses. A consistent start's plan and hedge go in `decision`.
 pub async fn watch(
     (res, dispatcher): (&Arc<CachedResource>, &Dispatcher),
     namespace: Option<&str>,
     (opts, decision): (&ListOptions, &crate::upstream::freshness::Decision),
-    (shape, layout): (Shape, Layout),
-    api: &ApiConfig,
+    negotiated: Negotiated,
+    (wait, config): (Duration, &WatchConfig),
     ends: Ends,
 ) -> Result<Answer, ApiError> {
     check_fields(&res.info, opts)?;
@@ -113,11 +113,14 @@ pub async fn watch(
         Shard::Invalid(e) => return Err(e),
     };
     // A table watch is the objects' stream, rewritten as it leaves.
-    let (form, table) = match shape {
-        Shape::Form(form) => (form, None),
-        Shape::Table(printer, include, version) => (Form::Objects, Some(TableFrames::new(printer, include, version, res.info.clone()))),
+    let (shape, table) = match negotiated.shape {
+        Shape::Table { version, include } => {
+            let Some(printer) = res.printer() else { return Ok(Answer::Upstream(PassThrough::Encoding)) };
+            (Shape::Objects, Some(TableFrames::new(printer, include, version, res.info.clone())))
+        }
+        shape => (shape, None),
     };
-    let wire = Wire { form, encoding: layout.encoding };
+    let frames = Negotiated { encoding: negotiated.encoding, shape, pretty: false, gzip: false };
     let requested = parse_resource_version(&opts.resource_version)?;
     let initial = opts.sends_initial_events();
     let consistent = opts.resource_version.is_empty();
@@ -126,12 +129,11 @@ pub async fn watch(
         let prefix = res.info.prefix(namespace);
         let read = crate::upstream::freshness::Read { bytes: res.read_bytes(&prefix, &prefix, usize::MAX), follows: true, stream: initial };
         if let Err(why) = res.fresh.consistent(read, decision).await {
-            return Ok(Answer::Upstream(why.as_str()));
+            return Ok(Answer::Upstream(PassThrough::NotFresh(why)));
         }
-    } else if initial && !res.reached(requested, api.waits.revision).await {
-        return Ok(Answer::Upstream("revision not reached"));
+    } else if initial && !res.reached(requested, wait).await {
+        return Ok(Answer::Upstream(PassThrough::RevisionNotReached));
     }
-    let config = &api.watch;
     let filter = Filter::new(&res.info, namespace, opts, shard);
     // A re-list between reading the start and registering makes the
     // registration stale: start again on the new state (twice at most).
@@ -143,17 +145,17 @@ pub async fn watch(
         } else if requested == 0 || consistent {
             (view.confirmed_rv(), Phase::Replay)
         } else if requested < view.oldest_rv() {
-            let frame = error_frame(&ApiError::watch_too_old(requested, view.oldest_rv()), wire.encoding);
-            return Ok(Answer::Stream(response(body::full(frame), layout)));
+            let frame = error_frame(&ApiError::watch_too_old(requested, view.oldest_rv()), frames.encoding);
+            return Ok(Answer::Stream(encode::stream(frames, body::full(frame))));
         } else {
             (requested, Phase::Replay)
         };
-        let Ok(sub) = dispatcher.subscribe(filter.clone(), wire, view.epoch(), config.queue).await else { continue };
+        let Ok(sub) = dispatcher.subscribe(filter.clone(), frames, view.epoch(), config.queue).await else { continue };
         let deadline = Instant::now() + lifetime(opts.timeout_seconds);
         let stream = Stream {
             res: res.clone(),
             filter,
-            wire,
+            frames,
             epoch: view.epoch(),
             start,
             last: start,
@@ -166,16 +168,9 @@ pub async fn watch(
             sub,
             table,
         };
-        return Ok(Answer::Stream(response(stream.into_body(), layout)));
+        return Ok(Answer::Stream(encode::stream(frames, stream.into_body())));
     }
-    Ok(Answer::Upstream("the cache is re-listing"))
-}
-
-fn response(body: ApiBody, layout: Layout) -> Response<ApiBody> {
-    let mut resp = Response::new(body);
-    *resp.status_mut() = StatusCode::OK;
-    resp.headers_mut().insert(CONTENT_TYPE, http::HeaderValue::from_static(layout.content_type(true)));
-    resp
+    Ok(Answer::Upstream(PassThrough::Relisting))
 }
 
 /// How long a watch lives: `timeoutSeconds`, or (unset or 0) a random time
@@ -247,15 +242,15 @@ const BOOKMARK_RETRY: Duration = Duration::from_millis(100);
 #[derive(Debug)]
 pub struct Ends {
     pub stopping: tokio::sync::watch::Receiver<bool>,
-    pub access: Option<crate::auth::Access>,
+    pub access: Option<crate::access::Access>,
 }
 
 /// One watcher's stream.
 struct Stream {
     res: Arc<CachedResource>,
     filter: Filter,
-    /// The objects or their metadata only, in JSON or protobuf.
-    wire: Wire,
+    /// The objects or their metadata only, in JSON, protobuf or CBOR.
+    frames: Negotiated,
     epoch: u64,
     /// Events at or before this revision are never sent.
     start: u64,
@@ -266,7 +261,7 @@ struct Stream {
     deadline: Pin<Box<Sleep>>,
     stopping: tokio::sync::watch::Receiver<bool>,
     /// The client's permission and when it is next re-checked.
-    access: Option<crate::auth::Access>,
+    access: Option<crate::access::Access>,
     recheck: Option<Instant>,
     sub: Subscription,
     /// Set for a table watch.
@@ -317,7 +312,7 @@ impl Stream {
                     for o in scope.by_ref() {
                         last_key = Some(o.key().clone());
                         if self.filter.selects(o) {
-                            let Some(frame) = event_frame(&self.res, EventType::Added, o, self.wire, None) else {
+                            let Some(frame) = event_frame(&self.res, EventType::Added, o, self.frames, None) else {
                                 unencodable = true;
                                 break;
                             };
@@ -369,7 +364,7 @@ impl Stream {
                         None => {
                             // The log moved past the start while the watch was set up.
                             self.phase = Phase::Done;
-                            return Some(error_frame(&ApiError::watch_too_old(self.start, view.oldest_rv()), self.wire.encoding));
+                            return Some(error_frame(&ApiError::watch_too_old(self.start, view.oldest_rv()), self.frames.encoding));
                         }
                     }
                 }
@@ -378,7 +373,7 @@ impl Stream {
                     while let Some(e) = events.get(*next) {
                         *next += 1;
                         if let Some(t) = self.filter.transition(e) {
-                            let Some(frame) = transition_frame(&self.res, e, t, self.wire) else {
+                            let Some(frame) = transition_frame(&self.res, e, t, self.frames) else {
                                 self.phase = Phase::Done;
                                 return Some(out.freeze());
                             };
@@ -404,7 +399,7 @@ impl Stream {
 
     /// A BOOKMARK frame at `rv` in this stream's wire form.
     fn bookmark(&self, rv: u64, initial_events_end: bool) -> Option<Bytes> {
-        bookmark_frame(&self.res, rv, initial_events_end, self.wire)
+        bookmark_frame(&self.res, rv, initial_events_end, self.frames)
     }
 
     /// The next live frames or bookmark.
@@ -499,13 +494,13 @@ impl Stream {
     }
 }
 
-/// The frame a watcher with transition `t` gets for `e` on `wire`; `None`
+/// The frame a watcher with transition `t` gets for `e` in `frames`; `None`
 /// when the object has no protobuf encoding.
-fn transition_frame(res: &CachedResource, e: &Event, t: Transition, wire: Wire) -> Option<Bytes> {
+fn transition_frame(res: &CachedResource, e: &Event, t: Transition, frames: Negotiated) -> Option<Bytes> {
     match (t, &e.prev) {
-        (Transition::Added, _) => event_frame(res, EventType::Added, &e.object, wire, None),
-        (Transition::Modified, _) => event_frame(res, EventType::Modified, &e.object, wire, None),
-        (Transition::Left, Some(prev)) => event_frame(res, EventType::Deleted, prev, wire, Some(e.rv())),
-        (Transition::Deleted | Transition::Left, _) => event_frame(res, EventType::Deleted, &e.object, wire, None),
+        (Transition::Added, _) => event_frame(res, EventType::Added, &e.object, frames, None),
+        (Transition::Modified, _) => event_frame(res, EventType::Modified, &e.object, frames, None),
+        (Transition::Left, Some(prev)) => event_frame(res, EventType::Deleted, prev, frames, Some(e.rv())),
+        (Transition::Deleted | Transition::Left, _) => event_frame(res, EventType::Deleted, &e.object, frames, None),
     }
 }

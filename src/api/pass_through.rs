@@ -1,6 +1,8 @@
-//! Pass-through: every request kache does not answer from memory goes to
-//! the apiserver with its method, path, query, headers and body intact
-//! (streamed both ways), under kache's upstream credentials. Hop-by-hop
+//! The last stage for what kache does not answer itself: the request goes
+//! to the apiserver with its method, path, query, headers and body intact
+//! (streamed both ways), under kache's upstream credentials and impersonating
+//! the client ([`impersonation_headers`]), so upstream authorizes, audits and
+//! queues it as the client's own. Hop-by-hop
 //! headers (RFC 9110 §7.6.1) are dropped in both directions, except that a
 //! connection upgrade (exec, attach, port-forward: WebSocket or SPDY) keeps
 //! its `Connection: Upgrade` and `Upgrade` and, once upstream answers 101,
@@ -13,7 +15,9 @@ use hyper::body::Incoming;
 use hyper::upgrade::OnUpgrade;
 use hyper_util::rt::TokioIo;
 
-use crate::api::body::{self, ApiBody, BoxError};
+use apimachinery::auth::UserInfo;
+
+use super::body::{self, ApiBody, BoxError};
 use crate::upstream::client::Client;
 
 /// Headers that describe one connection, not the message.
@@ -52,7 +56,7 @@ fn upgrade_protocol(req: &Request<Incoming>) -> Option<HeaderValue> {
 /// Forwards `req` upstream and streams the answer back.
 /// `user`: the authenticated client, whom upstream then sees by impersonation
 /// (`None` only when kache authenticates no one and listens on loopback).
-pub async fn forward(client: &Client, mut req: Request<Incoming>, user: Option<&apimachinery::auth::UserInfo>) -> Response<ApiBody> {
+pub async fn forward(client: &Client, mut req: Request<Incoming>, user: Option<&UserInfo>) -> Response<ApiBody> {
     let upgrade = upgrade_protocol(&req).map(|protocol| (protocol, hyper::upgrade::on(&mut req)));
     let (mut parts, incoming) = req.into_parts();
     let stream = apimachinery::params::is_stream(parts.uri.path(), parts.uri.query().unwrap_or(""));
@@ -64,7 +68,7 @@ pub async fn forward(client: &Client, mut req: Request<Incoming>, user: Option<&
     strip_hop_by_hop(&mut parts.headers);
     parts.headers.remove(HOST);
     if let Some(user) = user {
-        crate::auth::impersonation_headers(&mut parts.headers, user);
+        impersonation_headers(&mut parts.headers, user);
     }
     if let Some((protocol, _)) = &upgrade {
         parts.headers.insert(CONNECTION, HeaderValue::from_static("Upgrade"));
@@ -134,4 +138,64 @@ fn bad_gateway(why: &str) -> Response<ApiBody> {
     *resp.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
     resp.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
     resp
+}
+
+/// The headers a request passed through carries so that upstream sees the
+/// client's user: every `Authorization` and `Impersonate-*` header of the
+/// client removed (kache's own credentials go with the request), and the
+/// user, groups, uid and extras impersonated.
+pub fn impersonation_headers(headers: &mut HeaderMap, user: &UserInfo) {
+    let names: Vec<HeaderName> = headers.keys().filter(|k| k.as_str().starts_with("impersonate-")).cloned().collect();
+    for n in names {
+        headers.remove(n);
+    }
+    headers.remove(http::header::AUTHORIZATION);
+    let value = |s: &str| HeaderValue::from_str(s).ok();
+    if let Some(v) = value(&user.name) {
+        headers.insert("impersonate-user", v);
+    }
+    for g in &user.groups {
+        if let Some(v) = value(g) {
+            headers.append("impersonate-group", v);
+        }
+    }
+    if let Some(v) = value(&user.uid).filter(|_| !user.uid.is_empty()) {
+        headers.insert("impersonate-uid", v);
+    }
+    for (k, vs) in &user.extra {
+        let key: String = form_urlencoded::byte_serialize(k.as_bytes()).collect();
+        if let Ok(name) = HeaderName::from_bytes(format!("impersonate-extra-{}", key.to_ascii_lowercase()).as_bytes()) {
+            for v in vs {
+                if let Some(v) = value(v) {
+                    headers.append(name.clone(), v);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passed_through_requests_impersonate_the_client() {
+        let mut h = HeaderMap::new();
+        h.insert(http::header::AUTHORIZATION, "Bearer client".parse().unwrap());
+        h.insert("impersonate-user", "root".parse().unwrap());
+        h.insert("accept", "application/json".parse().unwrap());
+        let user = UserInfo {
+            name: "alice".into(),
+            uid: "u1".into(),
+            groups: vec!["dev".into(), apimachinery::auth::AUTHENTICATED.into()],
+            extra: [("scopes.example.com/x".to_string(), vec!["a".to_string()])].into(),
+        };
+        impersonation_headers(&mut h, &user);
+        assert!(h.get(http::header::AUTHORIZATION).is_none(), "the client's credentials never go upstream");
+        assert_eq!(h.get("impersonate-user").unwrap(), "alice");
+        assert_eq!(h.get_all("impersonate-group").iter().collect::<Vec<_>>(), ["dev", "system:authenticated"]);
+        assert_eq!(h.get("impersonate-uid").unwrap(), "u1");
+        assert_eq!(h.get("impersonate-extra-scopes.example.com%2fx").unwrap(), "a");
+        assert_eq!(h.get("accept").unwrap(), "application/json");
+    }
 }

@@ -18,7 +18,7 @@ use apimachinery::yaml;
 use bytes::Bytes;
 use serde_json::{Map, Value};
 
-use super::body::Parts;
+use crate::api::body::Parts;
 
 /// The members streamed an element at a time.
 const STREAMED: [&str; 2] = ["items", "rows"];

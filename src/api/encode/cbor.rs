@@ -12,81 +12,84 @@
 //! stored floats) makes the whole answer `None`, so the caller passes the
 //! request through or ends the stream — never a partial or guessed answer.
 
-use apimachinery::cbor::{self, Object, Shape};
+use apimachinery::cbor::{self, Object};
+use apimachinery::negotiate::Shape;
 use apimachinery::status::ApiError;
 use apimachinery::watch::EventType;
 use bytes::Bytes;
 
-use super::body::Parts;
-use super::form::Form;
-use super::list::Page;
+use crate::api::body::Parts;
+use crate::api::list::Page;
 use crate::cache::CachedResource;
 use crate::store::CachedObject;
 
-/// `o`'s map as a lone object or event carries it, in `form`, with
+/// `o`'s map as a lone object or event carries it, in `shape`, with
 /// `metadata.resourceVersion` set to `at` when given.
-fn map(res: &CachedResource, o: &CachedObject, form: Form, at: Option<u64>) -> Option<Vec<Bytes>> {
-    match form {
-        Form::Objects => res.cbor_map(o, at, true),
-        Form::Metadata | Form::MetadataList => metadata(res, o, at),
+fn map(res: &CachedResource, o: &CachedObject, shape: Shape, at: Option<u64>) -> Option<Vec<Bytes>> {
+    match shape {
+        Shape::Objects => res.cbor_map(o, at, true),
+        Shape::Metadata | Shape::MetadataList => metadata(res, o, at),
+        Shape::Table { .. } => None,
     }
 }
 
 /// `o`'s `PartialObjectMetadata` map.
 fn metadata(res: &CachedResource, o: &CachedObject, at: Option<u64>) -> Option<Vec<Bytes>> {
-    let meta = Object::encode(&res.metadata_parts(o, at).concat(), Shape::Plain).ok()?;
+    let meta = Object::encode(&res.metadata_parts(o, at).concat(), cbor::Shape::Plain).ok()?;
     Some(cbor::partial_object(Bytes::from(meta.map().concat())))
 }
 
-/// `o` as a lone document in `form`.
-pub fn object(res: &CachedResource, o: &CachedObject, form: Form) -> Option<Vec<Bytes>> {
-    Some(cbor::document(map(res, o, form, None)?))
+/// `o` as a lone document in `shape`.
+pub fn object(res: &CachedResource, o: &CachedObject, shape: Shape) -> Option<Vec<Bytes>> {
+    Some(cbor::document(map(res, o, shape, None)?))
 }
 
-/// A list page in `form`. Custom resources' items carry their kind and
+/// A list page in `shape`. Custom resources' items carry their kind and
 /// apiVersion (unstructured lists), built-in kinds' do not.
-pub fn page(res: &CachedResource, page: Page, form: Form) -> Option<Parts> {
-    let items = match form {
-        Form::Objects => page.items.iter().map(|o| res.cbor_map(o, None, res.is_custom())).collect::<Option<Vec<_>>>()?,
-        Form::Metadata | Form::MetadataList => page.items.iter().map(|o| metadata(res, o, None)).collect::<Option<Vec<_>>>()?,
+pub fn page(res: &CachedResource, page: Page, shape: Shape) -> Option<Parts> {
+    let items = match shape {
+        Shape::Table { .. } => return None,
+        Shape::Objects => page.items.iter().map(|o| res.cbor_map(o, None, res.is_custom())).collect::<Option<Vec<_>>>()?,
+        Shape::Metadata | Shape::MetadataList => page.items.iter().map(|o| metadata(res, o, None)).collect::<Option<Vec<_>>>()?,
     };
-    let (api_version, kind) = match form {
-        Form::Objects => (res.info.api_version(), res.info.list_kind()),
-        Form::Metadata | Form::MetadataList => {
+    let (api_version, kind) = match shape {
+        Shape::Objects | Shape::Table { .. } => (res.info.api_version(), res.info.list_kind()),
+        Shape::Metadata | Shape::MetadataList => {
             (apimachinery::partial::API_VERSION.to_string(), apimachinery::partial::LIST_KIND.to_string())
         }
     };
-    let meta = match form {
+    let meta = match shape {
         // A custom resource's list is an UnstructuredList (`continue` always there).
-        Form::Objects if res.is_custom() => page.meta.unstructured_json(),
-        Form::Objects => page.meta.json(),
+        Shape::Objects if res.is_custom() => page.meta.unstructured_json(),
+        Shape::Objects | Shape::Table { .. } => page.meta.json(),
         // Metadata-only lists carry no shardInfo (as in JSON and protobuf).
-        Form::Metadata | Form::MetadataList => page.meta.unsharded().json(),
+        Shape::Metadata | Shape::MetadataList => page.meta.unsharded().json(),
     };
     let parts = cbor::list(&api_version, &kind, meta.as_bytes(), items).ok()?;
     Some(Box::new(parts.into_iter()))
 }
 
-/// A watch event of `o` in `form`.
-pub fn frame(res: &CachedResource, typ: EventType, o: &CachedObject, form: Form, at: Option<u64>) -> Option<Bytes> {
-    Some(Bytes::from(cbor::watch_event(typ.as_str(), map(res, o, form, at)?).concat()))
+/// A watch event of `o` in `shape`.
+pub fn frame(res: &CachedResource, typ: EventType, o: &CachedObject, shape: Shape, at: Option<u64>) -> Option<Bytes> {
+    Some(Bytes::from(cbor::watch_event(typ.as_str(), map(res, o, shape, at)?).concat()))
 }
 
 /// A BOOKMARK event at `rv`: the kind's zero object (or a
 /// `PartialObjectMetadata`) with only the revision and, when it ends the
 /// initial events, the annotation.
-pub fn bookmark(res: &CachedResource, rv: u64, initial_events_end: bool, form: Form) -> Option<Bytes> {
-    let (json, shape) = match form {
-        Form::Objects => (
+pub fn bookmark(res: &CachedResource, rv: u64, initial_events_end: bool, shape: Shape) -> Option<Bytes> {
+    let (json, schema) = match shape {
+        Shape::Table { .. } => return None,
+        Shape::Objects => (
             apimachinery::watch::bookmark_object(&res.info, rv, initial_events_end),
-            if res.is_custom() { Shape::Plain } else { res.cbor_shape()? },
+            if res.is_custom() { cbor::Shape::Plain } else { res.cbor_shape()? },
         ),
-        Form::Metadata | Form::MetadataList => {
+        Shape::Metadata | Shape::MetadataList => {
             let metadata = apimachinery::watch::bookmark_metadata(rv, initial_events_end);
-            (apimachinery::partial::object([Bytes::from(metadata)]).concat(), Shape::Plain)
+            (apimachinery::partial::object([Bytes::from(metadata)]).concat(), cbor::Shape::Plain)
         }
     };
-    let object = Object::encode(&json, shape).ok()?;
+    let object = Object::encode(&json, schema).ok()?;
     Some(Bytes::from(cbor::watch_event(EventType::Bookmark.as_str(), object.map()).concat()))
 }
 
@@ -98,7 +101,7 @@ pub fn status(e: &ApiError) -> Bytes {
 
 /// The ERROR event carrying `e`.
 pub fn error_frame(e: &ApiError) -> Bytes {
-    match Object::encode(&e.body(), Shape::Plain) {
+    match Object::encode(&e.body(), cbor::Shape::Plain) {
         Ok(status) => Bytes::from(cbor::watch_event(EventType::Error.as_str(), status.map()).concat()),
         Err(_) => Bytes::from(e.body()),
     }

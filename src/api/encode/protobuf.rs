@@ -9,32 +9,38 @@
 //! request through or ends the stream — never a partial answer.
 
 use apimachinery::list::ListMeta;
+use apimachinery::negotiate::Shape;
 use apimachinery::protobuf::{self, document_parts, list_head, list_item, list_parts, list_tail};
 use apimachinery::status::ApiError;
 use apimachinery::watch::EventType;
 use bytes::Bytes;
 
-use super::body::Parts;
-use super::form::Form;
-use super::list::Page;
+use crate::api::body::Parts;
+use crate::api::list::Page;
 use crate::cache::CachedResource;
 use crate::store::CachedObject;
 
 const META_API_VERSION: &str = "meta.k8s.io/v1";
 
-/// `o` as a lone document in `form`, with `metadata.resourceVersion` set to `at` when given.
-pub fn object(res: &CachedResource, o: &CachedObject, form: Form, at: Option<u64>) -> Option<Vec<Bytes>> {
-    Some(match form {
-        Form::Objects => document_parts(&res.info.api_version(), &res.info.kind, vec![res.protobuf_of(o, at)?]),
-        Form::Metadata | Form::MetadataList => document_parts(META_API_VERSION, apimachinery::partial::KIND, res.metadata_protobuf(o, at)?),
+/// `o` as a lone document in `shape`, with `metadata.resourceVersion` set to `at` when given.
+pub fn object(res: &CachedResource, o: &CachedObject, shape: Shape, at: Option<u64>) -> Option<Vec<Bytes>> {
+    Some(match shape {
+        Shape::Objects => document_parts(&res.info.api_version(), &res.info.kind, vec![res.protobuf_of(o, at)?]),
+        Shape::Metadata | Shape::MetadataList => {
+            document_parts(META_API_VERSION, apimachinery::partial::KIND, res.metadata_protobuf(o, at)?)
+        }
+        Shape::Table { .. } => return None,
     })
 }
 
-/// A list page in `form`, as parts made as they are written (the objects'
+/// A list page in `shape`, as parts made as they are written (the objects'
 /// messages) or first (metadata-only messages, which may be made afresh).
-pub fn page(res: &CachedResource, page: Page, form: Form) -> Option<Parts> {
-    let meta = list_meta(&page.meta, form);
-    if let Form::Metadata | Form::MetadataList = form {
+pub fn page(res: &CachedResource, page: Page, shape: Shape) -> Option<Parts> {
+    if let Shape::Table { .. } = shape {
+        return None;
+    }
+    let meta = list_meta(&page.meta, shape);
+    if let Shape::Metadata | Shape::MetadataList = shape {
         let items = page.items.iter().map(|o| res.metadata_protobuf(o, None)).collect::<Option<Vec<_>>>()?;
         return Some(Box::new(list_parts(META_API_VERSION, apimachinery::partial::LIST_KIND, &meta, items).into_iter()));
     }
@@ -51,10 +57,10 @@ pub fn page(res: &CachedResource, page: Page, form: Form) -> Option<Parts> {
 }
 
 /// A page's `ListMeta`; a metadata-only list carries no `shardInfo`.
-fn list_meta(meta: &ListMeta, form: Form) -> Vec<u8> {
-    match form {
-        Form::Objects => protobuf::list_meta(meta),
-        Form::Metadata | Form::MetadataList => protobuf::list_meta(&meta.unsharded()),
+fn list_meta(meta: &ListMeta, shape: Shape) -> Vec<u8> {
+    match shape {
+        Shape::Objects | Shape::Table { .. } => protobuf::list_meta(meta),
+        Shape::Metadata | Shape::MetadataList => protobuf::list_meta(&meta.unsharded()),
     }
 }
 
@@ -64,19 +70,20 @@ pub fn frame(typ: EventType, document: &[Bytes]) -> Bytes {
 }
 
 /// A BOOKMARK frame at `rv`: a zero-valued object (or `PartialObjectMetadata`) with only the revision and, when it ends the initial events, the annotation.
-pub fn bookmark(res: &CachedResource, rv: u64, initial_events_end: bool, form: Form) -> Option<Bytes> {
-    let document = match form {
-        Form::Objects => {
+pub fn bookmark(res: &CachedResource, rv: u64, initial_events_end: bool, shape: Shape) -> Option<Bytes> {
+    let document = match shape {
+        Shape::Objects => {
             let object = apimachinery::watch::bookmark_object(&res.info, rv, initial_events_end);
             let message = protobuf::encode(res.protobuf_message()?, &object).ok()?;
             document_parts(&res.info.api_version(), &res.info.kind, vec![Bytes::from(message)])
         }
-        Form::Metadata | Form::MetadataList => {
+        Shape::Metadata | Shape::MetadataList => {
             let metadata = apimachinery::watch::bookmark_metadata(rv, initial_events_end);
             let mut message = Vec::new();
             protobuf::wire::len_field(&mut message, 1, &protobuf::encode(crate::cache::OBJECT_META, metadata.as_bytes()).ok()?);
             document_parts(META_API_VERSION, apimachinery::partial::KIND, vec![Bytes::from(message)])
         }
+        Shape::Table { .. } => return None,
     };
     Some(frame(EventType::Bookmark, &document))
 }

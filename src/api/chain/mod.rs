@@ -1,0 +1,96 @@
+//! The request path, one stage a module, in the order kube-apiserver's
+//! `DefaultBuildHandlerChain` runs its filters:
+//!
+//! 1. [`authenticate`]: who the client is (401 otherwise);
+//! 2. audit — to come, as one more stage here;
+//! 3. [`impersonate`]: whom the client acts as, by its own `Impersonate-*` headers;
+//! 4. priority and fairness — to come, as one more stage here;
+//! 5. [`route`]: who answers — kache's own figures, its memory, or the apiserver;
+//! 6. [`authorize`]: for what kache answers itself, the apiserver's authorizer's verdict;
+//! 7. the answer: from memory, raced against upstream where a consistent
+//!    read's proof may be late (`api::race`), or passed through
+//!    (`api::pass_through`) under the client's identity.
+//!
+//! kache routes before it authorizes, where the apiserver authorizes
+//! first: what kache passes through goes upstream as the client, where the
+//! apiserver authorizes (and audits and queues) it itself, so kache asks
+//! the authorizer only about what it answers itself — never adding a review
+//! to a relayed request. `/livez`, `/readyz` and `/healthz` are answered
+//! before authentication, as the apiserver's are public.
+//!
+//! Invariant: each stage knows only what the stages before it found (the
+//! request, the user); a new concern is a new stage, not an edit of the others.
+
+mod authenticate;
+mod authorize;
+mod impersonate;
+mod route;
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use apimachinery::auth::Attributes;
+use apimachinery::negotiate::Negotiated;
+use http::{Method, Request, Response};
+use hyper::body::Incoming;
+
+use super::body::ApiBody;
+use super::encode::{self, text};
+use super::metrics;
+use super::road::Road;
+use super::server::Answerer;
+use super::shared::Api;
+use super::{health, pass_through, race};
+use crate::access::Certificate;
+use route::Route;
+
+/// The API's answers: every request handled and observed (metrics).
+pub fn answerer(api: &Arc<Api>) -> Answerer {
+    let api = api.clone();
+    Arc::new(move |req, certificate| {
+        let api = api.clone();
+        Box::pin(async move {
+            let observed = metrics::Request::of(req.method().as_str(), req.uri().path(), req.uri().query().unwrap_or(""));
+            metrics::observe(observed, handle(&api, req, &certificate).await)
+        })
+    })
+}
+
+/// One request through every stage.
+async fn handle(api: &Api, req: Request<Incoming>, certificate: &Certificate) -> Response<ApiBody> {
+    let path = req.uri().path().to_string();
+    let query = req.uri().query().unwrap_or("").to_string();
+    if req.method() == Method::GET
+        && let Some((status, body)) = health::answer(api, &path, &query)
+    {
+        return text(status, body);
+    }
+    let refused = |e| encode::error(Negotiated::default(), &e);
+    let gate = api.gate.as_ref();
+    let user = match authenticate::authenticate(gate.map(AsRef::as_ref), req.headers(), certificate).await {
+        Ok(user) => user,
+        Err(e) => return refused(e),
+    };
+    let user = match (gate, user) {
+        (Some(gate), Some(user)) => match impersonate::impersonate(gate, user, req.headers()).await {
+            Ok(user) => Some(user),
+            Err(e) => return refused(e),
+        },
+        (_, user) => user,
+    };
+    let attributes = || Attributes::of("GET", &path, &query);
+    match route::route(api, req.method(), &path, &query, req.headers()) {
+        Route::Metrics => match authorize::authorize(gate, user.as_ref(), attributes()).await {
+            Ok(_) => metrics::response(api),
+            Err(e) => refused(e),
+        },
+        Route::Memory(target, negotiated) => match authorize::authorize(gate, user.as_ref(), attributes()).await {
+            Ok(access) => race::read(api, &target, negotiated, req, user.as_ref(), access).await,
+            Err(e) => encode::error(negotiated, &e),
+        },
+        Route::Upstream(why) => {
+            api.counters.passed_through.fetch_add(1, Ordering::Relaxed);
+            metrics::from(Road::Upstream(why), pass_through::forward(&api.client, req, user.as_ref()).await)
+        }
+    }
+}

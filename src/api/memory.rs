@@ -1,0 +1,184 @@
+//! A read answered from memory — a list, a watch or a GET of a cached,
+//! fresh resource — or the reason it goes upstream after all: a list or
+//! watch form kache does not write, a large protobuf or CBOR read while the
+//! resource's encodings are being made, the memory budget, or what the
+//! list, watch or GET itself decides ([`super::list`], [`super::watch`],
+//! [`super::get`]). Malformed requests get the apiserver's `Status` here.
+//!
+//! Invariant: a list from memory reserves its room in the memory budget
+//! before its first byte (`crate::budget::room`) and is metered for the
+//! consistent reads' plan; none is answered when the budget has no room
+//! within the apiserver's queueing bound (429 instead).
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use apimachinery::negotiate::{Encoding, Negotiated, Shape};
+use apimachinery::params::ListOptions;
+use http::{Response, StatusCode};
+use http_body_util::BodyExt;
+
+use super::body::ApiBody;
+use super::encode;
+use super::list::{self, Answer};
+use super::road::PassThrough;
+use super::shared::Api;
+use super::target::Target;
+use super::{get, watch};
+use crate::access::Access;
+use crate::budget::room;
+use crate::cache::CachedResource;
+use crate::upstream::costs::{Meter, Metered, Side};
+use crate::upstream::freshness::Decision;
+
+/// A GET of a cached, fresh resource answered from memory (or refused), or
+/// why it passes through. `access`: the client's permission, which a watch
+/// re-checks while it lives.
+pub async fn answer(
+    api: &Api,
+    t: &Target<'_>,
+    negotiated: Negotiated,
+    query: &str,
+    access: Option<Access>,
+    decision: &Decision,
+) -> Result<Response<ApiBody>, PassThrough> {
+    match t.name {
+        None => collection(api, t, query, negotiated, access, decision).await,
+        // A GET asking for the list form gets the apiserver's 406.
+        Some(_) if negotiated.shape == Shape::MetadataList => Err(PassThrough::Encoding),
+        Some(name) => get::get(t.res, t.namespace, name, query, api.config.revision_wait, negotiated, decision).await.inspect(|_| {
+            api.counters.gets_served.fetch_add(1, Ordering::Relaxed);
+        }),
+    }
+}
+
+/// A protobuf or CBOR page of more objects than this passes through until
+/// the resource's encodings are made ahead (`CachedResource::warm`):
+/// client-go's pages (500) cost a few tens of ms to encode, as they cost
+/// the apiserver; a whole list costs seconds.
+const BINARY_PAGE: usize = 500;
+
+/// Why a read of up to `limit` objects of `res` in `encoding` passes through
+/// while its encodings are made: it would make more than [`BINARY_PAGE`] of
+/// them in the read; asking starts making them.
+fn cold(res: &Arc<CachedResource>, encoding: Encoding, limit: usize) -> Option<PassThrough> {
+    let why = match encoding {
+        Encoding::Json | Encoding::Yaml => return None,
+        Encoding::Protobuf => PassThrough::ProtobufBeingMade,
+        Encoding::Cbor => PassThrough::CborBeingMade,
+    };
+    (limit > BINARY_PAGE && res.store.view().head().len() > BINARY_PAGE && !res.warm(encoding)).then_some(why)
+}
+
+/// A list or watch from memory, an error `Status`, or why the request passes through.
+async fn collection(
+    api: &Api,
+    t: &Target<'_>,
+    query: &str,
+    negotiated: Negotiated,
+    access: Option<Access>,
+    decision: &Decision,
+) -> Result<Response<ApiBody>, PassThrough> {
+    let mut opts = match ListOptions::decode(query) {
+        Ok(o) => o,
+        Err(e) => return Ok(encode::error(negotiated, &e)),
+    };
+    if let Err(e) = opts.validate() {
+        return Ok(encode::error(negotiated, &e));
+    }
+    if opts.watch {
+        return watch_collection(api, t, &opts, negotiated, access, decision).await;
+    }
+    if negotiated.shape == Shape::Metadata {
+        // A list asking for the single-object form gets the apiserver's 406.
+        return Err(PassThrough::Encoding);
+    }
+    // Decided before any wait for a proof: a large protobuf or CBOR list goes upstream at once while its encodings are made.
+    let limit = match usize::try_from(opts.limit) {
+        Ok(n) if n > 0 && opts.resource_version != "0" => n,
+        _ => usize::MAX,
+    };
+    if let Some(why) = cold(t.res, negotiated.encoding, limit) {
+        return Err(why);
+    }
+    match list::list(t.res, t.namespace, &opts, api.config.revision_wait, decision).await {
+        Ok(Answer::Page(page)) => {
+            let cost = room::cost(page.items.len(), negotiated.gzip);
+            let Some(reservation) = api.room.reserve(cost, room::WAIT).await else {
+                tracing::debug!(resource = %t.res.info.qualified(), "no room for a list in the memory budget: 429");
+                return Ok(encode::too_many_requests());
+            };
+            match encode::page_parts(t.res, page, negotiated) {
+                Some(parts) => {
+                    api.counters.lists_served.fetch_add(1, Ordering::Relaxed);
+                    // What lists from memory cost, for the choice of consistent reads' path.
+                    let meter = Meter::new(api.client.costs().clone(), Side::Memory);
+                    let resp = encode::respond(negotiated, StatusCode::OK, room::Held::new(parts, reservation));
+                    Ok(resp.map(|b| Metered::new(b, Some(meter)).boxed()))
+                }
+                None => {
+                    tracing::debug!(resource = %t.res.info.qualified(), "list passed through: an object its printer or protobuf cannot express");
+                    Err(PassThrough::Encoding)
+                }
+            }
+        }
+        Ok(Answer::Upstream(why)) => {
+            tracing::debug!(resource = %t.res.info.qualified(), %why, "list passed through");
+            Err(why)
+        }
+        Err(e) => Ok(encode::error(negotiated, &e)),
+    }
+}
+
+/// A watch from memory, an error `Status`, or why it passes through.
+async fn watch_collection(
+    api: &Api,
+    t: &Target<'_>,
+    opts: &ListOptions,
+    negotiated: Negotiated,
+    access: Option<Access>,
+    decision: &Decision,
+) -> Result<Response<ApiBody>, PassThrough> {
+    let passed = |why: PassThrough| {
+        tracing::debug!(resource = %t.res.info.qualified(), %why, "watch passed through");
+        api.counters.watches_passed_through.fetch_add(1, Ordering::Relaxed);
+        Err(why)
+    };
+    // Indented streams, YAML (which has no stream form: the apiserver's 406),
+    // table streams with bookmarks the printer cannot print, and watches
+    // asking for the list form are left to the apiserver.
+    let served = !negotiated.pretty
+        && negotiated.encoding != Encoding::Yaml
+        && match negotiated.shape {
+            Shape::Objects | Shape::Metadata => true,
+            // A bookmark is a row of the kind's empty object: served where the printer prints it.
+            Shape::Table { .. } => {
+                let bookmark = apimachinery::watch::bookmark_object(&t.res.info, 1, false);
+                !opts.allow_watch_bookmarks || t.res.printer().is_some_and(|p| p.row(&bookmark, 0).is_some())
+            }
+            Shape::MetadataList => false,
+        };
+    if !served {
+        return passed(PassThrough::WatchForm);
+    }
+    if let Some(why) = opts.sends_initial_events().then(|| cold(t.res, negotiated.encoding, usize::MAX)).flatten() {
+        return passed(why);
+    }
+    let ends = watch::Ends { stopping: api.stopping.subscribe(), access };
+    let answer = watch::watch(
+        (t.res, &api.dispatchers[t.index]),
+        t.namespace,
+        (opts, decision),
+        negotiated,
+        (api.config.revision_wait, &api.config.watch),
+        ends,
+    );
+    match answer.await {
+        Ok(watch::Answer::Stream(resp)) => {
+            api.counters.watches_served.fetch_add(1, Ordering::Relaxed);
+            Ok(resp)
+        }
+        Ok(watch::Answer::Upstream(why)) => passed(why),
+        Err(e) => Ok(encode::error(negotiated, &e)),
+    }
+}

@@ -1,0 +1,118 @@
+//! The listener: HTTP/1.1 and HTTP/2 on one socket — over TLS (ALPN picks
+//! the protocol, client certificates are verified here and handed to the
+//! request path) or in plain text (HTTP/1.1 or h2c) — and a graceful stop.
+//!
+//! Invariants: a client that does not finish its TLS handshake within
+//! [`HANDSHAKE_TIMEOUT`] is dropped; every answer leaves with the
+//! apiserver's `Cache-Control` unless its handler set one (a relayed
+//! answer keeps upstream's); once shutdown begins no connection is
+//! accepted, and open ones get the drain period.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use apimachinery::tls::ClientCertificates;
+use http::header::CACHE_CONTROL;
+use http::{HeaderValue, Request, Response};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::{GracefulShutdown, Watcher};
+use tokio::net::TcpListener;
+use tokio_rustls::TlsAcceptor;
+
+use super::body::{ApiBody, BoxError};
+use crate::access::Certificate;
+
+/// How long a client has to finish its TLS handshake.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The `Cache-Control` of every answer, as the apiserver's
+/// `WithCacheControl` filter sets it: each answer is private to its client,
+/// so no shared HTTP cache between a client and kache may store one user's
+/// answer (a list of Secrets) for another.
+const PRIVATE: HeaderValue = HeaderValue::from_static("no-cache, private");
+
+/// How a listener's connections are secured: the TLS acceptor and the CAs
+/// of client certificates (`None`: plain HTTP/1.1 or h2c).
+pub type Tls = Option<(TlsAcceptor, Option<Arc<ClientCertificates>>)>;
+
+/// What answers a connection's requests, given its client certificate.
+pub type Answerer = Arc<dyn Fn(Request<Incoming>, Arc<Certificate>) -> BoxFuture<Response<ApiBody>> + Send + Sync>;
+
+/// A boxed, sendable future.
+pub type BoxFuture<T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send>>;
+
+/// Accepts connections on `listener` and answers their requests with
+/// `answer` until `shutdown` completes; then calls `stopping`, stops
+/// accepting and gives open connections `drain` to finish. With `drain`
+/// `None` (a hand-over to the next server on the same listener, which must
+/// not close a connection whose request is on its way) the open
+/// connections are left open, and returned: dropping the handle closes
+/// them gracefully.
+pub async fn accept(
+    listener: &TcpListener,
+    tls: &Tls,
+    answer: Answerer,
+    shutdown: impl std::future::Future<Output = ()>,
+    drain: Option<Duration>,
+    stopping: impl FnOnce(),
+) -> Option<GracefulShutdown> {
+    let graceful = GracefulShutdown::new();
+    tokio::pin!(shutdown);
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let (answer, watcher, tls) = (answer.clone(), graceful.watcher(), tls.clone());
+        tokio::spawn(async move {
+            let result = match tls {
+                None => serve_connection(stream, answer, watcher, Arc::new(Certificate::None)).await,
+                Some((acceptor, clients)) => match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
+                    Ok(Ok(stream)) => {
+                        let certificate = Certificate::of(stream.get_ref().1.peer_certificates(), clients.as_deref());
+                        serve_connection(stream, answer, watcher, Arc::new(certificate)).await
+                    }
+                    Ok(Err(e)) => Err(e.into()),
+                    Err(_) => Err("TLS handshake timed out".into()),
+                },
+            };
+            if let Err(e) = result {
+                tracing::debug!(%peer, error = %e, "connection ended");
+            }
+        });
+    }
+    stopping();
+    let Some(drain) = drain else { return Some(graceful) };
+    if tokio::time::timeout(drain, graceful.shutdown()).await.is_err() {
+        tracing::info!(?drain, "connections still open after the drain period; closing them");
+    }
+    None
+}
+
+/// `certificate`: the connection's client certificate.
+async fn serve_connection<I>(io: I, answer: Answerer, watcher: Watcher, certificate: Arc<Certificate>) -> Result<(), BoxError>
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let service = hyper::service::service_fn(move |req| {
+        let answer = answer.clone();
+        let certificate = certificate.clone();
+        async move {
+            let mut resp = answer(req, certificate).await;
+            resp.headers_mut().entry(CACHE_CONTROL).or_insert(PRIVATE);
+            Ok::<_, std::convert::Infallible>(resp)
+        }
+    });
+    let conn = auto::Builder::new(TokioExecutor::new()).serve_connection_with_upgrades(TokioIo::new(io), service).into_owned();
+    watcher.watch(conn).await
+}
