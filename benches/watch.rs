@@ -77,7 +77,7 @@ fn dispatch(c: &mut Criterion) {
     for nodes in [1_000, 10_000] {
         for (watchers, cluster_wide, query) in CLUSTER_WIDE {
             let (mut writer, res, mut rv) = cluster(&rt, nodes);
-            let epoch = res.store.view().epoch();
+            let epoch = res.store().view().epoch();
             let dispatcher = rt.block_on(async { Dispatcher::start(res.clone()) });
             let mut subs: Vec<Subscription> = rt.block_on(async {
                 let mut subs = Vec::new();
@@ -133,7 +133,7 @@ fn select(c: &mut Criterion) {
     ] {
         let opts = ListOptions::decode(query).expect("options");
         group.bench_function(name, |b| {
-            b.iter(|| match rt.block_on(list::list(&res, None, &opts, Duration::ZERO, &Default::default())) {
+            b.iter(|| match rt.block_on(list::list(&res, None, &opts, Duration::ZERO, None)) {
                 Ok(Answer::Page(p)) => black_box(p.items.len()),
                 other => panic!("{other:?}"),
             })

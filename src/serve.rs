@@ -366,7 +366,7 @@ pub async fn start(args: &ServeArgs, listening: impl FnOnce(&str)) -> anyhow::Re
     let resources = resources?;
     let state = args.state(&client, &creds).await?;
     let cache = Cache::start(&client, resources, &args.store(), &args.reflector(), state.as_ref());
-    let kept = cache.resources().iter().map(|r| Kept { info: r.info.clone(), store: r.store.clone() }).collect();
+    let kept = cache.resources().iter().map(|r| Kept { info: r.info().clone(), store: r.store().clone() }).collect();
     let saver = state.map(|dir| Saver::start(dir, kept, Duration::from_secs(args.state_interval)));
     let api = Arc::new(Api::new(cache, client, config, auth));
     crate::budget::start(api.cache.resources(), api.config.budget, api.room.clone());
@@ -379,7 +379,7 @@ pub async fn start(args: &ServeArgs, listening: impl FnOnce(&str)) -> anyhow::Re
     let task = tokio::spawn(async move {
         api::server::accept(&listener, &tls, answerer, async move { _ = stopped.await }, Some(drain), || serving.stop()).await;
     });
-    let names: Vec<String> = api.cache.resources().iter().map(|r| r.info.qualified()).collect();
+    let names: Vec<String> = api.cache.resources().iter().map(|r| r.info().qualified()).collect();
     tracing::info!(%url, upstream = %creds.server, resources = %names.join(","), "kache serving; loading the initial lists");
     Ok(Running {
         url,

@@ -43,6 +43,16 @@ impl Encoding {
         }
     }
 
+    /// Its name in logs and metrics: `json`, `yaml`, `protobuf` or `cbor`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Encoding::Json => "json",
+            Encoding::Yaml => "yaml",
+            Encoding::Protobuf => "protobuf",
+            Encoding::Cbor => "cbor",
+        }
+    }
+
     /// The `Content-Type` of an answer in it (`stream`: a watch's, whose
     /// protobuf frames are `;stream=watch` and whose CBOR is a sequence).
     pub fn content_type(self, stream: bool) -> &'static str {

@@ -27,7 +27,6 @@ use apimachinery::status::ApiError;
 
 use super::road::PassThrough;
 use crate::store::{CachedObject, Event, EventType, IndexKey, Snapshot};
-use crate::upstream::sharding::Sharding;
 
 /// A request's scope and selectors.
 #[derive(Debug, Clone)]
@@ -40,8 +39,8 @@ pub struct Filter {
 }
 
 /// How a request's `shardSelector` is answered, from what kache learnt of
-/// upstream (`upstream::sharding`): from memory only when upstream honours
-/// selectors and kache reads this one as upstream does.
+/// upstream (`upstream::capability`): from memory only when upstream
+/// honours selectors and kache reads this one as upstream does.
 #[derive(Debug)]
 pub enum Shard {
     /// No shard selector (or an empty one, which the apiserver ignores).
@@ -57,16 +56,16 @@ pub enum Shard {
 }
 
 impl Shard {
-    /// The shard `opts` asks for, given how upstream treats selectors
-    /// (`upstream`, asked only of a sharded request).
-    pub fn of(upstream: impl FnOnce() -> Sharding, opts: &ListOptions) -> Shard {
+    /// The shard `opts` asks for, given whether upstream honours selectors
+    /// (`honoured`, asked only of a sharded request; `None`: not known).
+    pub fn of(honoured: impl FnOnce() -> Option<bool>, opts: &ListOptions) -> Shard {
         if opts.shard_selector.is_empty() {
             return Shard::Whole;
         }
-        match upstream() {
-            Sharding::Honoured => {}
-            Sharding::Ignored => return Shard::Upstream(PassThrough::ShardsIgnored),
-            Sharding::Unknown => return Shard::Upstream(PassThrough::ShardsUnknown),
+        match honoured() {
+            Some(true) => {}
+            Some(false) => return Shard::Upstream(PassThrough::ShardsIgnored),
+            None => return Shard::Upstream(PassThrough::ShardsUnknown),
         }
         match opts.shard() {
             Ok(Some(s)) => Shard::Range(s),

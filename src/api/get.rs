@@ -12,12 +12,15 @@ use http::{Response, StatusCode};
 
 use super::body::ApiBody;
 use super::encode;
-use super::road::PassThrough;
+use super::road::{PassThrough, Unanswered};
 use crate::cache::CachedResource;
-use crate::upstream::freshness::Decision;
+use crate::upstream::freshness::Proven;
+use crate::upstream::plan::Read;
 
-/// The object `name` (in `namespace`) of `res`, or why the GET passes
-/// through; `wait`: how long a revision the store has not reached is waited for.
+/// The object `name` (in `namespace`) of `res`, or why memory does not
+/// answer it; `wait`: how long a revision the store has not reached is
+/// waited for; `proven`: the proof a consistent GET is answered from the
+/// head with (without it, it is [`Unanswered::Unproven`]).
 pub async fn get(
     res: &CachedResource,
     namespace: Option<&str>,
@@ -25,10 +28,10 @@ pub async fn get(
     query: &str,
     wait: Duration,
     negotiated: Negotiated,
-    decision: &Decision,
-) -> Result<Response<ApiBody>, PassThrough> {
+    proven: Option<Proven>,
+) -> Result<Response<ApiBody>, Unanswered> {
     if res.pressure().passes_through() {
-        return Err(PassThrough::MemoryBudget);
+        return Err(PassThrough::MemoryBudget.into());
     }
     let rv = form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == "resourceVersion").map(|(_, v)| v.into_owned());
     let key = match namespace {
@@ -36,21 +39,21 @@ pub async fn get(
         None => name.to_string(),
     };
     match rv.as_deref() {
-        None | Some("") => {
-            if let Err(why) = res.consistent_get(&key, decision).await {
-                return Err(PassThrough::NotFresh(why));
-            }
+        None | Some("") if proven.is_none() => {
+            let bytes = res.store().view().head().get(&key).map_or(0, |o| o.bytes().len() as u64);
+            return Err(Unanswered::Unproven(Read { bytes, follows: false, stream: false }));
         }
+        None | Some("") => {}
         // A malformed revision gets upstream's own error.
         Some(rv) => match apimachinery::params::parse_resource_version(rv) {
             Ok(rv) if res.reached(rv, wait).await => {}
-            Ok(_) => return Err(PassThrough::RevisionNotReached),
-            Err(_) => return Err(PassThrough::MalformedRevision),
+            Ok(_) => return Err(PassThrough::RevisionNotReached.into()),
+            Err(_) => return Err(PassThrough::MalformedRevision.into()),
         },
     }
-    let view = res.store.view();
+    let view = res.store().view();
     let Some(o) = view.head().get(&key) else {
-        return Ok(encode::error(negotiated, &ApiError::not_found(&res.info, name)));
+        return Ok(encode::error(negotiated, &ApiError::not_found(res.info(), name)));
     };
     let parts = encode::get_parts(res, o, negotiated).ok_or(PassThrough::Encoding)?;
     Ok(encode::respond(negotiated, StatusCode::OK, parts))

@@ -33,9 +33,9 @@ fn checks(api: &Api, endpoint: &str) -> Vec<Check> {
     out.push(("shutdown".into(), (*api.stopping.borrow()).then(|| "kache is shutting down".to_string())));
     let bound = api.config.max_staleness;
     for r in api.cache.resources() {
-        let s = &r.status;
+        let s = &r.status();
         let failure = verdict(s.health(bound), bound, s.last_error());
-        out.push((format!("resource:{}", r.info.qualified()), failure));
+        out.push((format!("resource:{}", r.info().qualified()), failure));
     }
     out
 }
@@ -76,13 +76,13 @@ pub fn log_changes(api: &std::sync::Arc<Api>) {
             let resources = api.cache.resources();
             stale.resize(resources.len(), false);
             for (r, was) in resources.iter().zip(stale.iter_mut()) {
-                let health = r.status.health(bound);
+                let health = r.status().health(bound);
                 let now = matches!(health, Health::Stale { .. });
                 if now && !*was {
-                    let reason = verdict(health, bound, r.status.last_error()).unwrap_or_default();
-                    tracing::warn!(resource = %r.info.qualified(), %reason, "stale: not ready; reads pass through");
+                    let reason = verdict(health, bound, r.status().last_error()).unwrap_or_default();
+                    tracing::warn!(resource = %r.info().qualified(), %reason, "stale: not ready; reads pass through");
                 } else if *was && !now {
-                    tracing::info!(resource = %r.info.qualified(), "the apiserver answers again: ready");
+                    tracing::info!(resource = %r.info().qualified(), "the apiserver answers again: ready");
                 }
                 *was = now;
             }

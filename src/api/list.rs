@@ -14,7 +14,7 @@
 //! the apiserver's format, so tokens cross between kache and the apiserver.
 //!
 //! A `shardSelector` is answered here only when upstream honours it
-//! ([`Shard::of`], `upstream::sharding`); the page then holds the shard,
+//! ([`Shard::of`], `upstream::capability`); the page then holds the shard,
 //! says so in `shardInfo` (built-in kinds), and counts `remainingItemCount`
 //! as the apiserver's cacher does.
 //!
@@ -35,7 +35,9 @@ use super::filter::{Filter, Shard};
 use super::road::PassThrough;
 use crate::cache::CachedResource;
 use crate::store::{CachedObject, Snapshot, StoreError};
-use crate::upstream::freshness::{Decision, Read as Fresh};
+use crate::upstream::capability::Probe;
+use crate::upstream::freshness::Proven;
+use crate::upstream::plan::Read as Consistent;
 
 /// A page read from memory.
 #[derive(Debug)]
@@ -53,60 +55,63 @@ pub enum Answer {
     Page(Page),
     /// By the apiserver, for this reason.
     Upstream(PassThrough),
+    /// From memory once proven fresh: a consistent read, and what it reads.
+    Unproven(Consistent),
 }
 
 /// Answers a validated list request for `res` in `namespace` (or all);
-/// `wait`: how long a revision the store has not reached is waited for.
-/// A consistent read's plan and hedge go in `decision`.
+/// `wait`: how long a revision the store has not reached is waited for;
+/// `proven`: the proof a consistent read is answered from the head with
+/// (without it, a consistent read is [`Answer::Unproven`]).
 pub async fn list(
     res: &CachedResource,
     namespace: Option<&str>,
     opts: &ListOptions,
     wait: Duration,
-    decision: &Decision,
+    proven: Option<Proven>,
 ) -> Result<Answer, ApiError> {
     if res.pressure().passes_through() {
         return Ok(Answer::Upstream(PassThrough::MemoryBudget));
     }
-    check_fields(&res.info, opts)?;
-    let shard = match Shard::of(|| res.status.sharding.learn(res.fresh.client(), &res.info), opts) {
+    check_fields(res.info(), opts)?;
+    let shard = match Shard::of(|| res.status().capabilities.learn(Probe::Shards, res.fresh().client(), res.info()), opts) {
         Shard::Whole => None,
         Shard::Range(s) => Some(s),
         Shard::Upstream(why) => return Ok(Answer::Upstream(why)),
         Shard::Invalid(e) => return Err(e),
     };
-    let prefix = res.info.prefix(namespace);
+    let prefix = res.info().prefix(namespace);
     let plan = ListPlan::of(opts, &prefix)?;
     let snapshot = match plan.read {
         // A consistent read (or a continue token at the latest revision): the head once proven fresh.
-        Read::MostRecent => {
-            let read = Fresh { bytes: res.read_bytes(&prefix, &plan.start, plan.limit), follows: true, stream: false };
-            match res.fresh.consistent(read, decision).await {
-                Ok(_) => res.store.view().head().clone(),
-                Err(why) => return Ok(Answer::Upstream(PassThrough::NotFresh(why))),
+        Read::MostRecent => match proven {
+            Some(_) => res.store().view().head().clone(),
+            None => {
+                let bytes = res.read_bytes(&prefix, &plan.start, plan.limit);
+                return Ok(Answer::Unproven(Consistent { bytes, follows: true, stream: false }));
             }
-        }
-        Read::Any => res.store.view().head().clone(),
+        },
+        Read::Any => res.store().view().head().clone(),
         Read::NotOlderThan(rv) => {
             if !res.reached(rv, wait).await {
                 return Ok(Answer::Upstream(PassThrough::RevisionNotReached));
             }
-            res.store.view().head().clone()
+            res.store().view().head().clone()
         }
         Read::Exact(rv) => match exact(res, rv, wait).await {
             Some(s) => s,
             None => return Ok(Answer::Upstream(PassThrough::RevisionOutsideWindow)),
         },
     };
-    let filter = Filter::new(&res.info, namespace, opts, shard);
+    let filter = Filter::new(res.info(), namespace, opts, shard);
     Ok(page(res, &snapshot, &prefix, &plan.start, &filter, plan.limit).map_or(Answer::Upstream(PassThrough::MemoryBudget), Answer::Page))
 }
 
 /// The snapshot at exactly `rv`, pinned or rebuilt; `None` when it is out of reach.
 async fn exact(res: &CachedResource, rv: u64, wait: Duration) -> Option<Arc<Snapshot>> {
-    match res.store.snapshot_at(rv, Instant::now()) {
+    match res.store().snapshot_at(rv, Instant::now()) {
         Ok(s) => Some(s),
-        Err(StoreError::TooNew { .. }) if res.reached(rv, wait).await => res.store.snapshot_at(rv, Instant::now()).ok(),
+        Err(StoreError::TooNew { .. }) if res.reached(rv, wait).await => res.store().snapshot_at(rv, Instant::now()).ok(),
         Err(_) => None,
     }
 }
@@ -152,12 +157,12 @@ fn page(res: &CachedResource, snapshot: &Arc<Snapshot>, prefix: &str, start: &st
         let now = Instant::now();
         if res.pressure().refuses_pins() {
             // Only a pin made before the pressure lives on (its TTL restarts).
-            res.store.pinned(rv, now)?;
+            res.store().pinned(rv, now)?;
         } else {
-            res.store.pin(snapshot.clone(), now);
+            res.store().pin(snapshot.clone(), now);
         }
         if let Some(cursor) = cursor {
-            res.store.set_cursor(rv, &format!("{last}\u{0}"), cursor);
+            res.store().set_cursor(rv, &format!("{last}\u{0}"), cursor);
         }
     }
     Some(Page { meta, items })
@@ -168,7 +173,7 @@ fn position(res: &CachedResource, snapshot: &Snapshot, prefix: &str, start: &str
     if start == prefix {
         return 0;
     }
-    res.store.cursor(snapshot.rv(), start).unwrap_or_else(|| snapshot.from(prefix).take_while(|o| &**o.key() < start).count() as u64)
+    res.store().cursor(snapshot.rv(), start).unwrap_or_else(|| snapshot.from(prefix).take_while(|o| &**o.key() < start).count() as u64)
 }
 
 /// How many keys the list's scope holds.
@@ -177,9 +182,9 @@ fn scope_len(res: &CachedResource, snapshot: &Snapshot, prefix: &str) -> u64 {
         return snapshot.len() as u64;
     }
     let key = format!("\u{1}len:{prefix}");
-    res.store.cursor(snapshot.rv(), &key).unwrap_or_else(|| {
+    res.store().cursor(snapshot.rv(), &key).unwrap_or_else(|| {
         let n = snapshot.from(prefix).take_while(|o| o.key().starts_with(prefix)).count() as u64;
-        res.store.set_cursor(snapshot.rv(), &key, n);
+        res.store().set_cursor(snapshot.rv(), &key, n);
         n
     })
 }
@@ -218,7 +223,7 @@ mod tests {
     async fn ask(res: &CachedResource, query: &str) -> Answer {
         let mut opts = ListOptions::decode(query).expect("a list query");
         opts.validate().expect("a valid list query");
-        list(res, None, &opts, Duration::from_secs(3), &Decision::default()).await.expect("an answer")
+        list(res, None, &opts, Duration::from_secs(3), None).await.expect("an answer")
     }
 
     #[tokio::test]

@@ -21,7 +21,7 @@ use http_body_util::BodyExt;
 use super::body::ApiBody;
 use super::encode;
 use super::list::{self, Answer};
-use super::road::PassThrough;
+use super::road::{PassThrough, Unanswered};
 use super::shared::Api;
 use super::target::Target;
 use super::{get, watch};
@@ -29,24 +29,25 @@ use crate::access::Access;
 use crate::budget::room;
 use crate::cache::CachedResource;
 use crate::upstream::costs::{Meter, Metered, Side};
-use crate::upstream::freshness::Decision;
+use crate::upstream::freshness::Proven;
 
 /// A GET of a cached, fresh resource answered from memory (or refused), or
-/// why it passes through. `access`: the client's permission, which a watch
-/// re-checks while it lives.
+/// why memory does not answer it. `access`: the client's permission, which
+/// a watch re-checks while it lives; `proven`: a consistent read's proof
+/// (without it, a consistent read is [`Unanswered::Unproven`]).
 pub async fn answer(
     api: &Api,
     t: &Target<'_>,
     negotiated: Negotiated,
     query: &str,
     access: Option<Access>,
-    decision: &Decision,
-) -> Result<Response<ApiBody>, PassThrough> {
+    proven: Option<Proven>,
+) -> Result<Response<ApiBody>, Unanswered> {
     match t.name {
-        None => collection(api, t, query, negotiated, access, decision).await,
+        None => collection(api, t, query, negotiated, access, proven).await,
         // A GET asking for the list form gets the apiserver's 406.
-        Some(_) if negotiated.shape == Shape::MetadataList => Err(PassThrough::Encoding),
-        Some(name) => get::get(t.res, t.namespace, name, query, api.config.revision_wait, negotiated, decision).await.inspect(|_| {
+        Some(_) if negotiated.shape == Shape::MetadataList => Err(PassThrough::Encoding.into()),
+        Some(name) => get::get(t.res, t.namespace, name, query, api.config.revision_wait, negotiated, proven).await.inspect(|_| {
             api.counters.gets_served.fetch_add(1, Ordering::Relaxed);
         }),
     }
@@ -67,7 +68,7 @@ fn cold(res: &Arc<CachedResource>, encoding: Encoding, limit: usize) -> Option<P
         Encoding::Protobuf => PassThrough::ProtobufBeingMade,
         Encoding::Cbor => PassThrough::CborBeingMade,
     };
-    (limit > BINARY_PAGE && res.store.view().head().len() > BINARY_PAGE && !res.warm(encoding)).then_some(why)
+    (limit > BINARY_PAGE && res.store().view().head().len() > BINARY_PAGE && !res.warm(encoding)).then_some(why)
 }
 
 /// A list or watch from memory, an error `Status`, or why the request passes through.
@@ -77,8 +78,8 @@ async fn collection(
     query: &str,
     negotiated: Negotiated,
     access: Option<Access>,
-    decision: &Decision,
-) -> Result<Response<ApiBody>, PassThrough> {
+    proven: Option<Proven>,
+) -> Result<Response<ApiBody>, Unanswered> {
     let mut opts = match ListOptions::decode(query) {
         Ok(o) => o,
         Err(e) => return Ok(encode::error(negotiated, &e)),
@@ -87,11 +88,11 @@ async fn collection(
         return Ok(encode::error(negotiated, &e));
     }
     if opts.watch {
-        return watch_collection(api, t, &opts, negotiated, access, decision).await;
+        return watch_collection(api, t, &opts, negotiated, access, proven).await;
     }
     if negotiated.shape == Shape::Metadata {
         // A list asking for the single-object form gets the apiserver's 406.
-        return Err(PassThrough::Encoding);
+        return Err(PassThrough::Encoding.into());
     }
     // Decided before any wait for a proof: a large protobuf or CBOR list goes upstream at once while its encodings are made.
     let limit = match usize::try_from(opts.limit) {
@@ -99,13 +100,13 @@ async fn collection(
         _ => usize::MAX,
     };
     if let Some(why) = cold(t.res, negotiated.encoding, limit) {
-        return Err(why);
+        return Err(why.into());
     }
-    match list::list(t.res, t.namespace, &opts, api.config.revision_wait, decision).await {
+    match list::list(t.res, t.namespace, &opts, api.config.revision_wait, proven).await {
         Ok(Answer::Page(page)) => {
             let cost = room::cost(page.items.len(), negotiated.gzip);
             let Some(reservation) = api.room.reserve(cost, room::WAIT).await else {
-                tracing::debug!(resource = %t.res.info.qualified(), "no room for a list in the memory budget: 429");
+                tracing::debug!(resource = %t.res.info().qualified(), "no room for a list in the memory budget: 429");
                 return Ok(encode::too_many_requests());
             };
             match encode::page_parts(t.res, page, negotiated) {
@@ -117,15 +118,16 @@ async fn collection(
                     Ok(resp.map(|b| Metered::new(b, Some(meter)).boxed()))
                 }
                 None => {
-                    tracing::debug!(resource = %t.res.info.qualified(), "list passed through: an object its printer or protobuf cannot express");
-                    Err(PassThrough::Encoding)
+                    tracing::debug!(resource = %t.res.info().qualified(), "list passed through: an object its printer or protobuf cannot express");
+                    Err(PassThrough::Encoding.into())
                 }
             }
         }
         Ok(Answer::Upstream(why)) => {
-            tracing::debug!(resource = %t.res.info.qualified(), %why, "list passed through");
-            Err(why)
+            tracing::debug!(resource = %t.res.info().qualified(), %why, "list passed through");
+            Err(why.into())
         }
+        Ok(Answer::Unproven(read)) => Err(Unanswered::Unproven(read)),
         Err(e) => Ok(encode::error(negotiated, &e)),
     }
 }
@@ -137,12 +139,12 @@ async fn watch_collection(
     opts: &ListOptions,
     negotiated: Negotiated,
     access: Option<Access>,
-    decision: &Decision,
-) -> Result<Response<ApiBody>, PassThrough> {
+    proven: Option<Proven>,
+) -> Result<Response<ApiBody>, Unanswered> {
     let passed = |why: PassThrough| {
-        tracing::debug!(resource = %t.res.info.qualified(), %why, "watch passed through");
+        tracing::debug!(resource = %t.res.info().qualified(), %why, "watch passed through");
         api.counters.watches_passed_through.fetch_add(1, Ordering::Relaxed);
-        Err(why)
+        Err(why.into())
     };
     // Indented streams, YAML (which has no stream form: the apiserver's 406),
     // table streams with bookmarks the printer cannot print, and watches
@@ -153,7 +155,7 @@ async fn watch_collection(
             Shape::Objects | Shape::Metadata => true,
             // A bookmark is a row of the kind's empty object: served where the printer prints it.
             Shape::Table { .. } => {
-                let bookmark = apimachinery::watch::bookmark_object(&t.res.info, 1, false);
+                let bookmark = apimachinery::watch::bookmark_object(t.res.info(), 1, false);
                 !opts.allow_watch_bookmarks || t.res.printer().is_some_and(|p| p.row(&bookmark, 0).is_some())
             }
             Shape::MetadataList => false,
@@ -168,7 +170,7 @@ async fn watch_collection(
     let answer = watch::watch(
         (t.res, &api.dispatchers[t.index]),
         t.namespace,
-        (opts, decision),
+        (opts, proven),
         negotiated,
         (api.config.revision_wait, &api.config.watch),
         ends,
@@ -179,6 +181,7 @@ async fn watch_collection(
             Ok(resp)
         }
         Ok(watch::Answer::Upstream(why)) => passed(why),
+        Ok(watch::Answer::Unproven(read)) => Err(Unanswered::Unproven(read)),
         Err(e) => Ok(encode::error(negotiated, &e)),
     }
 }

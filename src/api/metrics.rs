@@ -30,7 +30,8 @@ use metrics::{counter, gauge};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
 use crate::upstream::costs::Side;
-use crate::upstream::freshness::{NotFresh, Plan, WAIT_BUCKETS};
+use crate::upstream::freshness::{NotFresh, WAIT_BUCKETS};
+use crate::upstream::plan::Plan;
 
 use super::body::ApiBody;
 use super::road::{PassThrough, Road};
@@ -301,11 +302,11 @@ fn render(api: &Api) -> Bytes {
     }
     let now = Instant::now();
     for (r, d) in api.cache.resources().iter().zip(&api.dispatchers) {
-        let name = r.info.qualified();
-        let view = r.store.view();
-        let m = r.store.memory();
+        let name = r.info().qualified();
+        let view = r.store().view();
+        let m = r.store().memory();
         let set = |metric: &'static str, v: f64| gauge!(metric, "resource" => name.clone()).set(v);
-        set("kache_resource_ready", f64::from(u8::from(r.status.health(api.config.max_staleness).is_fresh())));
+        set("kache_resource_ready", f64::from(u8::from(r.status().health(api.config.max_staleness).is_fresh())));
         set("kache_store_confirmed_revision", view.confirmed_rv() as f64);
         set("kache_store_oldest_revision", view.oldest_rv() as f64);
         set("kache_store_objects", m.objects as f64);
@@ -313,33 +314,33 @@ fn render(api: &Api) -> Bytes {
         set("kache_store_log_window_seconds", view.oldest_event_at().map_or(0.0, |at| now.saturating_duration_since(at).as_secs_f64()));
         set("kache_store_object_bytes", m.object_bytes as f64);
         set("kache_store_overhead_bytes", m.overhead_bytes as f64);
-        set("kache_upstream_watch_open", f64::from(u8::from(r.status.is_watching())));
-        if let Some(silence) = r.status.silence() {
+        set("kache_upstream_watch_open", f64::from(u8::from(r.status().is_watching())));
+        if let Some(silence) = r.status().silence() {
             set("kache_upstream_silence_seconds", silence.as_secs_f64());
         }
         set("kache_watchers", d.stats().open.load(Ordering::Relaxed) as f64);
         set("kache_watch_queued_frames", d.stats().queued() as f64);
         set("kache_memory_pressure", f64::from(r.pressure() as u8));
         let count = |metric: &'static str, v: u64| counter!(metric, "resource" => name.clone()).absolute(v);
-        count("kache_upstream_lists_total", r.status.lists.load(Ordering::Relaxed));
-        count("kache_upstream_watches_total", r.status.watches.load(Ordering::Relaxed));
-        count("kache_upstream_relists_unchanged_total", r.status.relists_unchanged.load(Ordering::Relaxed));
-        for (result, n) in [("match", &r.checks.matches), ("mismatch", &r.checks.mismatches), ("failed", &r.checks.failures)] {
+        count("kache_upstream_lists_total", r.status().lists.load(Ordering::Relaxed));
+        count("kache_upstream_watches_total", r.status().watches.load(Ordering::Relaxed));
+        count("kache_upstream_relists_unchanged_total", r.status().relists_unchanged.load(Ordering::Relaxed));
+        for (result, n) in [("match", &r.checks().matches), ("mismatch", &r.checks().mismatches), ("failed", &r.checks().failures)] {
             counter!("kache_consistency_checks_total", "resource" => name.clone(), "result" => result).absolute(n.load(Ordering::Relaxed));
         }
-        for (cause, n) in r.status.relists() {
+        for (cause, n) in r.status().relists() {
             counter!("kache_upstream_relists_total", "resource" => name.clone(), "cause" => cause.as_str()).absolute(n);
         }
-        count("kache_upstream_probes_total", r.status.probes.load(Ordering::Relaxed));
-        count("kache_upstream_events_total", r.status.events.load(Ordering::Relaxed));
-        let f = &r.fresh.stats;
+        count("kache_upstream_probes_total", r.status().probes.load(Ordering::Relaxed));
+        count("kache_upstream_events_total", r.status().events.load(Ordering::Relaxed));
+        let f = &r.fresh().stats;
         count("kache_consistent_reads_fresh_total", f.fresh.load(Ordering::Relaxed));
         count("kache_freshness_probes_total", f.probes.load(Ordering::Relaxed));
         count("kache_freshness_catch_ups_total", f.catch_ups.load(Ordering::Relaxed));
         count("kache_freshness_proofs_total", f.proofs.load(Ordering::Relaxed));
         count("kache_consistent_hedges_total", f.hedges.load(Ordering::Relaxed));
         {
-            let o = r.fresh.observed.lock();
+            let o = r.fresh().observed.lock();
             set("kache_freshness_hit_ratio", o.hit_ratio());
             set("kache_freshness_proof_expected_seconds", o.proof_delay().as_secs_f64());
         }

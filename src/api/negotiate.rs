@@ -10,14 +10,13 @@
 //! kache cannot answer is passed through whole — the apiserver then gives
 //! its own answer, 406 included.
 
-use std::sync::atomic::Ordering;
-
 use apimachinery::negotiate::{self, Encoding, Endpoint, Negotiated, Shape};
 use http::HeaderMap;
 use http::header::{ACCEPT, ACCEPT_ENCODING, USER_AGENT};
 
 use super::road::PassThrough;
 use crate::cache::CachedResource;
+use crate::upstream::capability::Probe;
 use crate::upstream::client::Client;
 
 fn header<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
@@ -34,18 +33,16 @@ pub fn negotiate(client: &Client, res: &CachedResource, headers: &HeaderMap, que
     let accept = header(headers, ACCEPT.as_str());
     // Whether the apiserver serves CBOR matters only where it changes the
     // answer; until kache knows, such a request passes through and a probe
-    // learns it (`upstream::cbor`).
+    // learns it (`upstream::capability`).
     let without = negotiate::negotiate(accept, &endpoint);
     let with = negotiate::negotiate(accept, &endpoint.with_cbor(true));
-    let watch = res.status.watches.load(Ordering::Relaxed);
-    let media = match res.cbor.known(watch) {
-        _ if with == without => with,
-        Some(true) => with,
-        Some(false) => without,
-        None => {
-            res.cbor.learn(client, &res.info.collection_path(), watch);
-            return Err(PassThrough::Encoding);
-        }
+    let media = match with == without {
+        true => with,
+        false => match res.status().capabilities.learn(Probe::Cbor, client, res.info()) {
+            Some(true) => with,
+            Some(false) => without,
+            None => return Err(PassThrough::Encoding),
+        },
     };
     let media = media.ok_or(PassThrough::Encoding)?;
     let negotiated = Negotiated::of(&media, query, header(headers, USER_AGENT.as_str()), header(headers, ACCEPT_ENCODING.as_str()))

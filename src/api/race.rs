@@ -1,9 +1,16 @@
-//! A read kache tries from memory, raced against upstream where that pays:
-//! a consistent read whose proof is late goes both ways and the first
-//! answer's head wins, the other road dropped (`upstream::freshness`'s
-//! hedge); a read memory will not answer goes upstream, marked with why.
-//! Lists and GETs carry their plan to the metrics, which compare it with
-//! what the answer took.
+//! A read kache tries from memory — and, for a consistent read, the choice
+//! of road and the race between them.
+//!
+//! Memory answers a read that names a revision (or refuses it, or says why
+//! upstream must) on its own. A consistent read it answers only once
+//! proven fresh, so memory first says what such a read would read
+//! ([`Unanswered::Unproven`]); the resource's freshness then plans it
+//! (`upstream::plan`): a read memory would not answer sooner goes upstream
+//! at once, and one that chose memory is proven while upstream waits to be
+//! asked as well should the proof be late (`upstream::freshness::Proving`);
+//! the first answer's head wins and the other road is dropped. The plan
+//! travels with the response to the metrics, which compare it with what
+//! the answer took.
 
 use std::sync::atomic::Ordering;
 
@@ -13,15 +20,16 @@ use http::{Request, Response};
 use hyper::body::Incoming;
 
 use super::body::ApiBody;
-use super::road::{PassThrough, Road};
+use super::road::{PassThrough, Road, Unanswered};
 use super::shared::Api;
 use super::target::Target;
 use super::{memory, metrics, pass_through};
 use crate::access::Access;
-use crate::upstream::freshness::{Decision, NotFresh};
+use crate::upstream::freshness::NotFresh;
+use crate::upstream::plan::Plan;
 
 /// A read of a cached, fresh resource: from memory, or upstream when memory
-/// will not answer it (or answers later than upstream).
+/// will not answer it (or would answer later than upstream).
 pub async fn read(
     api: &Api,
     t: &Target<'_>,
@@ -31,41 +39,76 @@ pub async fn read(
     access: Option<Access>,
 ) -> Response<ApiBody> {
     let (path, query) = (req.uri().path().to_string(), req.uri().query().unwrap_or("").to_string());
-    let decision = Decision::default();
-    let memory = memory::answer(api, t, negotiated, &query, access, &decision);
-    let upstream = async {
-        decision.upstream_due().await;
-        if decision.plan().is_some_and(|p| p.from_memory()) {
-            t.res.fresh.stats.hedges.fetch_add(1, Ordering::Relaxed);
+    let stream = apimachinery::params::is_stream(&path, &query);
+    let (road, resp, plan) = match memory::answer(api, t, negotiated, &query, access.clone(), None).await {
+        Ok(resp) => (Road::Memory, resp, None),
+        Err(Unanswered::Upstream(why)) => (Road::Upstream(why), pass_through::forward(&api.client, req, user).await, None),
+        Err(Unanswered::Unproven(read)) => {
+            let plan = t.res.fresh().plan(read);
+            let (road, resp) = match plan.from_memory() {
+                true => consistent(api, t, (negotiated, &query, access), plan, req, user).await,
+                false => {
+                    let why = PassThrough::NotFresh(t.res.fresh().go_upstream(read));
+                    (Road::Upstream(why), pass_through::forward(&api.client, req, user).await)
+                }
+            };
+            if stream && matches!(road, Road::Upstream(PassThrough::NotFresh(_))) {
+                api.counters.watches_passed_through.fetch_add(1, Ordering::Relaxed);
+            }
+            (road, resp, Some(plan))
         }
+    };
+    match road {
+        Road::Memory if t.name.is_none() => t.res.served_collection(),
+        Road::Upstream(_) => drop(api.counters.passed_through.fetch_add(1, Ordering::Relaxed)),
+        _ => {}
+    }
+    let mut resp = metrics::from(road, resp);
+    if let Some(plan) = plan.filter(|_| !stream) {
+        resp.extensions_mut().insert(plan);
+    }
+    resp
+}
+
+/// A consistent read whose plan chose memory: proven, then answered from
+/// memory — or upstream, asked once the proof is late or failed, whichever
+/// answers first.
+async fn consistent(
+    api: &Api,
+    t: &Target<'_>,
+    (negotiated, query, access): (Negotiated, &str, Option<Access>),
+    plan: Plan,
+    req: Request<Incoming>,
+    user: Option<&UserInfo>,
+) -> (Road, Response<ApiBody>) {
+    let proving = t.res.fresh().proving(plan);
+    let memory = async {
+        let proven = proving.proven().await.map_err(PassThrough::NotFresh)?;
+        match memory::answer(api, t, negotiated, query, access, Some(proven)).await {
+            Ok(resp) => Ok(resp),
+            Err(Unanswered::Upstream(why)) => Err(why),
+            // A proven read is never unproven; should one be, memory does not answer it.
+            Err(Unanswered::Unproven(_)) => Err(PassThrough::NotFresh(NotFresh::Probe)),
+        }
+    };
+    let upstream = async {
+        proving.upstream_due().await;
+        t.res.fresh().stats.hedges.fetch_add(1, Ordering::Relaxed);
         pass_through::forward(&api.client, req, user).await
     };
     tokio::pin!(memory, upstream);
-    let (road, resp) = tokio::select! {
+    tokio::select! {
         biased;
         answered = &mut memory => match answered {
-            Ok(resp) => {
-                if t.name.is_none() {
-                    t.res.collections_from_memory.fetch_add(1, Ordering::Relaxed);
-                }
-                (Road::Memory, resp)
-            }
+            Ok(resp) => (Road::Memory, resp),
             Err(why) => {
-                decision.go_upstream();
+                proving.go_upstream();
                 (Road::Upstream(why), upstream.await)
             }
         },
         resp = &mut upstream => {
-            t.res.fresh.stats.record(Err(NotFresh::Late));
+            t.res.fresh().stats.record(Err(NotFresh::Late));
             (Road::Upstream(PassThrough::NotFresh(NotFresh::Late)), resp)
         }
-    };
-    if matches!(road, Road::Upstream(_)) {
-        api.counters.passed_through.fetch_add(1, Ordering::Relaxed);
     }
-    let mut resp = metrics::from(road, resp);
-    if let Some(plan) = decision.plan().filter(|_| !apimachinery::params::is_stream(&path, &query)) {
-        resp.extensions_mut().insert(plan);
-    }
-    resp
 }

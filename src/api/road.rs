@@ -5,6 +5,7 @@
 //! logs. No free string becomes a label.
 
 use crate::upstream::freshness::NotFresh;
+use crate::upstream::plan::Read;
 
 /// Why a request is passed through to the apiserver.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,6 +105,22 @@ impl PassThrough {
 impl std::fmt::Display for PassThrough {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// Why memory did not answer a read (yet).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unanswered {
+    /// It goes upstream, for this reason.
+    Upstream(PassThrough),
+    /// A consistent read, which memory answers only once proven fresh: what
+    /// it would read, for the plan that decides whether to prove it.
+    Unproven(Read),
+}
+
+impl From<PassThrough> for Unanswered {
+    fn from(why: PassThrough) -> Unanswered {
+        Unanswered::Upstream(why)
     }
 }
 

@@ -39,9 +39,10 @@ pub fn target<'a>(cache: &'a Cache, path: &'a str) -> Option<Target<'a>> {
     if namespace.is_some_and(str::is_empty) || name.is_some_and(str::is_empty) {
         return None;
     }
-    let index = cache.resources().iter().position(|r| r.info.group == group && r.info.version == version && r.info.plural == resource)?;
+    let index =
+        cache.resources().iter().position(|r| r.info().group == group && r.info().version == version && r.info().plural == resource)?;
     let res = &cache.resources()[index];
-    let in_scope = match (res.info.namespaced, namespace, name) {
+    let in_scope = match (res.info().namespaced, namespace, name) {
         // A cluster-scoped resource has no namespaced paths.
         (false, Some(_), _) => false,
         // A namespaced object is only named within its namespace.

@@ -251,7 +251,7 @@ async fn run(resources: Vec<Weak<CachedResource>>, config: BudgetConfig, room: A
         // Reading the stores walks them: off the async threads.
         let measured = tokio::task::spawn_blocking(move || {
             let started = Instant::now();
-            let readings: Vec<Reading> = resources.iter().map(|r| Reading::of(&r.store)).collect();
+            let readings: Vec<Reading> = resources.iter().map(|r| Reading::of(r.store())).collect();
             (resources, readings, started.elapsed())
         })
         .await;
@@ -273,14 +273,14 @@ async fn run(resources: Vec<Weak<CachedResource>>, config: BudgetConfig, room: A
 
 /// Sets `res`'s level and log bound as the check decided, logging a level change.
 fn apply(res: &CachedResource, r: &Reading, was: Control, now: Control, (cache_usage, config): (u64, BudgetConfig)) {
-    if now.limit != res.store.event_limit() {
-        res.store.set_event_limit(now.limit);
+    if now.limit != res.store().event_limit() {
+        res.store().set_event_limit(now.limit);
     }
     if now.level == was.level {
         return;
     }
     res.set_pressure(now.level);
-    let resource = res.info.qualified();
+    let resource = res.info().qualified();
     let (from, to) = (was.level as u8, now.level as u8);
     let (usage, budget, events, limit) = (r.usage, config.resource, r.events, now.limit);
     let (cache_budget, effect) = (config.total, now.level.effect());

@@ -1,19 +1,22 @@
 //! kache's side of the apiserver: where it is and how to authenticate
 //! ([`connect`], [`auth`], [`tls`]), one pooled client ([`client`]), which
-//! resources exist ([`discovery`]), and one reflector per cached resource
-//! that keeps its store exactly in step with upstream ([`reflector`]).
+//! resources exist ([`discovery`]), one reflector per cached resource that
+//! keeps its store exactly in step with upstream ([`reflector`]), what
+//! kache learns of upstream by asking ([`capability`]), and the proof that
+//! a store is fresh for a consistent read ([`freshness`]), tried where its
+//! expected cost says so ([`plan`], from [`costs`]).
 
 pub mod auth;
-pub mod cbor;
+pub mod capability;
 pub mod client;
 pub mod connect;
 pub mod consistency;
 pub mod costs;
 pub mod discovery;
 pub mod freshness;
+pub mod plan;
 pub mod pool;
 pub mod reflector;
-pub mod sharding;
 pub mod store_sink;
 pub mod tls;
 

@@ -35,7 +35,7 @@ pub fn route<'a>(api: &'a Api, method: &Method, path: &'a str, query: &str, head
         return Route::Metrics;
     }
     let Some(t) = target(&api.cache, path) else { return Route::Upstream(PassThrough::NotCached) };
-    let why = match t.res.status.health(api.config.max_staleness) {
+    let why = match t.res.status().health(api.config.max_staleness) {
         Health::Listing { .. } => PassThrough::NotSynced,
         Health::Stale { .. } => PassThrough::Stale,
         Health::Inconsistent => PassThrough::Inconsistent,

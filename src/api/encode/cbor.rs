@@ -1,5 +1,5 @@
 //! CBOR answers (`application/cbor`; watches as `application/cbor-seq`) for
-//! resources whose apiserver serves CBOR (`crate::upstream::cbor`): lone
+//! resources whose apiserver serves CBOR (`crate::upstream::capability`): lone
 //! objects, list pages and watch events of the objects or of their metadata
 //! only, and `Status` errors, in the canonical order of the apiserver's
 //! deterministic encoder (`apimachinery::cbor`: the apiserver's own answers
@@ -53,7 +53,7 @@ pub fn page(res: &CachedResource, page: Page, shape: Shape) -> Option<Parts> {
         Shape::Metadata | Shape::MetadataList => page.items.iter().map(|o| metadata(res, o, None)).collect::<Option<Vec<_>>>()?,
     };
     let (api_version, kind) = match shape {
-        Shape::Objects | Shape::Table { .. } => (res.info.api_version(), res.info.list_kind()),
+        Shape::Objects | Shape::Table { .. } => (res.info().api_version(), res.info().list_kind()),
         Shape::Metadata | Shape::MetadataList => {
             (apimachinery::partial::API_VERSION.to_string(), apimachinery::partial::LIST_KIND.to_string())
         }
@@ -81,7 +81,7 @@ pub fn bookmark(res: &CachedResource, rv: u64, initial_events_end: bool, shape: 
     let (json, schema) = match shape {
         Shape::Table { .. } => return None,
         Shape::Objects => (
-            apimachinery::watch::bookmark_object(&res.info, rv, initial_events_end),
+            apimachinery::watch::bookmark_object(res.info(), rv, initial_events_end),
             if res.is_custom() { cbor::Shape::Plain } else { res.cbor_shape()? },
         ),
         Shape::Metadata | Shape::MetadataList => {

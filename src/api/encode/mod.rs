@@ -53,7 +53,7 @@ pub fn bookmark_frame(res: &CachedResource, rv: u64, initial_events_end: bool, f
     match (frames.encoding, frames.shape) {
         (Encoding::Protobuf, shape) => protobuf::bookmark(res, rv, initial_events_end, shape),
         (Encoding::Cbor, shape) => cbor::bookmark(res, rv, initial_events_end, shape),
-        (Encoding::Json | Encoding::Yaml, Shape::Objects) => Some(json_bookmark(&res.info, rv, initial_events_end)),
+        (Encoding::Json | Encoding::Yaml, Shape::Objects) => Some(json_bookmark(res.info(), rv, initial_events_end)),
         (Encoding::Json | Encoding::Yaml, Shape::Metadata | Shape::MetadataList) => {
             Some(apimachinery::partial::json_bookmark(rv, initial_events_end))
         }
@@ -87,8 +87,8 @@ pub fn page_parts(res: &Arc<CachedResource>, page: Page, negotiated: Negotiated)
             Box::new(apimachinery::partial::list(&page.meta, page.items.into_iter().map(move |o| res.metadata_bytes(&o))))
         }
         Shape::Objects => Box::new(json_list_parts(
-            &res.info.list_kind(),
-            &res.info.api_version(),
+            &res.info().list_kind(),
+            &res.info().api_version(),
             &page.meta,
             if res.is_custom() { Envelope::Unstructured } else { Envelope::Typed },
             page.items.into_iter().map(|o| [o.bytes().clone()]),

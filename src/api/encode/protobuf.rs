@@ -25,7 +25,7 @@ const META_API_VERSION: &str = "meta.k8s.io/v1";
 /// `o` as a lone document in `shape`, with `metadata.resourceVersion` set to `at` when given.
 pub fn object(res: &CachedResource, o: &CachedObject, shape: Shape, at: Option<u64>) -> Option<Vec<Bytes>> {
     Some(match shape {
-        Shape::Objects => document_parts(&res.info.api_version(), &res.info.kind, vec![res.protobuf_of(o, at)?]),
+        Shape::Objects => document_parts(&res.info().api_version(), &res.info().kind, vec![res.protobuf_of(o, at)?]),
         Shape::Metadata | Shape::MetadataList => {
             document_parts(META_API_VERSION, apimachinery::partial::KIND, res.metadata_protobuf(o, at)?)
         }
@@ -51,7 +51,7 @@ pub fn page(res: &CachedResource, page: Page, shape: Shape) -> Option<Parts> {
     // but never these ones'.
     let message = res.protobuf_message()?.to_string();
     let lens = page.items.iter().map(|o| Some(res.protobuf_of(o, None)?.len())).collect::<Option<Vec<_>>>()?;
-    let head = list_head(&res.info.api_version(), &format!("{}List", res.info.kind), &meta, lens);
+    let head = list_head(&res.info().api_version(), &format!("{}List", res.info().kind), &meta, lens);
     let items = page.items.into_iter().flat_map(move |o| list_item(vec![o.protobuf(&message).cloned().unwrap_or_default()]));
     Some(Box::new(std::iter::once(head).chain(items).chain(list_tail())))
 }
@@ -73,9 +73,9 @@ pub fn frame(typ: EventType, document: &[Bytes]) -> Bytes {
 pub fn bookmark(res: &CachedResource, rv: u64, initial_events_end: bool, shape: Shape) -> Option<Bytes> {
     let document = match shape {
         Shape::Objects => {
-            let object = apimachinery::watch::bookmark_object(&res.info, rv, initial_events_end);
+            let object = apimachinery::watch::bookmark_object(res.info(), rv, initial_events_end);
             let message = protobuf::encode(res.protobuf_message()?, &object).ok()?;
-            document_parts(&res.info.api_version(), &res.info.kind, vec![Bytes::from(message)])
+            document_parts(&res.info().api_version(), &res.info().kind, vec![Bytes::from(message)])
         }
         Shape::Metadata | Shape::MetadataList => {
             let metadata = apimachinery::watch::bookmark_metadata(rv, initial_events_end);

@@ -257,8 +257,8 @@ async fn run(
     control: mpsc::UnboundedSender<Control>,
     shared: Arc<Shared>,
 ) {
-    let mut published = res.store.subscribe();
-    let node_field = res.info.fields.iter().position(|(f, _)| *f == "spec.nodeName");
+    let mut published = res.store().subscribe();
+    let node_field = res.info().fields.iter().position(|(f, _)| *f == "spec.nodeName");
     let mut state = State {
         res,
         shared,
@@ -297,7 +297,7 @@ async fn run(
 impl State {
     /// Offers every published event after `dispatched`.
     fn catch_up(&mut self) {
-        let view = self.res.store.view();
+        let view = self.res.store().view();
         if view.epoch() != self.epoch || view.events_from(self.position).is_none() {
             // A re-list (or, never expected, events trimmed before they were
             // dispatched): every stream ends; clients resume from their revision.
@@ -349,7 +349,7 @@ impl State {
         {
             return Bucket::Node(node.into());
         }
-        match filter.namespace().or_else(|| filter.equality("metadata.namespace").filter(|_| self.res.info.namespaced)) {
+        match filter.namespace().or_else(|| filter.equality("metadata.namespace").filter(|_| self.res.info().namespaced)) {
             Some(ns) => Bucket::Namespace(ns.into()),
             None => Bucket::All,
         }
@@ -441,6 +441,6 @@ impl Frames<'_> {
             Transition::Left => 3,
         };
         let (res, e) = (self.res, self.event);
-        self.built[stream_index(frames)][slot].get_or_insert_with(|| super::transition_frame(res, e, t, frames)).clone()
+        self.built[stream_index(frames)][slot].get_or_insert_with(|| super::stream::transition_frame(res, e, t, frames)).clone()
     }
 }

@@ -31,10 +31,9 @@
 //! dispatcher encodes each event at most once per form and encoding.
 
 mod dispatcher;
+mod stream;
 mod table;
 
-use std::ops::Bound;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -42,25 +41,22 @@ use apimachinery::list::check_fields;
 use apimachinery::negotiate::{Negotiated, Shape};
 use apimachinery::params::{ListOptions, parse_resource_version};
 use apimachinery::status::ApiError;
-use apimachinery::watch::EventType;
-use bytes::{Bytes, BytesMut};
 use http::Response;
-use http_body_util::{BodyExt, StreamBody};
-use hyper::body::Frame as BodyFrame;
-use imbl::Vector;
 use rand::Rng;
-use tokio::sync::mpsc::error::TryRecvError;
-use tokio::time::{Instant, Sleep};
+use tokio::time::Instant;
 
 pub use dispatcher::{Dispatcher, Frame, Stale, Subscription, WatchStats};
+use stream::{Bookmarks, Phase, Stream};
 use table::TableFrames;
 
-use super::body::{self, ApiBody, BoxError};
-use super::encode::{self, bookmark_frame, error_frame, event_frame};
-use super::filter::{Filter, Shard, Transition};
+use super::body::{self, ApiBody};
+use super::encode::{self, error_frame};
+use super::filter::{Filter, Shard};
 use super::road::PassThrough;
 use crate::cache::CachedResource;
-use crate::store::{Event, Snapshot};
+use crate::upstream::capability::Probe;
+use crate::upstream::freshness::Proven;
+use crate::upstream::plan::Read as Consistent;
 
 /// Watch settings.
 #[derive(Debug, Clone)]
@@ -85,28 +81,25 @@ pub enum Answer {
     Stream(Response<ApiBody>),
     /// By the apiserver, for this reason.
     Upstream(PassThrough),
+    /// From memory once proven fresh: a consistent start, and what it reads.
+    Unproven(Consistent),
 }
-
-/// The apiserver sends its last bookmark this long before a watch's deadline.
-const BOOKMARK_BEFORE_DEADLINE: Duration = Duration::from_secs(2);
-
-/// Frames gathered into one write up to about this size.
-const CHUNK: usize = 64 * 1024;
 
 /// Answers a validated watch request of `res` (in `namespace`, or all), as
 /// `negotiated`; `wait`: how long a revision the store has not reached is
-/// waited for. Errors before the stream starts are the apiserver's `Status`
-/// responses. A consistent start's plan and hedge go in `decision`.
+/// waited for; `proven`: the proof a consistent start is answered from the
+/// head with (without it, the watch is [`Answer::Unproven`]). Errors before
+/// the stream starts are the apiserver's `Status` responses.
 pub async fn watch(
     (res, dispatcher): (&Arc<CachedResource>, &Dispatcher),
     namespace: Option<&str>,
-    (opts, decision): (&ListOptions, &crate::upstream::freshness::Decision),
+    (opts, proven): (&ListOptions, Option<Proven>),
     negotiated: Negotiated,
     (wait, config): (Duration, &WatchConfig),
     ends: Ends,
 ) -> Result<Answer, ApiError> {
-    check_fields(&res.info, opts)?;
-    let shard = match Shard::of(|| res.status.sharding.learn(res.fresh.client(), &res.info), opts) {
+    check_fields(res.info(), opts)?;
+    let shard = match Shard::of(|| res.status().capabilities.learn(Probe::Shards, res.fresh().client(), res.info()), opts) {
         Shard::Whole => None,
         Shard::Range(s) => Some(s),
         Shard::Upstream(why) => return Ok(Answer::Upstream(why)),
@@ -116,7 +109,7 @@ pub async fn watch(
     let (shape, table) = match negotiated.shape {
         Shape::Table { version, include } => {
             let Some(printer) = res.printer() else { return Ok(Answer::Upstream(PassThrough::Encoding)) };
-            (Shape::Objects, Some(TableFrames::new(printer, include, version, res.info.clone())))
+            (Shape::Objects, Some(TableFrames::new(printer, include, version, res.info().clone())))
         }
         shape => (shape, None),
     };
@@ -126,22 +119,22 @@ pub async fn watch(
     let consistent = opts.resource_version.is_empty();
     if consistent {
         // A consistent start: from a snapshot proven fresh, or upstream.
-        let prefix = res.info.prefix(namespace);
-        let read = crate::upstream::freshness::Read { bytes: res.read_bytes(&prefix, &prefix, usize::MAX), follows: true, stream: initial };
-        if let Err(why) = res.fresh.consistent(read, decision).await {
-            return Ok(Answer::Upstream(PassThrough::NotFresh(why)));
+        if proven.is_none() {
+            let prefix = res.info().prefix(namespace);
+            let bytes = res.read_bytes(&prefix, &prefix, usize::MAX);
+            return Ok(Answer::Unproven(Consistent { bytes, follows: true, stream: initial }));
         }
     } else if initial && !res.reached(requested, wait).await {
         return Ok(Answer::Upstream(PassThrough::RevisionNotReached));
     }
-    let filter = Filter::new(&res.info, namespace, opts, shard);
+    let filter = Filter::new(res.info(), namespace, opts, shard);
     // A re-list between reading the start and registering makes the
     // registration stale: start again on the new state (twice at most).
     for _ in 0..3 {
-        let view = res.store.view();
+        let view = res.store().view();
         let (start, phase) = if initial {
             let snapshot = view.head().clone();
-            (snapshot.rv(), Phase::Initial { prefix: res.info.prefix(namespace), after: None, snapshot })
+            (snapshot.rv(), Phase::Initial { prefix: res.info().prefix(namespace), after: None, snapshot })
         } else if requested == 0 || consistent {
             (view.confirmed_rv(), Phase::Replay)
         } else if requested < view.oldest_rv() {
@@ -182,325 +175,10 @@ fn lifetime(timeout_seconds: Option<u64>) -> Duration {
     }
 }
 
-/// Where a stream is.
-enum Phase {
-    /// Writing the state at `start` as ADDED, after the key `after`.
-    Initial { snapshot: Arc<Snapshot>, prefix: String, after: Option<Arc<str>> },
-    /// The `k8s.io/initial-events-end` bookmark is next (if bookmarks are allowed).
-    InitialEnd,
-    /// The logged events after `start` up to the registration are next.
-    Replay,
-    /// Replaying `events[next..]`.
-    Replaying { events: Vector<Arc<Event>>, next: usize },
-    /// Live frames from the dispatcher.
-    Live,
-    /// Nothing more.
-    Done,
-}
-
-/// The bookmark schedule of one watcher.
-struct Bookmarks {
-    interval: Duration,
-    deadline: Instant,
-    timer: Option<Pin<Box<Sleep>>>,
-    /// The timer fired; the bookmark waits for the queue to hold nothing older.
-    due: bool,
-}
-
-impl Bookmarks {
-    fn new(interval: Duration, deadline: Instant) -> Bookmarks {
-        let mut b = Bookmarks { interval, deadline, timer: None, due: false };
-        b.schedule();
-        b
-    }
-
-    /// The next bookmark: an interval from now, or 2 s before the deadline if sooner; none once that has passed.
-    fn schedule(&mut self) {
-        let now = Instant::now();
-        let next = (now + self.interval).min(self.deadline.checked_sub(BOOKMARK_BEFORE_DEADLINE).unwrap_or(now));
-        self.timer = (next > now).then(|| Box::pin(tokio::time::sleep_until(next)));
-    }
-
-    /// The bookmark due found nothing newer to tell: the next one at its
-    /// time — but the last one, due before the deadline, looks again every
-    /// [`BOOKMARK_RETRY`] until the deadline, so a client (a catch-up watch
-    /// of a second-tier kache) learns of a revision reached just before.
-    fn retry(&mut self) {
-        self.schedule();
-        let now = Instant::now();
-        if self.timer.is_none() && now + BOOKMARK_RETRY < self.deadline {
-            self.timer = Some(Box::pin(tokio::time::sleep_until(now + BOOKMARK_RETRY)));
-        }
-    }
-}
-
-/// How often the last bookmark before a watch's deadline looks for a newer revision.
-const BOOKMARK_RETRY: Duration = Duration::from_millis(100);
-
 /// What ends a stream besides its lifetime: kache stopping, and the
 /// client losing its permission (re-checked as its cached allow expires).
 #[derive(Debug)]
 pub struct Ends {
     pub stopping: tokio::sync::watch::Receiver<bool>,
     pub access: Option<crate::access::Access>,
-}
-
-/// One watcher's stream.
-struct Stream {
-    res: Arc<CachedResource>,
-    filter: Filter,
-    /// The objects or their metadata only, in JSON, protobuf or CBOR.
-    frames: Negotiated,
-    epoch: u64,
-    /// Events at or before this revision are never sent.
-    start: u64,
-    /// The newest revision the client has (an event's or a bookmark's).
-    last: u64,
-    phase: Phase,
-    bookmarks: Option<Bookmarks>,
-    deadline: Pin<Box<Sleep>>,
-    stopping: tokio::sync::watch::Receiver<bool>,
-    /// The client's permission and when it is next re-checked.
-    access: Option<crate::access::Access>,
-    recheck: Option<Instant>,
-    sub: Subscription,
-    /// Set for a table watch.
-    table: Option<TableFrames>,
-}
-
-impl Stream {
-    fn into_body(self) -> ApiBody {
-        let frames = futures_util::stream::unfold(self, |mut s| async move {
-            let chunk = s.next_chunk().await?;
-            let chunk = match &mut s.table {
-                Some(t) => t.convert(&chunk)?,
-                None => chunk,
-            };
-            Some((Ok::<_, BoxError>(BodyFrame::data(chunk)), s))
-        });
-        StreamBody::new(frames).boxed()
-    }
-
-    /// Whether the client has lost its permission (re-checked once its interval has passed).
-    async fn access_lost(&mut self) -> bool {
-        let (Some(access), Some(at)) = (&self.access, self.recheck) else { return false };
-        if Instant::now() < at {
-            return false;
-        }
-        if !access.still_allowed().await {
-            return true;
-        }
-        self.recheck = Some(Instant::now() + access.interval());
-        false
-    }
-
-    /// The next bytes for the client; `None` ends the stream.
-    async fn next_chunk(&mut self) -> Option<Bytes> {
-        loop {
-            if self.access_lost().await {
-                // As the apiserver ends a watch whose user lost access: the client re-watches and is refused.
-                return None;
-            }
-            match &mut self.phase {
-                Phase::Initial { snapshot, prefix, after } => {
-                    let mut out = BytesMut::new();
-                    let start = after.as_deref().map_or(Bound::Included(prefix.as_str()), Bound::Excluded);
-                    let mut scope = self.filter.candidates(snapshot, prefix, start);
-                    let mut last_key = None;
-                    let mut exhausted = true;
-                    let mut unencodable = false;
-                    for o in scope.by_ref() {
-                        last_key = Some(o.key().clone());
-                        if self.filter.selects(o) {
-                            let Some(frame) = event_frame(&self.res, EventType::Added, o, self.frames, None) else {
-                                unencodable = true;
-                                break;
-                            };
-                            out.extend_from_slice(&frame);
-                            if out.len() >= CHUNK {
-                                exhausted = false;
-                                break;
-                            }
-                        }
-                    }
-                    drop(scope);
-                    if unencodable {
-                        // No protobuf for an object: end the stream; the client's next watch passes through.
-                        self.phase = Phase::Done;
-                        return Some(out.freeze());
-                    }
-                    if exhausted {
-                        self.phase = Phase::InitialEnd;
-                    } else {
-                        *after = last_key;
-                    }
-                    if !out.is_empty() {
-                        return Some(out.freeze());
-                    }
-                }
-                Phase::InitialEnd => {
-                    self.phase = Phase::Replay;
-                    if self.bookmarks.is_some() {
-                        return self.bookmark(self.start, true);
-                    }
-                }
-                Phase::Replay => {
-                    let view = self.res.store.view();
-                    if view.epoch() != self.epoch {
-                        // Re-listed since the start was read: end as the apiserver does.
-                        self.phase = Phase::Done;
-                        continue;
-                    }
-                    if self.start >= self.sub.registered_at {
-                        self.phase = Phase::Live;
-                        continue;
-                    }
-                    match view.position_after(self.start).ok().and_then(|from| Some((from, view.events_from(from)?))) {
-                        Some((from, events)) => {
-                            // Replayed: the events before the dispatcher's position at registration.
-                            let until = usize::try_from(self.sub.registered_pos.saturating_sub(from)).unwrap_or(usize::MAX);
-                            self.phase = Phase::Replaying { events: events.take(until.min(events.len())), next: 0 };
-                        }
-                        None => {
-                            // The log moved past the start while the watch was set up.
-                            self.phase = Phase::Done;
-                            return Some(error_frame(&ApiError::watch_too_old(self.start, view.oldest_rv()), self.frames.encoding));
-                        }
-                    }
-                }
-                Phase::Replaying { events, next } => {
-                    let mut out = BytesMut::new();
-                    while let Some(e) = events.get(*next) {
-                        *next += 1;
-                        if let Some(t) = self.filter.transition(e) {
-                            let Some(frame) = transition_frame(&self.res, e, t, self.frames) else {
-                                self.phase = Phase::Done;
-                                return Some(out.freeze());
-                            };
-                            out.extend_from_slice(&frame);
-                            self.last = e.rv();
-                        }
-                        if out.len() >= CHUNK {
-                            break;
-                        }
-                    }
-                    if *next >= events.len() {
-                        self.phase = Phase::Live;
-                    }
-                    if !out.is_empty() {
-                        return Some(out.freeze());
-                    }
-                }
-                Phase::Live => return self.live().await,
-                Phase::Done => return None,
-            }
-        }
-    }
-
-    /// A BOOKMARK frame at `rv` in this stream's wire form.
-    fn bookmark(&self, rv: u64, initial_events_end: bool) -> Option<Bytes> {
-        bookmark_frame(&self.res, rv, initial_events_end, self.frames)
-    }
-
-    /// The next live frames or bookmark.
-    async fn live(&mut self) -> Option<Bytes> {
-        loop {
-            if self.access_lost().await {
-                return None;
-            }
-            if self.bookmarks.as_ref().is_some_and(|b| b.due) {
-                // Load the position first: frames up to it are queued by now.
-                let dispatched = self.sub.dispatched();
-                match self.sub.frames.try_recv() {
-                    Ok(f) => match self.gather(f) {
-                        Some(chunk) => return Some(chunk),
-                        None => continue,
-                    },
-                    Err(TryRecvError::Disconnected) => return None,
-                    Err(TryRecvError::Empty) => {
-                        let newer = dispatched > self.last;
-                        if let Some(b) = self.bookmarks.as_mut() {
-                            b.due = false;
-                            if newer { b.schedule() } else { b.retry() }
-                        }
-                        if newer {
-                            self.last = dispatched;
-                            return self.bookmark(dispatched, false);
-                        }
-                    }
-                }
-            }
-            let bookmark = async {
-                match self.bookmarks.as_mut().and_then(|b| b.timer.as_mut()) {
-                    Some(t) => t.await,
-                    None => std::future::pending().await,
-                }
-            };
-            let recheck = self.recheck;
-            let recheck = async move {
-                match recheck {
-                    Some(at) => tokio::time::sleep_until(at).await,
-                    None => std::future::pending().await,
-                }
-            };
-            let stopping = &mut self.stopping;
-            let stop = async move {
-                let _ = stopping.wait_for(|stop| *stop).await;
-            };
-            tokio::select! {
-                () = recheck => continue,
-                f = self.sub.frames.recv() => match f {
-                    Some(f) => if let Some(chunk) = self.gather(f) {
-                        return Some(chunk);
-                    },
-                    None => return None,
-                },
-                () = bookmark => {
-                    if let Some(b) = self.bookmarks.as_mut() {
-                        b.timer = None;
-                        b.due = true;
-                    }
-                }
-                () = &mut self.deadline => return None,
-                () = stop => return None,
-            }
-        }
-    }
-
-    /// `first` and whatever else is queued, up to a chunk, skipping events
-    /// at or before the start (a watch from a revision the dispatcher had
-    /// not reached when it registered).
-    fn gather(&mut self, first: Frame) -> Option<Bytes> {
-        let mut frames = vec![first];
-        let mut len = frames[0].bytes.len();
-        while len < CHUNK {
-            match self.sub.frames.try_recv() {
-                Ok(f) => {
-                    len += f.bytes.len();
-                    frames.push(f);
-                }
-                Err(_) => break,
-            }
-        }
-        self.sub.took(frames.len());
-        frames.retain(|f| f.rv > self.start);
-        self.last = self.last.max(frames.last()?.rv);
-        if frames.len() == 1 {
-            return frames.pop().map(|f| f.bytes);
-        }
-        let mut out = BytesMut::with_capacity(len);
-        frames.iter().for_each(|f| out.extend_from_slice(&f.bytes));
-        Some(out.freeze())
-    }
-}
-
-/// The frame a watcher with transition `t` gets for `e` in `frames`; `None`
-/// when the object has no protobuf encoding.
-fn transition_frame(res: &CachedResource, e: &Event, t: Transition, frames: Negotiated) -> Option<Bytes> {
-    match (t, &e.prev) {
-        (Transition::Added, _) => event_frame(res, EventType::Added, &e.object, frames, None),
-        (Transition::Modified, _) => event_frame(res, EventType::Modified, &e.object, frames, None),
-        (Transition::Left, Some(prev)) => event_frame(res, EventType::Deleted, prev, frames, Some(e.rv())),
-        (Transition::Deleted | Transition::Left, _) => event_frame(res, EventType::Deleted, &e.object, frames, None),
-    }
 }

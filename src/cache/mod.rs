@@ -1,0 +1,255 @@
+//! The cached resources: for each, what it is, its store's reader and its
+//! reflector's status. Built once at start-up; the reflectors run as tasks
+//! that end when the [`Cache`] is dropped.
+
+mod encodings;
+mod pressure;
+
+pub use encodings::OBJECT_META;
+pub use pressure::Pressure;
+
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use apimachinery::resource::Resource;
+use apimachinery::table::{self, Printer};
+
+use crate::state::StateDir;
+use crate::store::{StoreConfig, StoreReader, StoreWriter};
+use crate::upstream::client::Client;
+use crate::upstream::consistency::{self, CheckStats};
+use crate::upstream::freshness::Freshness;
+use crate::upstream::reflector::{Reflector, ReflectorConfig, ReflectorStatus};
+use crate::upstream::store_sink::StoreSink;
+use encodings::Encodings;
+
+/// One cached resource.
+#[derive(Debug)]
+pub struct CachedResource {
+    /// What the apiserver says it is.
+    info: Resource,
+    /// Its objects and history.
+    store: StoreReader,
+    /// Its reflector's readiness and counters.
+    status: Arc<ReflectorStatus>,
+    /// Proof that its store is fresh, for consistent reads.
+    fresh: Arc<Freshness>,
+    /// How its objects are written besides the stored JSON (`encodings`).
+    encodings: Encodings,
+    /// A custom resource (served from a CRD, stored unstructured): see [`is_custom`].
+    custom: bool,
+    /// For a custom resource: the cached CRDs, whose columns its Tables follow.
+    crds: OnceLock<Arc<CachedResource>>,
+    /// The Table printer of the CRD revision last read, by that revision.
+    crd_printer: Mutex<Option<(u64, Option<Arc<Printer>>)>>,
+    /// Its memory pressure level (a [`Pressure`]), set by the budget task.
+    pressure: AtomicU8,
+    /// Lists and watches answered from memory (what a consistency check
+    /// protects, and what saves upstream as much as a check costs it).
+    collections_from_memory: AtomicU64,
+    /// Its consistency checks.
+    checks: Arc<CheckStats>,
+}
+
+impl CachedResource {
+    /// A cached resource over `store`, which something else (a reflector,
+    /// or a test) fills and to which `fresh`'s proofs go.
+    pub fn new(info: Resource, store: StoreReader, status: Arc<ReflectorStatus>, fresh: Arc<Freshness>) -> CachedResource {
+        let custom = is_custom(&info);
+        CachedResource {
+            encodings: Encodings::of(&info, custom),
+            info,
+            store,
+            status,
+            fresh,
+            custom,
+            crds: OnceLock::new(),
+            crd_printer: Mutex::new(None),
+            pressure: AtomicU8::new(Pressure::Normal as u8),
+            collections_from_memory: AtomicU64::new(0),
+            checks: Arc::default(),
+        }
+    }
+
+    /// What the apiserver says it is.
+    pub fn info(&self) -> &Resource {
+        &self.info
+    }
+
+    /// Its objects and history.
+    pub fn store(&self) -> &StoreReader {
+        &self.store
+    }
+
+    /// Its reflector's readiness, counters and what it learnt of upstream.
+    pub fn status(&self) -> &ReflectorStatus {
+        &self.status
+    }
+
+    /// The proof that its store is fresh, for consistent reads.
+    pub fn fresh(&self) -> &Arc<Freshness> {
+        &self.fresh
+    }
+
+    /// Its consistency checks.
+    pub fn checks(&self) -> &CheckStats {
+        &self.checks
+    }
+
+    /// A list or watch was answered from memory.
+    pub fn served_collection(&self) {
+        self.collections_from_memory.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// What it gives up for the memory budget now (`crate::budget`).
+    pub fn pressure(&self) -> Pressure {
+        Pressure::from_u8(self.pressure.load(Ordering::Relaxed))
+    }
+
+    /// Sets its memory pressure level (the budget task's decision).
+    pub fn set_pressure(&self, level: Pressure) {
+        self.pressure.store(level as u8, Ordering::Relaxed);
+    }
+
+    /// Whether it is a custom resource ([`is_custom`]).
+    pub fn is_custom(&self) -> bool {
+        self.custom
+    }
+
+    /// Its Table printer: a built-in resource's, or a custom resource's
+    /// from its CRD as the cache holds it now; `None` leaves its Tables to
+    /// the apiserver.
+    pub fn printer(&self) -> Option<Arc<Printer>> {
+        if !self.custom {
+            return table::printer(&self.info.group, &self.info.plural);
+        }
+        let crds = self.crds.get().filter(|c| c.status.is_ready())?;
+        let view = crds.store.view();
+        let crd = view.head().get(&format!("{}.{}", self.info.plural, self.info.group))?;
+        let mut memo = self.crd_printer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        match &*memo {
+            Some((rv, printer)) if *rv == crd.resource_version() => printer.clone(),
+            _ => {
+                let printer = table::crd_printer(crd.bytes(), &self.info.version).map(Arc::new);
+                *memo = Some((crd.resource_version(), printer.clone()));
+                printer
+            }
+        }
+    }
+
+    /// `base` with the indexes `info`'s store keeps: every label, and the
+    /// fields of [`INDEXED_FIELDS`] the resource has.
+    pub fn store_config(info: &Resource, base: &StoreConfig) -> StoreConfig {
+        let indexed_fields = info.fields.iter().enumerate().filter(|(_, (f, _))| INDEXED_FIELDS.contains(f)).map(|(i, _)| i).collect();
+        StoreConfig { indexed_fields, ..base.clone() }
+    }
+
+    /// The bytes of the objects a list would send — those of the scope
+    /// `prefix` from key `start`, at most `limit` — as the head holds them:
+    /// what upstream must read and encode to answer it (selectors are not
+    /// applied: upstream reads every object in scope either way).
+    pub fn read_bytes(&self, prefix: &str, start: &str, limit: usize) -> u64 {
+        let view = self.store.view();
+        let head = view.head();
+        let mean = head.bytes().checked_div(head.len()).unwrap_or(0);
+        let n = if prefix.is_empty() && start.is_empty() {
+            head.len().min(limit)
+        } else {
+            head.from(start).take_while(|o| o.key().starts_with(prefix)).take(limit).count()
+        };
+        (n * mean) as u64
+    }
+
+    /// Whether the store has confirmed `rv`, waiting up to `wait` for it
+    /// (and proving a quiet resource's progress meanwhile).
+    pub async fn reached(&self, rv: u64, wait: std::time::Duration) -> bool {
+        self.fresh.reach(rv, std::time::Instant::now() + wait).await
+    }
+}
+
+/// Fields whose values snapshots index (with every label): the field
+/// selectors that select few objects of many, as the apiserver's cache
+/// indexes pods by node.
+const INDEXED_FIELDS: &[&str] = &["spec.nodeName"];
+
+/// Whether `r` is a custom resource, its Tables following its CRD's columns:
+/// neither one of the kinds kache knows whole ([`apimachinery::resource::BUILTINS`])
+/// nor one the apiserver prints itself (RBAC, storage, flow control…).
+pub fn is_custom(r: &Resource) -> bool {
+    apimachinery::resource::builtin(&r.group, &r.version, &r.plural).is_none() && table::printer(&r.group, &r.plural).is_none()
+}
+
+/// The group and resource of CRDs, cached with any custom resource for its Tables' columns.
+pub const CRDS: (&str, &str) = ("apiextensions.k8s.io", "customresourcedefinitions");
+
+/// Every cached resource and the tasks that follow upstream.
+#[derive(Debug)]
+pub struct Cache {
+    resources: Vec<Arc<CachedResource>>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Cache {
+    /// Starts one reflector per resource; with `state`, each starts from
+    /// its saved state when there is a usable one (a warm restart).
+    pub fn start(
+        client: &Client,
+        infos: Vec<Resource>,
+        store: &StoreConfig,
+        reflector: &ReflectorConfig,
+        state: Option<&Arc<StateDir>>,
+    ) -> Cache {
+        let mut resources = Vec::new();
+        let mut tasks = Vec::new();
+        for info in infos {
+            let (writer, reader) = StoreWriter::new(CachedResource::store_config(&info, store));
+            let (proofs, proven) = mpsc::unbounded_channel();
+            let fresh = Arc::new(Freshness::new(client.clone(), info.clone(), reader.clone(), proofs));
+            let mut r = Reflector::new(client.clone(), info.clone(), reflector.clone(), StoreSink::new(&info, writer)).with_proofs(proven);
+            if let Some(state) = state {
+                let (state, info) = (state.clone(), info.clone());
+                // Loaded beside the other resources', off the async threads.
+                r = r.with_saved(tokio::task::spawn_blocking(move || state.load(&info)));
+            }
+            let cached = Arc::new(CachedResource::new(info.clone(), reader.clone(), r.status(), fresh.clone()));
+            if let Some(interval) = reflector.consistency_check {
+                let (res, stats) = (cached.clone(), cached.checks.clone());
+                let served = move || res.collections_from_memory.load(Ordering::Relaxed);
+                tasks.push(tokio::spawn(consistency::run(client.clone(), info, reader, r.status(), served, stats, interval)));
+            }
+            resources.push(cached);
+            tasks.push(tokio::spawn(r.run()));
+            tasks.push(tokio::spawn(fresh.run()));
+        }
+        if let Some(crds) = resources.iter().find(|r| r.info.group == CRDS.0 && r.info.plural == CRDS.1).cloned() {
+            for r in resources.iter().filter(|r| r.custom) {
+                let _ = r.crds.set(crds.clone());
+            }
+        }
+        Cache { resources, tasks }
+    }
+
+    /// The cached resource at `group`/`version` named `resource`.
+    pub fn find(&self, group: &str, version: &str, resource: &str) -> Option<&Arc<CachedResource>> {
+        self.resources.iter().find(|r| r.info.group == group && r.info.version == version && r.info.plural == resource)
+    }
+
+    /// Every cached resource.
+    pub fn resources(&self) -> &[Arc<CachedResource>] {
+        &self.resources
+    }
+
+    /// Whether every resource has its initial list.
+    pub fn ready(&self) -> bool {
+        self.resources.iter().all(|r| r.status.is_ready())
+    }
+}
+
+impl Drop for Cache {
+    fn drop(&mut self) {
+        self.tasks.iter().for_each(JoinHandle::abort);
+    }
+}

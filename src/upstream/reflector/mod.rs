@@ -1,0 +1,357 @@
+//! One reflector per cached resource: a state machine that keeps a [`Sink`]
+//! (the resource's store) exactly in step with the apiserver.
+//!
+//! ```text
+//!   Restore(saved rv) ──▶ Watch(saved rv) ─first event: ready─┐ (warm restart)
+//!                           └─quiet ½ s─▶ Probe (ready) ──────┤
+//!   Restore(nothing usable) ──▶ List                          ▼
+//!   List ──ok──▶ Watch(rv) ──closed──▶ Watch(last rv)          (resume, no gap)
+//!    ▲             │  └──broken/error──▶ backoff ▶ Probe ▶ Watch(last rv)
+//!    │             └──410 / too large / revision went back──▶ List
+//!    └──error── backoff
+//! ```
+//!
+//! Invariants:
+//! - The list is paged at one consistent revision (the first page is a quorum
+//!   read; later pages follow its continue token) and handed to the sink as
+//!   a whole with [`Sink::replace`]; the resource is ready after the first.
+//! - A watch starts at the last revision the sink confirmed (event or
+//!   bookmark), so events reach the sink gap-free, duplicate-free and in
+//!   order; an event at or below that revision is a protocol error that
+//!   forces a re-list rather than a silent skip.
+//! - After a watch breaks before its timeout, a one-item quorum list (the
+//!   probe) checks that upstream's revision has not gone backwards (etcd
+//!   restored from a snapshot renumbers revisions and a watch from the old
+//!   revision would wait silently); if it has, the reflector re-lists.
+//! - A state saved by an earlier run ([`Saved`], a warm restart) is handed
+//!   to the sink like a list taken at its revision, and the reflector
+//!   resumes the watch from the saved revision; upstream's 410 (compacted
+//!   past it) re-lists as usual. The resource is ready only once upstream
+//!   has shown that its revision has not gone back below the saved one
+//!   (etcd restored while kache was down): a store ahead of upstream would
+//!   pass every freshness check, so its state must never be served; it is
+//!   re-listed instead. The resumed watch shows it with its first event or
+//!   bookmark (a revision above the saved one, which upstream has); a
+//!   resource written while kache was down gets one at once, so a warm
+//!   restart reads no list at all. A quiet resource's watch stays silent
+//!   (upstream sends nothing it has not got, and a watch from a revision it
+//!   has not reached yet waits for it), so after [`PROOF_WAIT`] the probe
+//!   decides. The two proofs are equally strong: both see upstream's
+//!   revision at or above the saved one. A saved state moves `confirmed_rv`
+//!   only to its own revision: it proves nothing about upstream's present.
+//! - A watch silent for [`ReflectorConfig::heartbeat`], or whose revision
+//!   has not moved for as long, gets a heartbeat: the same one-item quorum
+//!   list as the probe, on the watch's side. A quiet resource's watch may
+//!   stay silent for ever, or get the same bookmark every minute: the
+//!   apiserver's cache for a resource moves past its last event only when
+//!   a consistent read of the resource makes it ask etcd for progress
+//!   (measured on kube-apiserver 1.36) — and this one does, so the next
+//!   bookmark carries upstream's present revision, and a watch resumed from
+//!   it is one compaction has not passed (no 410, no re-list). Silence alone
+//!   proves nothing; the heartbeat's answer is upstream's contact. (Events
+//!   are the exception: kube-apiserver serves them without a watch cache,
+//!   straight from etcd, and their watches get no bookmark at all; a quiet
+//!   Event watch resumed after a compaction re-lists, which ends nothing
+//!   when the list finds what kache held — see [`Sink::replace`]; a watch
+//!   that got no bookmark in two heartbeats makes the next ones ask for
+//!   [`BOOKMARKLESS_WATCH`], so that happens hours apart, not minutes.)
+//!   A heartbeat that fails ends the watch as broken (its silence is no
+//!   longer a quiet resource's); one that shows the revision gone back
+//!   re-lists. A live watch on a dead connection is ended by the
+//!   connection's pings (HTTP/2) or by the heartbeat failing.
+//! - The resource's [`Health`] — listing, fresh, or stale (upstream silent
+//!   past the staleness bound) — is one verdict from [`ReflectorStatus`];
+//!   `/readyz`, the metrics, the reason on passed-through reads and the log
+//!   all read it.
+//! - Failures back off exponentially with jitter, up to a bound.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use rand::Rng;
+use tokio::time::Instant;
+
+mod sink;
+mod status;
+mod watch;
+
+pub use sink::{Saved, Sink};
+pub use status::{Health, ReflectorStatus, Relist};
+
+use tokio::sync::mpsc;
+use watch::WatchEnd;
+
+use tokio::task::JoinHandle;
+
+use super::UpstreamError;
+use super::client::Client;
+use super::freshness::Proof;
+use apimachinery::list::{DecodeError, ListPage};
+use apimachinery::resource::Resource;
+
+/// Reflector settings.
+#[derive(Debug, Clone)]
+pub struct ReflectorConfig {
+    /// Items per page of the initial list.
+    pub page_size: usize,
+    /// The shortest upstream watch; each watch asks for a random time
+    /// between this and twice this, as client-go does.
+    pub watch_timeout: Duration,
+    /// First retry delay after a failure.
+    pub backoff_initial: Duration,
+    /// Longest retry delay.
+    pub backoff_max: Duration,
+    /// Largest watch frame accepted.
+    pub max_frame: usize,
+    /// How long a watch may stay silent before a heartbeat asks upstream
+    /// for its revision (above the apiserver's one-minute bookmarks, so a
+    /// resource that gets them needs none).
+    pub heartbeat: Duration,
+    /// How often the store is checked against upstream ([`super::consistency`]); `None`: never.
+    pub consistency_check: Option<Duration>,
+}
+
+impl Default for ReflectorConfig {
+    fn default() -> Self {
+        ReflectorConfig {
+            page_size: 500,
+            watch_timeout: Duration::from_secs(300),
+            backoff_initial: Duration::from_millis(200),
+            backoff_max: Duration::from_secs(30),
+            max_frame: 64 << 20,
+            heartbeat: HEARTBEAT,
+            consistency_check: None,
+        }
+    }
+}
+
+/// The default [`ReflectorConfig::heartbeat`]: the apiserver's bookmark
+/// period (60 s), its dispatch tick (1.25 s) and a margin.
+pub const HEARTBEAT: Duration = Duration::from_secs(75);
+
+/// How often a long list logs its progress.
+const LIST_PROGRESS_EVERY: Duration = Duration::from_secs(5);
+
+enum Phase {
+    List,
+    Probe,
+    Watch,
+}
+
+/// Follows one resource into a sink.
+#[derive(Debug)]
+pub struct Reflector<S> {
+    client: Client,
+    resource: Resource,
+    config: ReflectorConfig,
+    sink: S,
+    status: Arc<ReflectorStatus>,
+    /// The revision every event up to which is in the sink.
+    rv: u64,
+    /// Freshness proofs from catch-up watches (see [`super::freshness`]).
+    proofs: Option<mpsc::UnboundedReceiver<Proof>>,
+    /// Proofs received but not applicable yet (the sink lags their `through`).
+    pending: Vec<Proof>,
+    /// A saved state being loaded, to start from instead of a list.
+    saved: Option<JoinHandle<Option<Saved>>>,
+    /// Upstream sends this resource's watches no bookmarks (see [`BOOKMARKLESS_WATCH`]).
+    bookmarkless: bool,
+    /// A bookmark came on the current watch.
+    bookmarked: bool,
+}
+
+impl<S: Sink> Reflector<S> {
+    /// A reflector for `resource`; nothing happens until [`Reflector::run`].
+    pub fn new(client: Client, resource: Resource, config: ReflectorConfig, sink: S) -> Self {
+        Reflector {
+            client,
+            resource,
+            config,
+            sink,
+            status: Arc::default(),
+            rv: 0,
+            proofs: None,
+            pending: Vec::new(),
+            saved: None,
+            bookmarkless: false,
+            bookmarked: false,
+        }
+    }
+
+    /// Starts from the state `saved` yields, if any (a warm restart), instead of a list.
+    pub fn with_saved(mut self, saved: JoinHandle<Option<Saved>>) -> Self {
+        self.saved = Some(saved);
+        self
+    }
+
+    /// Also applies the freshness proofs that arrive on `proofs`.
+    pub fn with_proofs(mut self, proofs: mpsc::UnboundedReceiver<Proof>) -> Self {
+        self.proofs = Some(proofs);
+        self
+    }
+
+    /// The shared status (readiness, counters).
+    pub fn status(&self) -> Arc<ReflectorStatus> {
+        self.status.clone()
+    }
+
+    /// Runs until the task is dropped.
+    pub async fn run(mut self) {
+        let mut phase = match self.saved.take() {
+            Some(saved) => self.restore(saved).await,
+            None => Phase::List,
+        };
+        let mut failures = 0u32;
+        loop {
+            let result = match phase {
+                Phase::List => self.list().await.map(|()| Phase::Watch),
+                Phase::Probe => self.probe().await,
+                Phase::Watch => match self.watch().await {
+                    WatchEnd::Timeout => Ok(Phase::Watch),
+                    WatchEnd::Quiet => Ok(Phase::Probe),
+                    WatchEnd::Broken(e) => {
+                        // Upstream may come back another version: learn again (`super::capability`).
+                        self.status.capabilities.lost_touch();
+                        Err((e, Phase::Probe))
+                    }
+                    WatchEnd::Relist(cause, why) => {
+                        tracing::info!(resource = %self.resource.qualified(), rv = self.rv, %why, "re-listing");
+                        self.status.relisted(cause);
+                        Ok(Phase::List)
+                    }
+                },
+            };
+            phase = match result {
+                Ok(next) => {
+                    failures = 0;
+                    next
+                }
+                Err((e, retry)) => {
+                    tracing::warn!(resource = %self.resource.qualified(), error = %e, "upstream failure; backing off");
+                    self.status.failed(&e);
+                    tokio::time::sleep(self.backoff(failures, &e)).await;
+                    failures = failures.saturating_add(1);
+                    retry
+                }
+            };
+        }
+    }
+
+    fn backoff(&self, failures: u32, e: &UpstreamError) -> Duration {
+        let base = self.config.backoff_initial.saturating_mul(1u32 << failures.min(16)).min(self.config.backoff_max);
+        let jittered = base.mul_f64(rand::rng().random_range(0.5..1.0));
+        match e {
+            // 429 from a re-initializing apiserver: give it at least a second.
+            UpstreamError::Status { code: 429, .. } => jittered.max(Duration::from_secs(1)),
+            _ => jittered,
+        }
+    }
+
+    async fn list(&mut self) -> Result<(), (UpstreamError, Phase)> {
+        self.status.lists.fetch_add(1, Ordering::Relaxed);
+        let base = format!("{}?limit={}", self.resource.collection_path(), self.config.page_size);
+        let mut items = Vec::new();
+        let mut path = base.clone();
+        if self.status.ready.swap(false, Ordering::AcqRel) {
+            tracing::info!(resource = %self.resource.qualified(), "not ready while re-listing: reads pass through");
+        }
+        let relisting = self.status.lists.load(Ordering::Relaxed) > 1;
+        self.status.capabilities.lost_touch();
+        let mut progress = Instant::now();
+        let rv = loop {
+            let body = self.client.get_bytes(&path).await.map_err(|e| (e, Phase::List))?;
+            self.status.touch();
+            let page = ListPage::parse(&body).map_err(|e| (decode(e), Phase::List))?;
+            items.extend(page.items);
+            if progress.elapsed() >= LIST_PROGRESS_EVERY {
+                progress = Instant::now();
+                tracing::info!(resource = %self.resource.qualified(), objects = items.len(), "listing");
+            }
+            match page.continue_token {
+                Some(token) => path = format!("{base}&continue={}", encode_query(&token)),
+                None => break page.resource_version,
+            }
+        };
+        let changed = self.off_workers(|sink| sink.replace(items, rv)).map_err(|e| (UpstreamError::Decode(e), Phase::List))?;
+        self.confirm(rv);
+        self.status.ready.store(true, Ordering::Release);
+        if relisting && !changed {
+            self.status.relists_unchanged.fetch_add(1, Ordering::Relaxed);
+            tracing::info!(resource = %self.resource.qualified(), rv, "re-listed: nothing changed, no watch ended; ready");
+        } else {
+            tracing::info!(resource = %self.resource.qualified(), rv, "listed; ready");
+        }
+        Ok(())
+    }
+
+    /// Hands a saved state to the sink; the phase to go on with: a watch
+    /// from the saved revision (its first event or bookmark makes the
+    /// resource ready), or a list when nothing usable was saved.
+    async fn restore(&mut self, saved: JoinHandle<Option<Saved>>) -> Phase {
+        let Ok(Some(Saved { items, rv })) = saved.await else { return Phase::List };
+        let objects = items.len();
+        if let Err(e) = self.off_workers(|sink| sink.restore(items, rv)) {
+            tracing::warn!(resource = %self.resource.qualified(), error = %e, "saved state not restored; listing");
+            return Phase::List;
+        }
+        self.confirm(rv);
+        tracing::info!(resource = %self.resource.qualified(), rv, objects, "restored the saved state; resuming the watch from it");
+        Phase::Watch
+    }
+
+    /// Upstream's current revision, from a one-item quorum list; an answer is contact.
+    async fn upstream_revision(&self) -> Result<u64, UpstreamError> {
+        self.status.probes.fetch_add(1, Ordering::Relaxed);
+        let path = format!("{}?limit=1", self.resource.collection_path());
+        let body = self.client.get_bytes(&path).await?;
+        self.status.touch();
+        let rv = ListPage::parse(&body).map_err(decode)?.resource_version;
+        if rv < self.rv {
+            tracing::warn!(resource = %self.resource.qualified(), ours = self.rv, upstream = rv, "upstream revision went back");
+        }
+        Ok(rv)
+    }
+
+    /// Checks upstream's current revision against ours after a broken watch.
+    async fn probe(&mut self) -> Result<Phase, (UpstreamError, Phase)> {
+        if self.upstream_revision().await.map_err(|e| (e, Phase::Probe))? < self.rv {
+            self.status.relisted(Relist::WentBack);
+            return Ok(Phase::List);
+        }
+        // A restored state becomes ready here (a listed one already is).
+        self.status.ready.store(true, Ordering::Release);
+        Ok(Phase::Watch)
+    }
+
+    /// Runs `f` (a whole list or saved state into the sink: parsing and
+    /// indexing every object takes seconds at 100,000 objects) so that, on a
+    /// multi-threaded runtime, the worker hands its other tasks (requests,
+    /// health checks, other resources) to the rest meanwhile.
+    fn off_workers<T>(&mut self, f: impl FnOnce(&mut S) -> T) -> T {
+        let multi_thread = tokio::runtime::Handle::current().runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread;
+        if multi_thread { tokio::task::block_in_place(|| f(&mut self.sink)) } else { f(&mut self.sink) }
+    }
+
+    /// Upstream sent a revision at or above the store's: a restored state is
+    /// ready (a listed one already is).
+    fn proven(&self) {
+        if !self.status.ready.swap(true, Ordering::AcqRel) {
+            tracing::info!(resource = %self.resource.qualified(), rv = self.rv, "the resumed watch reached the saved state; ready");
+        }
+    }
+
+    fn confirm(&mut self, rv: u64) {
+        self.rv = rv;
+        self.status.confirmed_rv.store(rv, Ordering::Release);
+    }
+}
+
+fn decode(e: DecodeError) -> UpstreamError {
+    UpstreamError::Decode(e.0)
+}
+
+/// Percent-encodes a query value.
+fn encode_query(v: &str) -> String {
+    form_urlencoded::byte_serialize(v.as_bytes()).collect()
+}
