@@ -77,7 +77,7 @@ fn benches(c: &mut Criterion) {
         memory.events,
         memory.object_bytes / 1_000_000,
         memory.overhead_bytes / 1_000_000,
-        memory.overhead_ratio() * 100.0
+        memory.overhead_bytes as f64 / memory.object_bytes.max(1) as f64 * 100.0
     );
 
     let mut g = c.benchmark_group("store");

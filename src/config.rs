@@ -85,8 +85,8 @@ pub fn flags(path: &Path, root: &Command, command: &Command) -> Result<Vec<Strin
                 .iter()
                 .filter_map(|a| a.get_long())
                 .map(camel)
-                .min_by_key(|k| distance(k, &key))
-                .filter(|k| distance(k, &key) <= 3)
+                .min_by_key(|k| strsim::levenshtein(k, &key))
+                .filter(|k| strsim::levenshtein(k, &key) <= 3)
                 .map(|k| format!(" (did you mean {k}?)"))
                 .unwrap_or_default();
             return Err(fail(format!("unknown key {key}{hint}")));
@@ -157,22 +157,6 @@ fn kind(v: &serde_json::Value) -> &'static str {
         serde_json::Value::Array(_) => "a list",
         serde_json::Value::Object(_) => "a mapping",
     }
-}
-
-/// Edit distance, for "did you mean".
-fn distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for j in 0..b.len() {
-            let cur = row[j + 1];
-            row[j + 1] = (prev + usize::from(ca != b[j])).min(row[j] + 1).min(cur + 1);
-            prev = cur;
-        }
-    }
-    row[b.len()]
 }
 
 #[cfg(test)]

@@ -40,26 +40,31 @@ struct Model {
 #[derive(Debug, Clone, Default)]
 struct Recorder(Arc<Mutex<Model>>);
 
-fn key_and_rv(object: &[u8]) -> Result<(String, u64), String> {
-    let v: Value = serde_json::from_slice(object).map_err(|e| e.to_string())?;
+/// What the recorder refuses: an object it cannot read.
+type Refused = std::io::Error;
+
+fn key_and_rv(object: &[u8]) -> Result<(String, u64), Refused> {
+    let v: Value = serde_json::from_slice(object)?;
     let m = &v["metadata"];
     let key = match m["namespace"].as_str() {
         Some(ns) => format!("{ns}/{}", m["name"].as_str().unwrap_or_default()),
         None => m["name"].as_str().unwrap_or_default().to_string(),
     };
-    let rv = m["resourceVersion"].as_str().and_then(|r| r.parse().ok()).ok_or("no resourceVersion")?;
+    let rv = m["resourceVersion"].as_str().and_then(|r| r.parse().ok()).ok_or_else(|| Refused::other("no resourceVersion"))?;
     Ok((key, rv))
 }
 
 impl Sink for Recorder {
-    fn replace(&mut self, items: Vec<Bytes>, rv: u64) -> Result<bool, String> {
+    type Error = Refused;
+
+    fn replace(&mut self, items: Vec<Bytes>, rv: u64) -> Result<bool, Refused> {
         let state = items.iter().map(|i| key_and_rv(i)).collect::<Result<State, _>>()?;
         let mut m = self.0.lock();
         *m = Model { state, rv, listed_at: rv, events: Vec::new(), replaces: m.replaces + 1 };
         Ok(true)
     }
 
-    fn apply(&mut self, typ: FrameType, object: Bytes) -> Result<u64, String> {
+    fn apply(&mut self, typ: FrameType, object: Bytes) -> Result<u64, Refused> {
         let (key, rv) = key_and_rv(&object)?;
         let mut m = self.0.lock();
         match typ {
@@ -87,14 +92,16 @@ impl Sink for Recorder {
 struct Tee(Recorder, StoreSink);
 
 impl Sink for Tee {
-    fn replace(&mut self, items: Vec<Bytes>, rv: u64) -> Result<bool, String> {
+    type Error = Refused;
+
+    fn replace(&mut self, items: Vec<Bytes>, rv: u64) -> Result<bool, Refused> {
         self.0.replace(items.clone(), rv)?;
-        self.1.replace(items, rv)
+        self.1.replace(items, rv).map_err(Refused::other)
     }
 
-    fn apply(&mut self, typ: FrameType, object: Bytes) -> Result<u64, String> {
+    fn apply(&mut self, typ: FrameType, object: Bytes) -> Result<u64, Refused> {
         let rv = self.0.apply(typ, object.clone())?;
-        assert_eq!(self.1.apply(typ, object)?, rv);
+        assert_eq!(self.1.apply(typ, object).map_err(Refused::other)?, rv);
         Ok(rv)
     }
 

@@ -63,9 +63,4 @@ impl MemoryStats {
         overhead += full_map + index + log_len * (std::mem::size_of::<Event>() + ARC_HEADER + std::mem::size_of::<usize>()) + snapshots;
         MemoryStats { objects: view.head().len(), events: log_len, object_bytes, overhead_bytes: overhead }
     }
-
-    /// Overhead as a fraction of object data.
-    pub fn overhead_ratio(&self) -> f64 {
-        self.overhead_bytes as f64 / self.object_bytes.max(1) as f64
-    }
 }

@@ -21,6 +21,8 @@
 
 mod event;
 mod memory;
+#[cfg(test)]
+mod model_tests;
 mod object;
 mod reader;
 mod snapshot;

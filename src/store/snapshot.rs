@@ -124,7 +124,8 @@ impl Snapshot {
     }
 
     /// Every index key with the keys of the objects that have it, in order.
-    pub fn index_sets(&self) -> impl Iterator<Item = (&IndexKey, &OrdSet<Arc<str>>)> {
+    #[cfg(test)]
+    pub(crate) fn index_sets(&self) -> impl Iterator<Item = (&IndexKey, &OrdSet<Arc<str>>)> {
         self.index.iter()
     }
 

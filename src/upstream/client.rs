@@ -79,7 +79,7 @@ impl Client {
             .http1_read_buf_exact_size(READ_BUFFER)
             .build(http1);
         let h2 = match creds.server.scheme_str() {
-            Some("https") => Some(Pool::new(&creds.server, tls).map_err(UpstreamError::Config)?),
+            Some("https") => Some(Pool::new(&creds.server, tls)?),
             _ => None,
         };
         Ok(Client { base: creds.server.clone(), auth: creds.auth.clone(), h2, http1_only: Arc::default(), http1, costs: Arc::default() })
@@ -143,7 +143,7 @@ impl Client {
                         req = *unsent;
                         break;
                     }
-                    Err(PoolError::Connect(e)) => return Err(UpstreamError::Transport(e)),
+                    Err(PoolError::Connect(e)) => return Err(UpstreamError::Transport(e.into())),
                     Err(PoolError::Request(e)) => match &again {
                         Some((method, uri, headers)) if resent < RESEND && unprocessed(&e) => {
                             resent += 1;
@@ -151,7 +151,7 @@ impl Client {
                             (*next.method_mut(), *next.uri_mut(), *next.headers_mut()) = (method.clone(), uri.clone(), headers.clone());
                             req = next;
                         }
-                        _ => return Err(UpstreamError::Transport(error_chain(&e))),
+                        _ => return Err(UpstreamError::Transport(Box::new(e))),
                     },
                 }
             }
@@ -166,7 +166,7 @@ impl Client {
 
     async fn send_http1(&self, mut req: Request<UpBody>, measures: bool) -> Result<Response<Body>, UpstreamError> {
         *req.version_mut() = http::Version::HTTP_11;
-        let resp = self.http1.request(req).await.map_err(|e| UpstreamError::Transport(error_chain(&e)))?;
+        let resp = self.http1.request(req).await.map_err(|e| UpstreamError::Transport(Box::new(e)))?;
         Ok(resp.map(|b| Metered::new(Held::new(b, None), self.meter(measures))))
     }
 
@@ -203,8 +203,7 @@ impl Client {
             .map_err(|e| UpstreamError::Config(e.to_string()))?;
         let resp = self.send(req).await?;
         let status = resp.status();
-        let body =
-            Limited::new(resp.into_body(), MAX_BODY).collect().await.map_err(|e| UpstreamError::Transport(e.to_string()))?.to_bytes();
+        let body = Limited::new(resp.into_body(), MAX_BODY).collect().await.map_err(UpstreamError::Transport)?.to_bytes();
         if status.is_success() { Ok(body) } else { Err(UpstreamError::status(status, &body)) }
     }
 
@@ -217,8 +216,7 @@ impl Client {
     pub async fn get_bytes_as(&self, path_and_query: &str, accept: &'static str) -> Result<Bytes, UpstreamError> {
         let resp = self.get_as(path_and_query, accept).await?;
         let status = resp.status();
-        let body =
-            Limited::new(resp.into_body(), MAX_BODY).collect().await.map_err(|e| UpstreamError::Transport(e.to_string()))?.to_bytes();
+        let body = Limited::new(resp.into_body(), MAX_BODY).collect().await.map_err(UpstreamError::Transport)?.to_bytes();
         if status.is_success() { Ok(body) } else { Err(UpstreamError::status(status, &body)) }
     }
 }
@@ -234,18 +232,6 @@ fn unprocessed(e: &hyper::Error) -> bool {
         source = s.source();
     }
     false
-}
-
-/// An error and its sources on one line.
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
-        source = s.source();
-    }
-    out
 }
 
 impl UpstreamError {

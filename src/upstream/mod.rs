@@ -20,15 +20,18 @@ pub mod reflector;
 pub mod store_sink;
 pub mod tls;
 
+/// Any error, with its causes, that can cross tasks.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
 /// Why talking to the apiserver failed.
 #[derive(Debug, thiserror::Error)]
 pub enum UpstreamError {
     /// The configuration (flags, kubeconfig, certificates) is unusable.
     #[error("{0}")]
     Config(String),
-    /// The connection failed or broke.
-    #[error("upstream connection: {0}")]
-    Transport(String),
+    /// The connection failed or broke (its causes kept).
+    #[error("upstream connection: {}", chain(.0.as_ref()))]
+    Transport(#[source] BoxError),
     /// The apiserver answered with an error.
     #[error("upstream answered {code}: {message}")]
     Status {
@@ -40,4 +43,20 @@ pub enum UpstreamError {
     /// The apiserver's answer could not be understood.
     #[error("upstream sent {0}")]
     Decode(String),
+    /// The store refused what upstream sent (an object it cannot hold, an
+    /// event that does not follow).
+    #[error("the store refused upstream's answer: {0}")]
+    Refused(#[source] BoxError),
+}
+
+/// `e` and its causes, each after a colon.
+pub fn chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        source = s.source();
+    }
+    out
 }

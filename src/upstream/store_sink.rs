@@ -16,7 +16,23 @@ use apimachinery::resource::Resource;
 use apimachinery::watch::EventType as FrameType;
 
 use super::reflector::Sink;
-use crate::store::{CachedObject, EventType, StoreWriter};
+use crate::store::{CachedObject, EventType, StoreError, StoreWriter};
+
+/// Why the store refuses what upstream sent.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreSinkError {
+    /// An object it cannot hold (it does not parse, or is too large), or
+    /// an event that does not follow what it holds.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A watch frame that carries no object event (a bookmark or an error
+    /// belongs to the reflector).
+    #[error("{0:?} is not an object event")]
+    NotAnObject(FrameType),
+    /// A thread parsing a list's items panicked.
+    #[error("a parser thread panicked")]
+    ParserPanicked,
+}
 
 /// Whether items need copies of their own (see [`StoreSink::parse_all`]).
 #[derive(Debug, Clone, Copy)]
@@ -49,12 +65,12 @@ impl StoreSink {
         StoreSink { writer, fields, type_prefix, typed_items: false }
     }
 
-    fn parse(&self, bytes: Bytes) -> Result<CachedObject, String> {
-        CachedObject::parse(bytes, &self.fields).map_err(|e| e.to_string())
+    fn parse(&self, bytes: Bytes) -> Result<CachedObject, StoreError> {
+        CachedObject::parse(bytes, &self.fields)
     }
 
     /// Whether the state changed (see [`StoreWriter::replace`]).
-    fn replace_with(&mut self, items: Vec<Bytes>, rv: u64, own: Own) -> Result<bool, String> {
+    fn replace_with(&mut self, items: Vec<Bytes>, rv: u64, own: Own) -> Result<bool, StoreSinkError> {
         if let Some(first) = items.first() {
             self.typed_items = carries_type(first);
         }
@@ -74,7 +90,7 @@ impl StoreSink {
     /// their freed allocations scattered among the copies, which the
     /// allocator cannot give back (measured: +170–370 MB of RSS after a
     /// warm restart at 100,000 pods with two arenas).
-    fn parse_all(&self, mut items: Vec<Bytes>, own: Own) -> Result<Vec<CachedObject>, String> {
+    fn parse_all(&self, mut items: Vec<Bytes>, own: Own) -> Result<Vec<CachedObject>, StoreSinkError> {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let chunk = items.len().div_ceil(cores).max(PARSE_CHUNK);
         let fields = &self.fields;
@@ -86,13 +102,13 @@ impl StoreSink {
                         Own::Copy => Bytes::copy_from_slice(&i),
                         Own::Already => i,
                     };
-                    CachedObject::parse(bytes, fields).map_err(|e| e.to_string())
+                    CachedObject::parse(bytes, fields)
                 })
                 .collect::<Result<Vec<_>, _>>()
         };
         let total = items.len();
         if total <= chunk {
-            return parse(items);
+            return Ok(parse(items)?);
         }
         let mut chunks = Vec::new();
         while items.len() > chunk {
@@ -104,7 +120,7 @@ impl StoreSink {
             let parsers: Vec<_> = chunks.into_iter().map(|c| s.spawn(move || parse(c))).collect();
             let mut objects = Vec::with_capacity(total);
             for parser in parsers {
-                objects.extend(parser.join().map_err(|_| "a parser thread panicked".to_string())??);
+                objects.extend(parser.join().map_err(|_| StoreSinkError::ParserPanicked)??);
             }
             Ok(objects)
         })
@@ -129,25 +145,27 @@ pub fn carries_type(item: &[u8]) -> bool {
 }
 
 impl Sink for StoreSink {
-    fn replace(&mut self, items: Vec<Bytes>, rv: u64) -> Result<bool, String> {
+    type Error = StoreSinkError;
+
+    fn replace(&mut self, items: Vec<Bytes>, rv: u64) -> Result<bool, StoreSinkError> {
         self.replace_with(items, rv, Own::Copy)
     }
 
-    fn restore(&mut self, items: Vec<Bytes>, rv: u64) -> Result<(), String> {
+    fn restore(&mut self, items: Vec<Bytes>, rv: u64) -> Result<(), StoreSinkError> {
         self.replace_with(items, rv, Own::Already).map(|_| ())
     }
 
-    fn apply(&mut self, typ: FrameType, object: Bytes) -> Result<u64, String> {
+    fn apply(&mut self, typ: FrameType, object: Bytes) -> Result<u64, StoreSinkError> {
         let typ = match typ {
             FrameType::Added => EventType::Added,
             FrameType::Modified => EventType::Modified,
             FrameType::Deleted => EventType::Deleted,
-            FrameType::Bookmark | FrameType::Error => return Err(format!("{typ:?} is not an object event")),
+            FrameType::Bookmark | FrameType::Error => return Err(StoreSinkError::NotAnObject(typ)),
         };
         let object = self.parse(self.item_form(object))?;
         let rv = object.resource_version();
         let now = Instant::now();
-        self.writer.apply(typ, object, now).map_err(|e| e.to_string())?;
+        self.writer.apply(typ, object, now)?;
         self.writer.expire(now);
         Ok(rv)
     }

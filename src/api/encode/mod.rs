@@ -30,9 +30,10 @@ use http::header::{CONTENT_ENCODING, CONTENT_TYPE, RETRY_AFTER, VARY, X_CONTENT_
 use http::{HeaderValue, Response, StatusCode};
 
 use super::body::{self, ApiBody, Parts};
+use super::filter::Transition;
 use super::list::Page;
 use crate::cache::CachedResource;
-use crate::store::CachedObject;
+use crate::store::{CachedObject, Event};
 
 /// A watch frame of event `typ` carrying `o` (with `metadata.resourceVersion`
 /// set to `at` when given) as the stream `frames` holds them; `None` when
@@ -45,6 +46,17 @@ pub fn event_frame(res: &CachedResource, typ: EventType, o: &CachedObject, frame
             let parts = object_parts(res, o, frames.shape, at)?;
             Some(json_frame(typ, &parts.iter().map(|p| &p[..]).collect::<Vec<_>>()))
         }
+    }
+}
+
+/// The frame a watcher with transition `t` gets for `e` in `frames`; `None`
+/// when the object has no encoding in the stream's.
+pub fn transition_frame(res: &CachedResource, e: &Event, t: Transition, frames: Negotiated) -> Option<Bytes> {
+    match (t, &e.prev) {
+        (Transition::Added, _) => event_frame(res, EventType::Added, &e.object, frames, None),
+        (Transition::Modified, _) => event_frame(res, EventType::Modified, &e.object, frames, None),
+        (Transition::Left, Some(prev)) => event_frame(res, EventType::Deleted, prev, frames, Some(e.rv())),
+        (Transition::Deleted | Transition::Left, _) => event_frame(res, EventType::Deleted, &e.object, frames, None),
     }
 }
 

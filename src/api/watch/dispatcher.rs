@@ -45,6 +45,7 @@ use bytes::Bytes;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
+use crate::api::encode::transition_frame;
 use crate::api::filter::{Filter, Transition};
 use crate::cache::CachedResource;
 use crate::store::{Event, View};
@@ -441,6 +442,6 @@ impl Frames<'_> {
             Transition::Left => 3,
         };
         let (res, e) = (self.res, self.event);
-        self.built[stream_index(frames)][slot].get_or_insert_with(|| super::stream::transition_frame(res, e, t, frames)).clone()
+        self.built[stream_index(frames)][slot].get_or_insert_with(|| transition_frame(res, e, t, frames)).clone()
     }
 }

@@ -22,8 +22,8 @@ use tokio::time::{Instant, Sleep};
 use super::dispatcher::{Frame, Subscription};
 use super::table::TableFrames;
 use crate::api::body::{ApiBody, BoxError};
-use crate::api::encode::{bookmark_frame, error_frame, event_frame};
-use crate::api::filter::{Filter, Transition};
+use crate::api::encode::{bookmark_frame, error_frame, event_frame, transition_frame};
+use crate::api::filter::Filter;
 use crate::cache::CachedResource;
 use crate::store::{Event, Snapshot};
 
@@ -334,16 +334,5 @@ impl Stream {
         let mut out = BytesMut::with_capacity(len);
         frames.iter().for_each(|f| out.extend_from_slice(&f.bytes));
         Some(out.freeze())
-    }
-}
-
-/// The frame a watcher with transition `t` gets for `e` in `frames`; `None`
-/// when the object has no protobuf encoding.
-pub(super) fn transition_frame(res: &CachedResource, e: &Event, t: Transition, frames: Negotiated) -> Option<Bytes> {
-    match (t, &e.prev) {
-        (Transition::Added, _) => event_frame(res, EventType::Added, &e.object, frames, None),
-        (Transition::Modified, _) => event_frame(res, EventType::Modified, &e.object, frames, None),
-        (Transition::Left, Some(prev)) => event_frame(res, EventType::Deleted, prev, frames, Some(e.rv())),
-        (Transition::Deleted | Transition::Left, _) => event_frame(res, EventType::Deleted, &e.object, frames, None),
     }
 }

@@ -55,13 +55,13 @@ use tokio::sync::watch;
 use tokio_rustls::TlsConnector;
 use tokio_rustls::client::TlsStream;
 
+pub use super::BoxError;
+use super::UpstreamError;
 use gather::Gathered;
 
 mod frames;
 mod gather;
 
-/// The error of a request body of any kind.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// The body type the client sends.
 pub type UpBody = http_body_util::combinators::BoxBody<Bytes, BoxError>;
 
@@ -204,11 +204,12 @@ impl Drop for Slot {
 
 impl Pool {
     /// A pool for the HTTPS server at `uri`, with `tls` (whose ALPN is set here).
-    pub fn new(uri: &Uri, mut tls: rustls::ClientConfig) -> Result<Pool, String> {
-        let host = uri.host().ok_or("no host in the upstream URL")?;
+    pub fn new(uri: &Uri, mut tls: rustls::ClientConfig) -> Result<Pool, UpstreamError> {
+        let host = uri.host().ok_or_else(|| UpstreamError::Config("no host in the upstream URL".into()))?;
         let port = uri.port_u16().unwrap_or(443);
         let bare = host.trim_start_matches('[').trim_end_matches(']');
-        let server_name = ServerName::try_from(bare.to_string()).map_err(|e| format!("upstream host {host:?}: {e}"))?;
+        let server_name =
+            ServerName::try_from(bare.to_string()).map_err(|e| UpstreamError::Config(format!("upstream host {host:?}: {e}")))?;
         tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         let inner = Inner {
             authority: format!("{host}:{port}"),

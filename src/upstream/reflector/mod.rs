@@ -273,7 +273,7 @@ impl<S: Sink> Reflector<S> {
                 None => break page.resource_version,
             }
         };
-        let changed = self.off_workers(|sink| sink.replace(items, rv)).map_err(|e| (UpstreamError::Decode(e), Phase::List))?;
+        let changed = self.off_workers(|sink| sink.replace(items, rv)).map_err(|e| (UpstreamError::Refused(Box::new(e)), Phase::List))?;
         self.confirm(rv);
         self.status.ready.store(true, Ordering::Release);
         if relisting && !changed {

@@ -6,17 +6,21 @@ use bytes::Bytes;
 
 /// Where a reflector puts what it learns: the store's writer.
 pub trait Sink: Send {
+    /// Why the sink refuses what upstream sent (an object it cannot hold,
+    /// an event that does not follow); the reflector re-lists.
+    type Error: std::error::Error + Send + Sync + 'static;
+
     /// Replaces the whole state with a list taken at `rv`; `Ok(false)`: the
     /// list held exactly what the sink did (same keys, same bytes), which
     /// then only moves to `rv`, as a bookmark would, and ends no watch.
-    fn replace(&mut self, items: Vec<Bytes>, rv: u64) -> Result<bool, String>;
+    fn replace(&mut self, items: Vec<Bytes>, rv: u64) -> Result<bool, Self::Error>;
     /// Replaces the whole state with a saved one at `rv`, whose items each
     /// own their allocation (no page body behind them).
-    fn restore(&mut self, items: Vec<Bytes>, rv: u64) -> Result<(), String> {
+    fn restore(&mut self, items: Vec<Bytes>, rv: u64) -> Result<(), Self::Error> {
         self.replace(items, rv).map(|_| ())
     }
     /// Applies one watch event; its revision is the object's.
-    fn apply(&mut self, typ: EventType, object: Bytes) -> Result<u64, String>;
+    fn apply(&mut self, typ: EventType, object: Bytes) -> Result<u64, Self::Error>;
     /// Every event up to `rv` has been applied.
     fn bookmark(&mut self, rv: u64);
     /// Makes what was applied visible (called after each received chunk).

@@ -132,7 +132,7 @@ impl<S: Sink> Reflector<S> {
                 Ok(None) if decoder.has_partial() => return WatchEnd::Broken(UpstreamError::Transport("the watch ended mid-frame".into())),
                 Ok(None) if started.elapsed() + Duration::from_secs(1) >= timeout => return WatchEnd::Timeout,
                 Ok(None) => return WatchEnd::Broken(UpstreamError::Transport("the watch ended early".into())),
-                Ok(Some(Err(e))) => return WatchEnd::Broken(UpstreamError::Transport(e.to_string())),
+                Ok(Some(Err(e))) => return WatchEnd::Broken(UpstreamError::Transport(Box::new(e))),
                 Ok(Some(Ok(frame))) => frame,
             };
             let Ok(data) = frame.into_data() else { continue };
@@ -202,7 +202,7 @@ impl<S: Sink> Reflector<S> {
                     None
                 }
                 Ok(rv) => Some(WatchEnd::Relist(Relist::Protocol, format!("an event at {rv} after {}", self.rv))),
-                Err(e) => Some(WatchEnd::Relist(Relist::Protocol, e)),
+                Err(e) => Some(WatchEnd::Relist(Relist::Protocol, e.to_string())),
             },
         }
     }

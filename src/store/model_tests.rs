@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use super::{CachedObject, EventType, IndexKey, Snapshot, StoreConfig, StoreError, StoreReader, StoreWriter};
 use bytes::Bytes;
-use kache::store::{CachedObject, EventType, IndexKey, Snapshot, StoreConfig, StoreError, StoreReader, StoreWriter};
 use proptest::prelude::*;
 
 type State = BTreeMap<String, Bytes>;
@@ -274,7 +274,7 @@ fn pins_keep_snapshots_for_their_ttl_and_are_bounded() {
     assert!(reader.pinned(1, t0 + Duration::from_secs(499)).is_some(), "use refreshed the TTL");
     assert!(reader.pinned(1, t0 + Duration::from_secs(900)).is_none(), "expired");
     for rv in [2, 3, 4] {
-        reader.pin(Arc::new(kache::store::Snapshot::build(rv, [], &kache::store::Snapshot::default())), t0 + Duration::from_secs(rv));
+        reader.pin(Arc::new(Snapshot::build(rv, [], &Snapshot::default())), t0 + Duration::from_secs(rv));
     }
     assert!(reader.pinned(2, t0).is_none() && reader.pinned(4, t0).is_some(), "the pin closest to expiry went first");
 }
