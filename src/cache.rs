@@ -96,7 +96,7 @@ pub struct CachedResource {
     warm: [Warm; 2],
     /// How its objects are written in CBOR (`None`: a built-in kind the
     /// protobuf schema, which says which strings are `[]byte`, lacks).
-    cbor_shape: Option<apimachinery::cbor::Shape>,
+    cbor_shape: Option<apimachinery::cbor::Schema>,
     /// Set once an object had no exact CBOR encoding: CBOR requests for its
     /// objects then pass through (a stream that ended for it must not be
     /// answered from memory again, and fail again, when it resumes).
@@ -127,8 +127,8 @@ impl CachedResource {
         let protobuf = builtin.then(|| apimachinery::protobuf::message_name(&info.api_version(), &info.kind)).flatten();
         let custom = is_custom(&info);
         let cbor_shape = match custom {
-            true => Some(apimachinery::cbor::Shape::Custom),
-            false => builtin.then(|| apimachinery::cbor::Shape::builtin(&info.api_version(), &info.kind)).flatten(),
+            true => Some(apimachinery::cbor::Schema::Custom),
+            false => builtin.then(|| apimachinery::cbor::Schema::builtin(&info.api_version(), &info.kind)).flatten(),
         };
         CachedResource {
             info,
@@ -241,7 +241,7 @@ impl CachedResource {
     }
 
     /// How its objects are written in CBOR, while kache can write them.
-    pub fn cbor_shape(&self) -> Option<apimachinery::cbor::Shape> {
+    pub fn cbor_shape(&self) -> Option<apimachinery::cbor::Schema> {
         self.cbor_shape.filter(|_| !self.cbor_failed.load(Ordering::Relaxed))
     }
 

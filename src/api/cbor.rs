@@ -12,7 +12,7 @@
 //! stored floats) makes the whole answer `None`, so the caller passes the
 //! request through or ends the stream — never a partial or guessed answer.
 
-use apimachinery::cbor::{self, Object, Shape};
+use apimachinery::cbor::{self, Object, Schema};
 use apimachinery::status::ApiError;
 use apimachinery::watch::EventType;
 use bytes::Bytes;
@@ -34,7 +34,7 @@ fn map(res: &CachedResource, o: &CachedObject, form: Form, at: Option<u64>) -> O
 
 /// `o`'s `PartialObjectMetadata` map.
 fn metadata(res: &CachedResource, o: &CachedObject, at: Option<u64>) -> Option<Vec<Bytes>> {
-    let meta = Object::encode(&res.metadata_parts(o, at).concat(), Shape::Plain).ok()?;
+    let meta = Object::encode(&res.metadata_parts(o, at).concat(), Schema::Plain).ok()?;
     Some(cbor::partial_object(Bytes::from(meta.map().concat())))
 }
 
@@ -79,11 +79,11 @@ pub fn bookmark(res: &CachedResource, rv: u64, initial_events_end: bool, form: F
     let (json, shape) = match form {
         Form::Objects => (
             apimachinery::watch::bookmark_object(&res.info, rv, initial_events_end),
-            if res.is_custom() { Shape::Plain } else { res.cbor_shape()? },
+            if res.is_custom() { Schema::Plain } else { res.cbor_shape()? },
         ),
         Form::Metadata | Form::MetadataList => {
             let metadata = apimachinery::watch::bookmark_metadata(rv, initial_events_end);
-            (apimachinery::partial::object([Bytes::from(metadata)]).concat(), Shape::Plain)
+            (apimachinery::partial::object([Bytes::from(metadata)]).concat(), Schema::Plain)
         }
     };
     let object = Object::encode(&json, shape).ok()?;
@@ -98,7 +98,7 @@ pub fn status(e: &ApiError) -> Bytes {
 
 /// The ERROR event carrying `e`.
 pub fn error_frame(e: &ApiError) -> Bytes {
-    match Object::encode(&e.body(), Shape::Plain) {
+    match Object::encode(&e.body(), Schema::Plain) {
         Ok(status) => Bytes::from(cbor::watch_event(EventType::Error.as_str(), status.map()).concat()),
         Err(_) => Bytes::from(e.body()),
     }

@@ -27,18 +27,21 @@ use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Number;
 
 use super::wire;
-use crate::protobuf::schema::{Field, Kind, Schema, schema};
+use crate::protobuf::schema::{self as proto, Field, Kind};
 
 /// Why a JSON object has no exact CBOR encoding here.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct EncodeError(pub String);
 
-/// What Go type a JSON object was written from.
+/// How a kind's objects are written in CBOR: what Go type their JSON was
+/// written from, which says which strings are `[]byte` and which integers
+/// may be floats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Shape {
-    /// A built-in kind, by its protobuf message's index in the schema
-    /// ([`Shape::builtin`]).
+pub enum Schema {
+    /// A built-in kind, by its protobuf message's index in the protobuf
+    /// schema, whose `bytes` fields are its `[]byte` fields
+    /// ([`Schema::builtin`]).
     Builtin(usize),
     /// A custom resource (`unstructured.Unstructured`).
     Custom,
@@ -47,11 +50,11 @@ pub enum Shape {
     Plain,
 }
 
-impl Shape {
-    /// The shape of a built-in kind the protobuf schema holds.
-    pub fn builtin(api_version: &str, kind: &str) -> Option<Shape> {
+impl Schema {
+    /// The schema of a built-in kind the protobuf schema holds.
+    pub fn builtin(api_version: &str, kind: &str) -> Option<Schema> {
         let name = crate::protobuf::message_name(api_version, kind)?;
-        schema().message(&name).map(Shape::Builtin)
+        proto::schema().message(&name).map(Schema::Builtin)
     }
 }
 
@@ -68,20 +71,20 @@ enum Ty {
 /// The entries of the JSON object `json` (a map), each its encoded key
 /// followed by its encoded value, in canonical order; with the offset of
 /// each entry's start in the returned bytes.
-pub fn entries(json: &[u8], shape: Shape) -> Result<(Vec<u8>, Vec<u32>), EncodeError> {
+pub fn entries(json: &[u8], schema: Schema) -> Result<(Vec<u8>, Vec<u32>), EncodeError> {
     let value: Json<'_> = serde_json::from_slice(json).map_err(|e| EncodeError(e.to_string()))?;
     let Json::Object(map) = &value else { return Err(EncodeError("not a JSON object".into())) };
-    let s = schema();
-    let root = match shape {
-        Shape::Builtin(message) => Ty::Message(message),
-        Shape::Custom => Ty::Custom,
-        Shape::Plain => Ty::Any,
+    let s = proto::schema();
+    let root = match schema {
+        Schema::Builtin(message) => Ty::Message(message),
+        Schema::Custom => Ty::Custom,
+        Schema::Plain => Ty::Any,
     };
     let mut out = Vec::with_capacity(json.len());
     let mut starts = Vec::with_capacity(map.len());
     for (k, v) in canonical(map)? {
-        let ty = match (shape, root) {
-            (Shape::Custom, _) if k == "metadata" => Ty::Any,
+        let ty = match (schema, root) {
+            (Schema::Custom, _) if k == "metadata" => Ty::Any,
             _ => child(s, root, k)?,
         };
         starts.push(out.len() as u32);
@@ -103,13 +106,13 @@ fn canonical<'j, 'a>(map: &'j [(Cow<'a, str>, Json<'a>)]) -> Result<Vec<(&'j str
 }
 
 /// Writes one entry: key `k`, value `v` of type `ty`.
-fn entry(s: &'static Schema, k: &str, v: &Json<'_>, ty: Ty, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+fn entry(s: &'static proto::Schema, k: &str, v: &Json<'_>, ty: Ty, out: &mut Vec<u8>) -> Result<(), EncodeError> {
     wire::string(out, k.as_bytes());
     write(s, v, ty, out).map_err(|e| EncodeError(format!("{k}: {}", e.0)))
 }
 
 /// The type of key `k`'s value in an object of type `ty`.
-fn child(s: &'static Schema, ty: Ty, k: &str) -> Result<Ty, EncodeError> {
+fn child(s: &'static proto::Schema, ty: Ty, k: &str) -> Result<Ty, EncodeError> {
     Ok(match ty {
         Ty::Message(m) => match field(s, m, k) {
             Some(f) => field_ty(s, &f.kind),
@@ -123,7 +126,7 @@ fn child(s: &'static Schema, ty: Ty, k: &str) -> Result<Ty, EncodeError> {
 }
 
 /// The field JSON key `k` names in message `m`, looking into inlined structs.
-fn field(s: &'static Schema, m: usize, k: &str) -> Option<&'static Field> {
+fn field(s: &'static proto::Schema, m: usize, k: &str) -> Option<&'static Field> {
     let message = &s.messages[m];
     if let Some(f) = message.field(k).filter(|f| !f.inline) {
         return Some(f);
@@ -134,7 +137,7 @@ fn field(s: &'static Schema, m: usize, k: &str) -> Option<&'static Field> {
     })
 }
 
-fn field_ty(s: &Schema, kind: &'static Kind) -> Ty {
+fn field_ty(s: &proto::Schema, kind: &'static Kind) -> Ty {
     match kind {
         Kind::Bytes => Ty::Bytes,
         Kind::Map(_, value) => Ty::Map(value),
@@ -156,7 +159,7 @@ fn is_special(name: &str) -> bool {
     )
 }
 
-fn write(s: &'static Schema, v: &Json<'_>, ty: Ty, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+fn write(s: &'static proto::Schema, v: &Json<'_>, ty: Ty, out: &mut Vec<u8>) -> Result<(), EncodeError> {
     match v {
         Json::Null => out.push(wire::NULL),
         Json::Bool(b) => out.push(if *b { wire::TRUE } else { wire::FALSE }),

@@ -38,7 +38,7 @@ pub mod wire;
 
 use bytes::Bytes;
 
-pub use encode::{EncodeError, Shape};
+pub use encode::{EncodeError, Schema};
 
 /// The CBOR media type.
 pub const MEDIA_TYPE: &str = "application/cbor";
@@ -58,9 +58,9 @@ pub struct Object {
 }
 
 impl Object {
-    /// The object whose JSON is `json`, written from a Go value of `shape`.
-    pub fn encode(json: &[u8], shape: Shape) -> Result<Object, EncodeError> {
-        let (entries, starts) = encode::entries(json, shape)?;
+    /// The object whose JSON is `json`, written as `schema` says.
+    pub fn encode(json: &[u8], schema: Schema) -> Result<Object, EncodeError> {
+        let (entries, starts) = encode::entries(json, schema)?;
         Ok(Object { entries: Bytes::from(entries), starts })
     }
 
@@ -155,7 +155,7 @@ pub fn partial_object(metadata: Bytes) -> Vec<Bytes> {
 /// `PartialObjectMetadataList`'s items are null, as in its JSON
 /// ([`crate::list::json_list_parts`]).
 pub fn list(api_version: &str, kind: &str, list_meta: &[u8], items: Vec<Vec<Bytes>>) -> Result<Vec<Bytes>, EncodeError> {
-    let meta = Object::encode(list_meta, Shape::Plain)?;
+    let meta = Object::encode(list_meta, Schema::Plain)?;
     let mut array = Vec::with_capacity(9);
     if items.is_empty() && kind == crate::partial::LIST_KIND {
         array.push(wire::NULL);
@@ -179,5 +179,5 @@ pub fn watch_event(event_type: &str, object: Vec<Bytes>) -> Vec<Bytes> {
 
 /// The document of a `metav1.Status` (or any plain object) given as JSON.
 pub fn plain_document(json: &[u8]) -> Result<Vec<u8>, EncodeError> {
-    Ok(document(Object::encode(json, Shape::Plain)?.map()).concat())
+    Ok(document(Object::encode(json, Schema::Plain)?.map()).concat())
 }

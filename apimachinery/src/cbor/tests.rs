@@ -18,8 +18,8 @@ fn json(name: &str) -> Value {
     serde_json::from_slice(&capture(name)).unwrap()
 }
 
-fn builtin(object: &Value) -> Shape {
-    Shape::builtin(object["apiVersion"].as_str().unwrap(), object["kind"].as_str().unwrap()).expect("a built-in kind")
+fn builtin(object: &Value) -> Schema {
+    Schema::builtin(object["apiVersion"].as_str().unwrap(), object["kind"].as_str().unwrap()).expect("a built-in kind")
 }
 
 const BUILTIN: &[&str] = &["configmap", "secret", "service", "node", "deployment", "pod", "lease", "event", "event-events.k8s.io"];
@@ -53,11 +53,11 @@ fn byte_fields_are_tagged_base64_strings_of_their_bytes() {
     assert!(data.windows(bin.len()).any(|w| w == bin), "{data:02x?}");
 }
 
-fn list_of(name: &str, item_shape: impl Fn(&Value) -> Shape) -> Vec<u8> {
+fn list_of(name: &str, item_schema: impl Fn(&Value) -> Schema) -> Vec<u8> {
     let list = json(name);
     let items = list["items"].as_array().unwrap().iter().map(|item| {
-        let shape = item_shape(item);
-        Object::encode(&serde_json::to_vec(item).unwrap(), shape).unwrap().map()
+        let schema = item_schema(item);
+        Object::encode(&serde_json::to_vec(item).unwrap(), schema).unwrap().map()
     });
     let meta = serde_json::to_vec(&list["metadata"]).unwrap();
     super::list(list["apiVersion"].as_str().unwrap(), list["kind"].as_str().unwrap(), &meta, items.collect()).unwrap().concat()
@@ -69,34 +69,34 @@ fn lists_are_the_apiservers_in_canonical_order() {
         let list = json(list);
         let kind = list["kind"].as_str().unwrap().strip_suffix("List").unwrap().to_string();
         let api_version = list["apiVersion"].as_str().unwrap().to_string();
-        move |_: &Value| Shape::builtin(&api_version, &kind).unwrap()
+        move |_: &Value| Schema::builtin(&api_version, &kind).unwrap()
     };
     for name in ["configmaps-list", "events-list", "pods-list-page", "pods-list-empty"] {
         let json_name: &'static str = Box::leak(format!("{name}.json").into_boxed_str());
         assert_eq!(list_of(json_name, item_of(json_name)), canonical(&capture(&format!("{name}.cbor"))), "{name}");
     }
-    let metadata = list_of("configmaps-list-metadata.json", |_| Shape::Plain);
+    let metadata = list_of("configmaps-list-metadata.json", |_| Schema::Plain);
     assert_eq!(metadata, canonical(&capture("configmaps-list-metadata.cbor")));
-    let empty_custom = list_of("gadgets-list-empty.json", |_| Shape::Custom);
+    let empty_custom = list_of("gadgets-list-empty.json", |_| Schema::Custom);
     assert_eq!(empty_custom, canonical(&capture("gadgets-list-empty.cbor")));
 }
 
 #[test]
 fn custom_resources_are_exact_or_refused() {
     // No plain integers outside metadata: exact.
-    let ours = document(Object::encode(&capture("gadget-no-integers-get.json"), Shape::Custom).unwrap().map()).concat();
+    let ours = document(Object::encode(&capture("gadget-no-integers-get.json"), Schema::Custom).unwrap().map()).concat();
     assert_eq!(ours, canonical(&capture("gadget-no-integers-get.cbor")));
     // `1.0` was stored as a float (CBOR) and reads back as `1` in JSON: a
     // plain integer may be either, so it is refused, never guessed.
-    assert!(Object::encode(&capture("gadget-float-get.json"), Shape::Custom).is_err());
-    assert!(Object::encode(&capture("gadget-get.json"), Shape::Custom).is_err());
+    assert!(Object::encode(&capture("gadget-float-get.json"), Schema::Custom).is_err());
+    assert!(Object::encode(&capture("gadget-get.json"), Schema::Custom).is_err());
     let float = capture("gadget-float-get.cbor");
     let whole_float = [&[0x4a][..], b"wholeFloat", &[0xf9, 0x3c, 0x00]].concat();
     assert!(float.windows(whole_float.len()).any(|w| w == whole_float), "1.0 is a float in CBOR");
     // Their metadata has no such doubt.
     for name in ["gadget", "gadget-float"] {
         let meta = json(&format!("{name}-get.json"))["metadata"].clone();
-        let meta = Object::encode(&serde_json::to_vec(&meta).unwrap(), Shape::Plain).unwrap();
+        let meta = Object::encode(&serde_json::to_vec(&meta).unwrap(), Schema::Plain).unwrap();
         assert_eq!(
             document(partial_object(Bytes::from(meta.map().concat()))).concat(),
             canonical(&capture(&format!("{name}-get-metadata.cbor")))
@@ -125,7 +125,7 @@ fn metadata_watch_events_are_the_apiservers_in_canonical_order() {
     let mut ours = Vec::new();
     for line in text.lines() {
         let event: Value = serde_json::from_str(line).unwrap();
-        let meta = Object::encode(&serde_json::to_vec(&event["object"]["metadata"]).unwrap(), Shape::Plain).unwrap();
+        let meta = Object::encode(&serde_json::to_vec(&event["object"]["metadata"]).unwrap(), Schema::Plain).unwrap();
         ours.extend(watch_event(event["type"].as_str().unwrap(), partial_object(Bytes::from(meta.map().concat()))).concat());
     }
     assert_eq!(ours, canonical(&capture("configmaps-watch-metadata.cbor-seq")));
@@ -140,7 +140,7 @@ fn status_errors_are_the_apiservers_in_canonical_order() {
 #[test]
 fn a_watch_error_is_an_error_event_around_a_status() {
     let status = r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version: 1 (170313)","reason":"Expired","code":410}"#;
-    let ours = watch_event("ERROR", Object::encode(status.as_bytes(), Shape::Plain).unwrap().map()).concat();
+    let ours = watch_event("ERROR", Object::encode(status.as_bytes(), Schema::Plain).unwrap().map()).concat();
     assert_eq!(ours, canonical(&capture("configmaps-410.cbor")));
 }
 
@@ -153,7 +153,7 @@ fn custom_resource_list_items_carry_their_type() {
     let mut item = g3.clone();
     item.as_object_mut().unwrap().retain(|k, _| k != "kind" && k != "apiVersion");
     let ours =
-        Object::encode(&serde_json::to_vec(&item).unwrap(), Shape::Custom).unwrap().typed_map("cbor.kache.dev/v1", "Gadget").concat();
+        Object::encode(&serde_json::to_vec(&item).unwrap(), Schema::Custom).unwrap().typed_map("cbor.kache.dev/v1", "Gadget").concat();
     let theirs = canonical(&capture("gadgets-list.cbor"));
     assert!(theirs.windows(ours.len()).any(|w| w == ours), "g3 with its kind and apiVersion is an item of the apiserver's list");
 }
@@ -168,7 +168,7 @@ fn the_gated_406_names_cbor_as_the_apiserver_does() {
 #[test]
 fn canonical_order_is_the_encoded_keys_order() {
     // Shorter keys first (the head holds the length), then bytewise.
-    let (bytes, starts) = encode::entries(br#"{"zz":1,"apiVersion":"v1","a":-2,"kind":"K","metadata":{}}"#, Shape::Plain).unwrap();
+    let (bytes, starts) = encode::entries(br#"{"zz":1,"apiVersion":"v1","a":-2,"kind":"K","metadata":{}}"#, Schema::Plain).unwrap();
     let expected: &[&[u8]] = &[b"\x41a\x21", b"\x42zz\x01", b"\x44kind\x41K", b"\x48metadata\xa0", b"\x4aapiVersion\x42v1"];
     assert_eq!(bytes, expected.concat());
     assert_eq!(starts, [0, 3, 7, 14, 24]);
@@ -177,9 +177,9 @@ fn canonical_order_is_the_encoded_keys_order() {
 #[test]
 fn strings_escaped_or_not_and_a_key_twice() {
     // Escaped strings are read whole; unescaped ones are borrowed: the bytes are the same.
-    let escaped = document(Object::encode(br#"{"k\u0069nd":"a\"b","n":[1,-2,2.5]}"#, Shape::Plain).unwrap().map()).concat();
-    let plain = document(Object::encode(br#"{"kind":"a\"b","n":[1,-2,2.5]}"#, Shape::Plain).unwrap().map()).concat();
+    let escaped = document(Object::encode(br#"{"k\u0069nd":"a\"b","n":[1,-2,2.5]}"#, Schema::Plain).unwrap().map()).concat();
+    let plain = document(Object::encode(br#"{"kind":"a\"b","n":[1,-2,2.5]}"#, Schema::Plain).unwrap().map()).concat();
     assert_eq!(escaped, plain);
     // A key twice has no one encoding: refused, never a guess.
-    assert!(Object::encode(br#"{"a":1,"a":2}"#, Shape::Plain).is_err());
+    assert!(Object::encode(br#"{"a":1,"a":2}"#, Schema::Plain).is_err());
 }
