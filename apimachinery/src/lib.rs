@@ -11,10 +11,13 @@
 //!   apiserver's errors, matched by the FNV-1a hash of a uid or namespace.
 //! - [`continue_token`]: the apiserver's continue tokens, interchangeable
 //!   with its own.
-//! - [`list`]: which revision a list reads, page metadata, the JSON list
-//!   envelope (written around shared item bytes, read without copies).
+//! - [`list`]: which revision a list reads, page metadata, the list
+//!   envelope of every encoding (JSON: written around shared item bytes,
+//!   read without copies).
 //! - [`watch`]: JSON watch frames, bookmarks, ERROR events, and a streaming
 //!   frame decoder.
+//! - [`decode`]: why an apiserver's list or watch frame could not be read,
+//!   and a sent `resourceVersion` as a revision.
 //! - [`meta`]: `ObjectMeta` and selectable fields read from raw object bytes.
 //! - [`resource`]: resource names, keys and prefixes, and the facts of
 //!   built-in kinds (selectable fields, zero objects, discovery names).
@@ -37,6 +40,7 @@
 pub mod auth;
 pub mod cbor;
 pub mod continue_token;
+pub mod decode;
 pub mod gostr;
 pub mod json;
 pub mod list;

@@ -74,10 +74,10 @@ pub fn object_in(version: MetaVersion, metadata: impl IntoIterator<Item = Bytes>
 }
 
 /// A `PartialObjectMetadataList` of the objects whose `metadata` bytes are
-/// given, in order, as parts made as they are reached (see [`json_list_parts`]).
-/// It carries no `shardInfo` (the apiserver's conversion drops it).
+/// given, in order, as parts made as they are reached (see [`json_list_parts`]),
+/// in the [`Envelope::Metadata`] envelope.
 pub fn list<T: IntoIterator<Item = Bytes>>(meta: &ListMeta, metadata: T) -> impl Iterator<Item = Bytes> + use<T> {
-    json_list_parts(LIST_KIND, API_VERSION, &meta.unsharded(), Envelope::Typed, metadata.into_iter().map(|m| object([m])))
+    json_list_parts(LIST_KIND, API_VERSION, meta, Envelope::Metadata, metadata.into_iter().map(|m| object([m])))
 }
 
 /// A metadata-only watch's BOOKMARK frame at `rv`.

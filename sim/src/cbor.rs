@@ -60,13 +60,8 @@ pub fn list<'a>(rt: &ResourceType, meta: &ListMeta, items: impl Iterator<Item = 
     } else {
         (rt.api_version(), format!("{}List", rt.kind))
     };
-    let meta = match (partial, rt.envelope()) {
-        // Metadata-only lists carry no shardInfo (as in JSON and protobuf).
-        (true, _) => meta.unsharded().json(),
-        (false, Envelope::Typed) => meta.json(),
-        (false, Envelope::Unstructured) => meta.unstructured_json(),
-    };
-    cbor::list(&api_version, &kind, meta.as_bytes(), items).map_err(|e| ApiError::internal(e.0))
+    let envelope = if partial { Envelope::Metadata } else { rt.envelope() };
+    cbor::list(&api_version, &kind, envelope, meta, items).map_err(|e| ApiError::internal(e.to_string()))
 }
 
 /// A watch event of `o`; an ERROR event should it have no encoding.

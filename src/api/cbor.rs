@@ -13,6 +13,7 @@
 //! request through or ends the stream — never a partial or guessed answer.
 
 use apimachinery::cbor::{self, Object, Schema};
+use apimachinery::list::Envelope;
 use apimachinery::status::ApiError;
 use apimachinery::watch::EventType;
 use bytes::Bytes;
@@ -56,14 +57,12 @@ pub fn page(res: &CachedResource, page: Page, form: Form) -> Option<Parts> {
             (apimachinery::partial::API_VERSION.to_string(), apimachinery::partial::LIST_KIND.to_string())
         }
     };
-    let meta = match form {
-        // A custom resource's list is an UnstructuredList (`continue` always there).
-        Form::Objects if res.is_custom() => page.meta.unstructured_json(),
-        Form::Objects => page.meta.json(),
-        // Metadata-only lists carry no shardInfo (as in JSON and protobuf).
-        Form::Metadata | Form::MetadataList => page.meta.unsharded().json(),
+    let envelope = match form {
+        Form::Objects if res.is_custom() => Envelope::Unstructured,
+        Form::Objects => Envelope::Typed,
+        Form::Metadata | Form::MetadataList => Envelope::Metadata,
     };
-    let parts = cbor::list(&api_version, &kind, meta.as_bytes(), items).ok()?;
+    let parts = cbor::list(&api_version, &kind, envelope, &page.meta, items).ok()?;
     Some(Box::new(parts.into_iter()))
 }
 

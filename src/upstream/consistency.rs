@@ -141,7 +141,7 @@ async fn upstream_at(client: &Client, resource: &Resource, rv: u64) -> Result<Ve
     let mut entries = Vec::new();
     loop {
         let body = client.get_bytes_as(&path, METADATA).await?;
-        let page = ListPage::parse(&body).map_err(|e| UpstreamError::Decode(e.0))?;
+        let page = ListPage::parse(&body).map_err(|e| UpstreamError::Decode(e.to_string()))?;
         for item in &page.items {
             let Item { metadata: m } = serde_json::from_slice(item).map_err(|e| UpstreamError::Decode(format!("a list item: {e}")))?;
             let rv = m.resource_version.parse().map_err(|_| UpstreamError::Decode(format!("resourceVersion {:?}", m.resource_version)))?;

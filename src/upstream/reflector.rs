@@ -84,7 +84,8 @@ use tokio::task::JoinHandle;
 use super::UpstreamError;
 use super::client::Client;
 use super::freshness::Proof;
-use apimachinery::list::{DecodeError, ListPage};
+use apimachinery::decode::DecodeError;
+use apimachinery::list::ListPage;
 use apimachinery::resource::Resource;
 use apimachinery::watch::{EventType, WatchDecoder, object_revision};
 
@@ -668,7 +669,7 @@ impl<S: Sink> Reflector<S> {
                         }
                     }
                     Ok(None) => break,
-                    Err(e) => return WatchEnd::Relist(Relist::Protocol, e.0),
+                    Err(e) => return WatchEnd::Relist(Relist::Protocol, e.to_string()),
                 }
             }
             self.sink.flush();
@@ -710,7 +711,7 @@ impl<S: Sink> Reflector<S> {
                 }
                 // Older than a proven revision: nothing new.
                 Ok(_) => None,
-                Err(e) => Some(WatchEnd::Relist(Relist::Protocol, e.0)),
+                Err(e) => Some(WatchEnd::Relist(Relist::Protocol, e.to_string())),
             },
             // The store refuses what does not follow; one revision may carry several events (a multi-key transaction).
             _ => match self.sink.apply(typ, object) {
@@ -762,7 +763,7 @@ fn status_error(object: &[u8]) -> UpstreamError {
 }
 
 fn decode(e: DecodeError) -> UpstreamError {
-    UpstreamError::Decode(e.0)
+    UpstreamError::Decode(e.to_string())
 }
 
 /// Percent-encodes a query value.

@@ -38,6 +38,8 @@ pub mod wire;
 
 use bytes::Bytes;
 
+use crate::list::{Envelope, ListMeta};
+
 pub use encode::{EncodeError, Schema};
 
 /// The CBOR media type.
@@ -150,14 +152,13 @@ pub fn partial_object(metadata: Bytes) -> Vec<Bytes> {
     ])
 }
 
-/// A list document in parts: `list_meta` is the list's `metadata` as JSON,
-/// each item the parts of one item's map (shared, not copied). An empty
-/// `PartialObjectMetadataList`'s items are null, as in its JSON
-/// ([`crate::list::json_list_parts`]).
-pub fn list(api_version: &str, kind: &str, list_meta: &[u8], items: Vec<Vec<Bytes>>) -> Result<Vec<Bytes>, EncodeError> {
-    let meta = Object::encode(list_meta, Schema::Plain)?;
+/// A list document in parts, its `metadata` and its items written as
+/// `envelope` says (as in JSON: [`crate::list::json_list_parts`]), each
+/// item the parts of one item's map (shared, not copied).
+pub fn list(api_version: &str, kind: &str, envelope: Envelope, meta: &ListMeta, items: Vec<Vec<Bytes>>) -> Result<Vec<Bytes>, EncodeError> {
+    let meta = Object::encode(envelope.metadata_json(meta).as_bytes(), Schema::Plain)?;
     let mut array = Vec::with_capacity(9);
-    if items.is_empty() && kind == crate::partial::LIST_KIND {
+    if items.is_empty() && envelope.empty_items_are_null() {
         array.push(wire::NULL);
     } else {
         wire::head(&mut array, wire::ARRAY, items.len() as u64);

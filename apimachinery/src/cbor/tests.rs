@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use super::canonical::canonical;
 use super::*;
+use crate::list::{Envelope, ListMeta};
 
 fn capture(name: &str) -> Vec<u8> {
     let path = format!("{}/../tests/reference/cbor/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -53,14 +54,22 @@ fn byte_fields_are_tagged_base64_strings_of_their_bytes() {
     assert!(data.windows(bin.len()).any(|w| w == bin), "{data:02x?}");
 }
 
-fn list_of(name: &str, item_schema: impl Fn(&Value) -> Schema) -> Vec<u8> {
+/// The captured JSON list `name` encoded in `envelope`, its `metadata` read back into a `ListMeta`.
+fn list_of(name: &str, envelope: Envelope, item_schema: impl Fn(&Value) -> Schema) -> Vec<u8> {
     let list = json(name);
     let items = list["items"].as_array().unwrap().iter().map(|item| {
         let schema = item_schema(item);
         Object::encode(&serde_json::to_vec(item).unwrap(), schema).unwrap().map()
     });
-    let meta = serde_json::to_vec(&list["metadata"]).unwrap();
-    super::list(list["apiVersion"].as_str().unwrap(), list["kind"].as_str().unwrap(), &meta, items.collect()).unwrap().concat()
+    let m = &list["metadata"];
+    let meta = ListMeta {
+        resource_version: m["resourceVersion"].as_str().unwrap().parse().unwrap(),
+        continue_token: m["continue"].as_str().filter(|c| !c.is_empty()).map(String::from),
+        remaining_item_count: m["remainingItemCount"].as_u64(),
+        shard_info: None,
+    };
+    let (api_version, kind) = (list["apiVersion"].as_str().unwrap(), list["kind"].as_str().unwrap());
+    super::list(api_version, kind, envelope, &meta, items.collect()).unwrap().concat()
 }
 
 #[test]
@@ -73,12 +82,25 @@ fn lists_are_the_apiservers_in_canonical_order() {
     };
     for name in ["configmaps-list", "events-list", "pods-list-page", "pods-list-empty"] {
         let json_name: &'static str = Box::leak(format!("{name}.json").into_boxed_str());
-        assert_eq!(list_of(json_name, item_of(json_name)), canonical(&capture(&format!("{name}.cbor"))), "{name}");
+        assert_eq!(list_of(json_name, Envelope::Typed, item_of(json_name)), canonical(&capture(&format!("{name}.cbor"))), "{name}");
     }
-    let metadata = list_of("configmaps-list-metadata.json", |_| Schema::Plain);
+    let metadata = list_of("configmaps-list-metadata.json", Envelope::Metadata, |_| Schema::Plain);
     assert_eq!(metadata, canonical(&capture("configmaps-list-metadata.cbor")));
-    let empty_custom = list_of("gadgets-list-empty.json", |_| Schema::Custom);
+    let empty_custom = list_of("gadgets-list-empty.json", Envelope::Unstructured, |_| Schema::Custom);
     assert_eq!(empty_custom, canonical(&capture("gadgets-list-empty.cbor")));
+}
+
+#[test]
+fn an_empty_metadata_only_lists_items_are_null_as_in_its_json() {
+    let meta = ListMeta::for_page(7, "", None, 0, false);
+    let items = |envelope| {
+        let list = super::list("meta.k8s.io/v1", "PartialObjectMetadataList", envelope, &meta, Vec::new()).unwrap().concat();
+        let key = string("items");
+        let at = list.windows(key.len()).position(|w| w == key).unwrap() + key.len();
+        list[at]
+    };
+    assert_eq!(items(Envelope::Metadata), wire::NULL);
+    assert_eq!(items(Envelope::Typed), 0x80, "an empty array");
 }
 
 #[test]
