@@ -59,10 +59,10 @@ impl ListOptions {
         let first = |name: &str| form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == name).map(|(_, v)| v.into_owned());
         let mut o = ListOptions::default();
         if let Some(s) = first("labelSelector") {
-            o.label_selector = Some(LabelSelector::parse(&s).map_err(ApiError::bad_request)?);
+            o.label_selector = Some(LabelSelector::parse(&s).map_err(|e| ApiError::bad_request(e.to_string()))?);
         }
         if let Some(s) = first("fieldSelector") {
-            o.field_selector = Some(FieldSelector::parse(&s).map_err(ApiError::bad_request)?);
+            o.field_selector = Some(FieldSelector::parse(&s).map_err(|e| ApiError::bad_request(e.to_string()))?);
         }
         o.watch = first("watch").is_some_and(|v| parse_bool(&v));
         o.allow_watch_bookmarks = first("allowWatchBookmarks").is_some_and(|v| parse_bool(&v));

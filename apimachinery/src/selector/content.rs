@@ -5,6 +5,8 @@
 //! Invariants: every text is byte for byte Go's; values in messages are
 //! quoted as Go's `%q` quotes them ([`crate::gostr`]).
 
+use std::fmt;
+
 use crate::gostr::quote;
 
 const LABEL_KEY_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
@@ -117,22 +119,45 @@ pub(super) fn label_value_errors(v: &str) -> Vec<String> {
     errs
 }
 
-/// `field.Invalid(path, value, detail).Error()` for a string value.
-pub(super) fn invalid(path: &str, value: &str, detail: &str) -> String {
-    format!("{path}: Invalid value: {}: {detail}", quote(value))
+/// One `field.Error` of type `Invalid` for a string value
+/// (`field.Invalid(path, value, detail)`); its `Display` is Go's `Error()`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidValue {
+    /// The field path (`values[0][app]`, or `<nil>` for a key).
+    pub path: String,
+    /// The value refused.
+    pub value: String,
+    /// What is wrong with it.
+    pub detail: String,
 }
 
-/// `ErrorList.ToAggregate().Error()`: duplicates dropped, several in `[a, b]`.
-pub(super) fn aggregate(errs: Vec<String>) -> Option<String> {
-    let mut unique: Vec<String> = Vec::new();
+impl InvalidValue {
+    pub(super) fn new(path: impl Into<String>, value: &str, detail: impl Into<String>) -> InvalidValue {
+        InvalidValue { path: path.into(), value: value.to_string(), detail: detail.into() }
+    }
+}
+
+impl fmt::Display for InvalidValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: Invalid value: {}: {}", self.path, quote(&self.value), self.detail)
+    }
+}
+
+/// `ErrorList.ToAggregate()`: duplicates dropped, `None` when none is left.
+pub(super) fn aggregate(errs: Vec<InvalidValue>) -> Option<Vec<InvalidValue>> {
+    let mut unique: Vec<InvalidValue> = Vec::new();
     for e in errs {
         if !unique.contains(&e) {
             unique.push(e);
         }
     }
-    match unique.len() {
-        0 => None,
-        1 => unique.pop(),
-        _ => Some(format!("[{}]", unique.join(", "))),
+    (!unique.is_empty()).then_some(unique)
+}
+
+/// `Aggregate.Error()`: one error as itself, several in `[a, b]`.
+pub(super) fn aggregate_text(errs: &[InvalidValue]) -> String {
+    match errs {
+        [one] => one.to_string(),
+        _ => format!("[{}]", errs.iter().map(InvalidValue::to_string).collect::<Vec<_>>().join(", ")),
     }
 }

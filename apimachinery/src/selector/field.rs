@@ -26,6 +26,28 @@ pub struct FieldRequirement {
     pub value: String,
 }
 
+/// Why `fields.ParseSelector` refuses a selector; its `Display` is the
+/// apiserver's 400 message, byte for byte.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FieldSelectorError {
+    /// A term with no `!=`, `==` or `=`.
+    #[error("invalid selector: '{selector}'; can't understand '{term}'")]
+    NoOperator {
+        /// The whole selector, as given.
+        selector: String,
+        /// The term.
+        term: String,
+    },
+    /// A backslash in a value before anything but `\`, `,` or `=`, or at
+    /// its end: the sequence as written (`\y`, or `\` alone).
+    #[error("invalid field selector: invalid escape sequence: {0}")]
+    InvalidEscape(String),
+    /// A `,` or `=` in a value without its backslash (Go prints the
+    /// character with `%v`: its code point, in decimal).
+    #[error("invalid field selector: unescaped character in value: {}", u32::from(*.0))]
+    Unescaped(char),
+}
+
 /// `=` / `==` (both `Equals`) and `!=`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FieldOp {
@@ -34,14 +56,14 @@ pub enum FieldOp {
 }
 
 impl FieldSelector {
-    /// `fields.ParseSelector`: the selector, or the apiserver's error message.
-    pub fn parse(s: &str) -> Result<FieldSelector, String> {
+    /// `fields.ParseSelector`: the selector, or why the apiserver refuses it.
+    pub fn parse(s: &str) -> Result<FieldSelector, FieldSelectorError> {
         let mut parts = split_terms(s);
         parts.sort_unstable();
         let mut requirements = Vec::new();
         for part in parts.into_iter().filter(|p| !p.is_empty()) {
             let Some((field, op, raw)) = split_term(part) else {
-                return Err(format!("invalid selector: '{s}'; can't understand '{part}'"));
+                return Err(FieldSelectorError::NoOperator { selector: s.to_string(), term: part.to_string() });
             };
             let value = unescape_value(raw)?;
             // The identity Transform drops a term whose field and value are both empty.
@@ -118,27 +140,26 @@ fn split_term(term: &str) -> Option<(&str, FieldOp, &str)> {
 }
 
 /// `UnescapeValue`: `\\`, `\,` and `\=` are the only escapes; bare `,` and `=` are errors.
-fn unescape_value(s: &str) -> Result<String, String> {
+fn unescape_value(s: &str) -> Result<String, FieldSelectorError> {
     let mut out = String::with_capacity(s.len());
     let mut in_slash = false;
     for c in s.chars() {
         if in_slash {
             if !matches!(c, '\\' | ',' | '=') {
-                return Err(format!("invalid field selector: invalid escape sequence: \\{c}"));
+                return Err(FieldSelectorError::InvalidEscape(format!("\\{c}")));
             }
             out.push(c);
             in_slash = false;
         } else {
             match c {
                 '\\' => in_slash = true,
-                // Go prints the rune with %v: its code point in decimal.
-                ',' | '=' => return Err(format!("invalid field selector: unescaped character in value: {}", c as u32)),
+                ',' | '=' => return Err(FieldSelectorError::Unescaped(c)),
                 _ => out.push(c),
             }
         }
     }
     if in_slash {
-        return Err("invalid field selector: invalid escape sequence: \\".to_string());
+        return Err(FieldSelectorError::InvalidEscape("\\".to_string()));
     }
     Ok(out)
 }

@@ -11,13 +11,59 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-use super::content::{aggregate, invalid, label_key_errors, label_value_errors};
+use super::content::{InvalidValue, aggregate, aggregate_text, label_key_errors, label_value_errors};
 use super::lexer::{Lexer, Tok};
 
 /// A parsed label selector: the conjunction of its requirements.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LabelSelector {
     requirements: Vec<LabelRequirement>,
+}
+
+/// Why `labels.Parse` refuses a selector; its `Display` is the apiserver's
+/// 400 message, byte for byte.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LabelSelectorError {
+    /// Where a requirement may start, or after one (where a `,` or the end
+    /// is due), another token: the literal found, and what Go expected
+    /// there in its words.
+    #[error("found '{found}', expected: {expected}")]
+    Unexpected {
+        /// The literal found (empty at the end of input).
+        found: String,
+        /// What Go's parser expected, in its words.
+        expected: &'static str,
+    },
+    /// A requirement that does not parse, or whose key or values are invalid.
+    #[error("unable to parse requirement: {0}")]
+    Requirement(#[source] RequirementError),
+}
+
+/// Why one requirement of a label selector is refused (Go's `parseRequirement`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RequirementError {
+    /// A token where the requirement's grammar wants another: the literal
+    /// found, and what Go expected there in its words.
+    #[error("found '{found}', expected: {expected}")]
+    Unexpected {
+        /// The literal found (empty at the end of input).
+        found: String,
+        /// What Go's parser expected, in its words.
+        expected: &'static str,
+    },
+    /// No `(` after `in` or `notin` (Go's message has no comma here).
+    #[error("found '{found}' expected: '('")]
+    NoOpenParen {
+        /// The literal found instead.
+        found: String,
+    },
+    /// A key that is not a valid label key (the parser's path is `<nil>`).
+    #[error("{0}")]
+    InvalidKey(InvalidValue),
+    /// Values invalid for the operator (`>` and `<` want integers) or as
+    /// label values, without duplicates, in Go's aggregate form.
+    #[error("{}", aggregate_text(.0))]
+    InvalidValues(Vec<InvalidValue>),
 }
 
 /// One requirement: a key, an operator and (sorted, deduplicated) values.
@@ -43,8 +89,8 @@ enum LabelOp {
 }
 
 impl LabelSelector {
-    /// `labels.Parse`: the selector, or the apiserver's error message.
-    pub fn parse(s: &str) -> Result<LabelSelector, String> {
+    /// `labels.Parse`: the selector, or why the apiserver refuses it.
+    pub fn parse(s: &str) -> Result<LabelSelector, LabelSelectorError> {
         let mut requirements = Parser::new(s).parse()?;
         requirements.sort_by(|a, b| a.key.cmp(&b.key));
         Ok(Self { requirements })
@@ -179,38 +225,38 @@ impl<'a> Parser<'a> {
         item
     }
 
-    fn parse(&mut self) -> Result<Vec<LabelRequirement>, String> {
+    fn parse(&mut self) -> Result<Vec<LabelRequirement>, LabelSelectorError> {
         let mut requirements = Vec::new();
         loop {
             let (tok, lit) = self.lookahead(Ctx::Values);
             match tok {
                 Tok::Identifier | Tok::DoesNotExist => {
-                    let r = self.parse_requirement().map_err(|e| format!("unable to parse requirement: {e}"))?;
+                    let r = self.parse_requirement().map_err(LabelSelectorError::Requirement)?;
                     requirements.push(r);
                     if self.after_requirement()? {
                         return Ok(requirements);
                     }
                 }
                 Tok::EndOfString => return Ok(requirements),
-                _ => return Err(format!("found '{lit}', expected: !, identifier, or 'end of string'")),
+                _ => return Err(unexpected(lit, "!, identifier, or 'end of string'")),
             }
         }
     }
 
     /// Consumes the separator after a requirement; `true` at the end of input.
-    fn after_requirement(&mut self) -> Result<bool, String> {
+    fn after_requirement(&mut self) -> Result<bool, LabelSelectorError> {
         let (tok, lit) = self.consume(Ctx::Values);
         match tok {
             Tok::EndOfString => Ok(true),
             Tok::Comma => match self.lookahead(Ctx::Values) {
                 (Tok::Identifier | Tok::DoesNotExist, _) => Ok(false),
-                (_, next) => Err(format!("found '{next}', expected: identifier after ','")),
+                (_, next) => Err(unexpected(next, "identifier after ','")),
             },
-            _ => Err(format!("found '{lit}', expected: ',' or 'end of string'")),
+            _ => Err(unexpected(lit, "',' or 'end of string'")),
         }
     }
 
-    fn parse_requirement(&mut self) -> Result<LabelRequirement, String> {
+    fn parse_requirement(&mut self) -> Result<LabelRequirement, RequirementError> {
         let (key, inferred) = self.parse_key_and_infer_operator()?;
         if let Some(op) = inferred {
             return new_requirement(key, op, BTreeSet::new());
@@ -224,14 +270,14 @@ impl<'a> Parser<'a> {
     }
 
     /// The key, and `Exists` / `DoesNotExist` when the operator is implied.
-    fn parse_key_and_infer_operator(&mut self) -> Result<(&'a str, Option<LabelOp>), String> {
+    fn parse_key_and_infer_operator(&mut self) -> Result<(&'a str, Option<LabelOp>), RequirementError> {
         let (mut tok, mut lit) = self.consume(Ctx::Values);
         let negated = tok == Tok::DoesNotExist;
         if negated {
             (tok, lit) = self.consume(Ctx::Values);
         }
         if tok != Tok::Identifier {
-            return Err(format!("found '{lit}', expected: identifier"));
+            return Err(unexpected_in_requirement(lit, "identifier"));
         }
         validate_label_key(lit)?;
         if negated {
@@ -241,7 +287,7 @@ impl<'a> Parser<'a> {
         Ok((lit, at_end.then_some(LabelOp::Exists)))
     }
 
-    fn parse_operator(&mut self) -> Result<LabelOp, String> {
+    fn parse_operator(&mut self) -> Result<LabelOp, RequirementError> {
         let (tok, lit) = self.consume(Ctx::KeyAndOperator);
         Ok(match tok {
             Tok::In => LabelOp::In,
@@ -251,15 +297,15 @@ impl<'a> Parser<'a> {
             Tok::LessThan => LabelOp::LessThan,
             Tok::NotIn => LabelOp::NotIn,
             Tok::NotEquals => LabelOp::NotEquals,
-            _ => return Err(format!("found '{lit}', expected: in, notin, =, ==, !=, gt, lt")),
+            _ => return Err(unexpected_in_requirement(lit, "in, notin, =, ==, !=, gt, lt")),
         })
     }
 
     /// `(a,b,…)` for `in` / `notin`; `()` is the set `{""}`.
-    fn parse_values(&mut self) -> Result<BTreeSet<String>, String> {
+    fn parse_values(&mut self) -> Result<BTreeSet<String>, RequirementError> {
         let (tok, lit) = self.consume(Ctx::Values);
         if tok != Tok::OpenPar {
-            return Err(format!("found '{lit}' expected: '('"));
+            return Err(RequirementError::NoOpenParen { found: lit.to_string() });
         }
         let (tok, lit) = self.lookahead(Ctx::Values);
         match tok {
@@ -267,19 +313,19 @@ impl<'a> Parser<'a> {
                 let set = self.parse_identifiers_list()?;
                 match self.consume(Ctx::Values).0 {
                     Tok::ClosedPar => Ok(set),
-                    _ => Err(format!("found '{lit}', expected: ')'")),
+                    _ => Err(unexpected_in_requirement(lit, "')'")),
                 }
             }
             Tok::ClosedPar => {
                 self.consume(Ctx::Values);
                 Ok(BTreeSet::from([String::new()]))
             }
-            _ => Err(format!("found '{lit}', expected: ',', ')' or identifier")),
+            _ => Err(unexpected_in_requirement(lit, "',', ')' or identifier")),
         }
     }
 
     /// A comma-separated list of possibly empty identifiers, up to (not including) `)`.
-    fn parse_identifiers_list(&mut self) -> Result<BTreeSet<String>, String> {
+    fn parse_identifiers_list(&mut self) -> Result<BTreeSet<String>, RequirementError> {
         let mut set = BTreeSet::new();
         loop {
             let (tok, lit) = self.consume(Ctx::Values);
@@ -289,7 +335,7 @@ impl<'a> Parser<'a> {
                     match self.lookahead(Ctx::Values) {
                         (Tok::Comma, _) => continue,
                         (Tok::ClosedPar, _) => return Ok(set),
-                        (_, next) => return Err(format!("found '{next}', expected: ',' or ')'")),
+                        (_, next) => return Err(unexpected_in_requirement(next, "',' or ')'")),
                     }
                 }
                 Tok::Comma => {
@@ -307,51 +353,59 @@ impl<'a> Parser<'a> {
                         _ => {}
                     }
                 }
-                _ => return Err(format!("found '{lit}', expected: ',', or identifier")),
+                _ => return Err(unexpected_in_requirement(lit, "',', or identifier")),
             }
         }
     }
 
     /// The single value of `=`, `==`, `!=`, `>`, `<` (empty when absent).
-    fn parse_exact_value(&mut self) -> Result<BTreeSet<String>, String> {
+    fn parse_exact_value(&mut self) -> Result<BTreeSet<String>, RequirementError> {
         if matches!(self.lookahead(Ctx::Values).0, Tok::EndOfString | Tok::Comma) {
             return Ok(BTreeSet::from([String::new()]));
         }
         match self.consume(Ctx::Values) {
             (Tok::Identifier, lit) => Ok(BTreeSet::from([lit.to_string()])),
-            (_, lit) => Err(format!("found '{lit}', expected: identifier")),
+            (_, lit) => Err(unexpected_in_requirement(lit, "identifier")),
         }
     }
 }
 
 /// `NewRequirement` as reached from the parser: the key is already valid and
 /// the value count right, so only the values are checked.
-fn new_requirement(key: &str, op: LabelOp, values: BTreeSet<String>) -> Result<LabelRequirement, String> {
+fn new_requirement(key: &str, op: LabelOp, values: BTreeSet<String>) -> Result<LabelRequirement, RequirementError> {
     let values: Vec<String> = values.into_iter().collect();
     let mut errs = Vec::new();
     if matches!(op, LabelOp::GreaterThan | LabelOp::LessThan) {
         for (i, v) in values.iter().enumerate() {
             if v.parse::<i64>().is_err() {
-                errs.push(invalid(&format!("values[{i}]"), v, "for 'Gt', 'Lt' operators, the value must be an integer"));
+                errs.push(InvalidValue::new(format!("values[{i}]"), v, "for 'Gt', 'Lt' operators, the value must be an integer"));
             }
         }
     }
     for (i, v) in values.iter().enumerate() {
         let problems = label_value_errors(v);
         if !problems.is_empty() {
-            errs.push(invalid(&format!("values[{i}][{key}]"), v, &problems.join("; ")));
+            errs.push(InvalidValue::new(format!("values[{i}][{key}]"), v, problems.join("; ")));
         }
     }
     match aggregate(errs) {
-        Some(e) => Err(e),
+        Some(errs) => Err(RequirementError::InvalidValues(errs)),
         None => Ok(LabelRequirement { key: key.to_string(), op, values }),
     }
 }
 
 /// `validateLabelKey` with the parser's nil path (`<nil>`).
-fn validate_label_key(key: &str) -> Result<(), String> {
+fn validate_label_key(key: &str) -> Result<(), RequirementError> {
     let problems = label_key_errors(key);
-    if problems.is_empty() { Ok(()) } else { Err(invalid("<nil>", key, &problems.join("; "))) }
+    if problems.is_empty() { Ok(()) } else { Err(RequirementError::InvalidKey(InvalidValue::new("<nil>", key, problems.join("; ")))) }
+}
+
+fn unexpected(found: &str, expected: &'static str) -> LabelSelectorError {
+    LabelSelectorError::Unexpected { found: found.to_string(), expected }
+}
+
+fn unexpected_in_requirement(found: &str, expected: &'static str) -> RequirementError {
+    RequirementError::Unexpected { found: found.to_string(), expected }
 }
 
 #[cfg(test)]

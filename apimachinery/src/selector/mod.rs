@@ -26,5 +26,6 @@ mod lexer;
 #[cfg(test)]
 mod tests;
 
-pub use field::{FieldOp, FieldRequirement, FieldSelector};
-pub use label::LabelSelector;
+pub use content::InvalidValue;
+pub use field::{FieldOp, FieldRequirement, FieldSelector, FieldSelectorError};
+pub use label::{LabelSelector, LabelSelectorError, RequirementError};

@@ -10,7 +10,7 @@ fn field(s: &str) -> FieldSelector {
 fn field_err(s: &str) -> String {
     match FieldSelector::parse(s) {
         Ok(v) => panic!("{s:?} should fail, got {v}"),
-        Err(e) => e,
+        Err(e) => e.to_string(),
     }
 }
 

@@ -20,7 +20,7 @@ fn sel(s: &str) -> LabelSelector {
 fn label_err(s: &str) -> String {
     match LabelSelector::parse(s) {
         Ok(v) => panic!("{s:?} should fail, got {v}"),
-        Err(e) => e,
+        Err(e) => e.to_string(),
     }
 }
 
