@@ -260,7 +260,7 @@ impl CachedResource {
         };
         let Some(object) = object else {
             if !self.cbor_failed.swap(true, Ordering::Relaxed) {
-                let why = apimachinery::cbor::Object::encode(o.bytes(), shape).err().map(|e| e.0).unwrap_or_default();
+                let why = apimachinery::cbor::Object::encode(o.bytes(), shape).err().map(|e| e.to_string()).unwrap_or_default();
                 tracing::warn!(resource = %self.info.qualified(), object = %o.key(), %why, "an object has no exact CBOR encoding here; CBOR requests for this resource now pass through");
             }
             return None;
@@ -329,7 +329,7 @@ impl CachedResource {
             Some(rv) => o.protobuf_at(message, rv),
         };
         if encoded.is_none() && !self.protobuf_failed.swap(true, Ordering::Relaxed) {
-            let why = apimachinery::protobuf::encode(message, o.bytes()).err().map(|e| e.0).unwrap_or_default();
+            let why = apimachinery::protobuf::encode(message, o.bytes()).err().map(|e| e.to_string()).unwrap_or_default();
             tracing::warn!(resource = %self.info.qualified(), object = %o.key(), %why, "an object has no protobuf encoding here; protobuf requests for this resource now pass through");
         }
         encoded

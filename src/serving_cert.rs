@@ -38,7 +38,7 @@ fn modified(p: &PathBuf) -> Option<SystemTime> {
 
 fn load(cert: &PathBuf, key: &PathBuf) -> Result<Arc<CertifiedKey>, String> {
     let read = |p: &PathBuf| std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()));
-    apimachinery::tls::certified_key(&read(cert)?, &read(key)?)
+    apimachinery::tls::certified_key(&read(cert)?, &read(key)?).map_err(|e| e.to_string())
 }
 
 impl ReloadingCert {

@@ -38,7 +38,7 @@ fn schema(rt: &ResourceType) -> Option<Schema> {
 /// watch event, a custom resource's list item), or its `PartialObjectMetadata`.
 fn map(rt: &ResourceType, o: &Obj, partial: bool, typed: bool) -> Result<Vec<Bytes>, ApiError> {
     if partial {
-        let meta = Object::encode(&o.served_metadata(rt), Schema::Plain).map_err(|e| ApiError::internal(e.0))?;
+        let meta = Object::encode(&o.served_metadata(rt), Schema::Plain).map_err(|e| ApiError::internal(e.to_string()))?;
         return Ok(cbor::partial_object(Bytes::from(meta.map().concat())));
     }
     let schema = schema(rt).ok_or_else(|| ApiError::internal(format!("no CBOR encoding of {}", rt.kind)))?;

@@ -74,7 +74,7 @@ impl CachedObject {
         if bytes.len() >= EXTRA as usize {
             return Err(StoreError::BadObject("an object over 2 GiB".into()));
         }
-        let m = meta::parse(&bytes, fields).map_err(|e| StoreError::BadObject(e.0))?;
+        let m = meta::parse(&bytes, fields).map_err(|e| StoreError::BadObject(e.to_string()))?;
         let mut b = Builder { bytes: &bytes, extra: String::new() };
         let metadata = b.span(m.metadata);
         let rv_text = b.span(&m.resource_version_text);
