@@ -90,13 +90,6 @@ impl Object {
         std::iter::once(map_head(entries.len())).chain(entries).collect()
     }
 
-    /// The encoded value of the entry `key`, shared.
-    #[cfg(test)]
-    pub fn get(&self, key: &str) -> Option<Bytes> {
-        let want = string(key);
-        (0..self.starts.len()).map(|i| self.entry(i)).find(|e| e.starts_with(&want)).map(|e| e.slice(want.len()..))
-    }
-
     /// Entry `i`: its key and value.
     fn entry(&self, i: usize) -> Bytes {
         let start = self.starts[i] as usize;

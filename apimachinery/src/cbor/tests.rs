@@ -19,6 +19,12 @@ fn json(name: &str) -> Value {
     serde_json::from_slice(&capture(name)).unwrap()
 }
 
+/// The encoded value of `object`'s entry `key`, shared.
+fn get(object: &Object, key: &str) -> Option<Bytes> {
+    let want = string(key);
+    (0..object.starts.len()).map(|i| object.entry(i)).find(|e| e.starts_with(&want)).map(|e| e.slice(want.len()..))
+}
+
 fn builtin(object: &Value) -> Schema {
     Schema::builtin(object["apiVersion"].as_str().unwrap(), object["kind"].as_str().unwrap()).expect("a built-in kind")
 }
@@ -40,7 +46,7 @@ fn a_get_is_the_apiservers_answer_in_canonical_order() {
         assert_eq!(document(typed).concat(), ours, "{name} from its list item");
 
         // Metadata only, from the object's own encoding.
-        let partial = document(partial_object(stored.get("metadata").unwrap())).concat();
+        let partial = document(partial_object(get(&stored, "metadata").unwrap())).concat();
         assert_eq!(partial, canonical(&capture(&format!("{name}-get-metadata.cbor"))), "{name} metadata");
     }
 }
@@ -48,7 +54,7 @@ fn a_get_is_the_apiservers_answer_in_canonical_order() {
 #[test]
 fn byte_fields_are_tagged_base64_strings_of_their_bytes() {
     let ours = Object::encode(&capture("secret-get.json"), builtin(&json("secret-get.json"))).unwrap();
-    let data = ours.get("data").unwrap();
+    let data = get(&ours, "data").unwrap();
     // {"bin": 22(h'ff0000'), ...}: tag 22 (d6) around the decoded bytes.
     let bin = [&[0x43][..], b"bin", &[0xd6, 0x43, 0xff, 0x00, 0x00]].concat();
     assert!(data.windows(bin.len()).any(|w| w == bin), "{data:02x?}");
