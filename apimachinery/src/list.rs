@@ -1,16 +1,18 @@
-//! Lists: which revision a list request reads (the table of
-//! `resourceVersion` × `resourceVersionMatch` × `limit` × `continue` in the
-//! apiserver's storage layer), how a page's `ListMeta` is completed, and the
-//! list envelope — in JSON written around the items' own bytes, and read
-//! back without copying them.
+//! Lists: which revision a list request reads, how a page's `ListMeta` is
+//! completed, and the list envelope around the items.
 //!
-//! Guarantees: [`ListPlan::of`] refuses exactly what the apiserver refuses,
-//! with its `Status`, in its order (bad continue token, then a revision given
-//! with a continue token, then a bad revision); [`ListMeta::for_page`] sets
-//! `continue` only when the limit was reached and keys remain in scope, and
-//! `remainingItemCount` only when, in addition, no selector is set;
-//! [`Envelope`] alone decides a list's `metadata` form and whether no items
-//! are `null`, for JSON ([`json_list_parts`]) and CBOR (`cbor::list`) alike.
+//! Invariants: [`ListPlan::of`] refuses exactly what the apiserver refuses,
+//! with its `Status`, in its order (bad continue token, then a revision
+//! given with a continue token, then a bad revision); [`ListMeta::for_page`]
+//! sets `continue` only when the limit was reached and keys remain in
+//! scope, and `remainingItemCount` only when, in addition, no selector is
+//! set; [`Envelope`] alone decides a list's `metadata` form and whether no
+//! items are `null`, for JSON ([`json_list_parts`]) and CBOR (`cbor::list`)
+//! alike; a JSON list is written around the items' own bytes and read back
+//! ([`ListPage`]) without copying them.
+//!
+//! [`ListPlan`] is the table of `resourceVersion` × `resourceVersionMatch` ×
+//! `limit` × `continue` in the apiserver's storage layer.
 
 use bytes::Bytes;
 use serde::Deserialize;

@@ -1,12 +1,11 @@
 //! `ObjectMeta` read from an object's raw JSON bytes: the parts lists,
-//! selectors and watches need (name, namespace, resourceVersion, uid,
-//! labels, the `metadata` member itself) and the values of selectable
-//! fields, without building a document.
+//! selectors and watches need, and the values of selectable fields.
 //!
-//! Guarantees: every string borrows from the input unless JSON escapes
-//! forced unescaping; a field value is a string's text or a number's or
-//! boolean's literal, and absent (`None`) when the path is missing, `null`,
-//! or not a scalar. Malformed input is an error, never a panic.
+//! Invariants: no document is built; every string borrows from the input
+//! unless JSON escapes forced unescaping; a field value is a string's text
+//! or a number's or boolean's literal, and absent (`None`) when the path is
+//! missing, `null`, or not a scalar; malformed input is a [`MetaError`],
+//! never a panic.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;

@@ -1,8 +1,10 @@
-//! Query parameters of list and watch requests (`metav1.ListOptions`), decoded
-//! and validated in the apiserver's order: decoding errors (400), then
-//! `ValidateListOptions` (422); the storage-level checks (resource version
-//! syntax, continue tokens) are in [`crate::list`]. Messages quote values as
-//! Go's `%q` does.
+//! Query parameters of list and watch requests (`metav1.ListOptions`).
+//!
+//! Invariants: decoded and validated in the apiserver's order, with its
+//! bodies: decoding errors (400), then `ValidateListOptions` (422); a
+//! selector's refusal is its parser's message, byte for byte; values in
+//! messages are quoted as Go's `%q` quotes them. The storage-level checks
+//! (resource version syntax, continue tokens) are in [`crate::list`].
 
 use crate::gostr::quote;
 use crate::selector::{FieldSelector, LabelSelector};

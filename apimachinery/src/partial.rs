@@ -2,13 +2,13 @@
 //! `as=PartialObjectMetadataList`, `g=meta.k8s.io`, `v=v1`), as garbage
 //! collectors, quota and metadata informers read objects.
 //!
-//! Guarantees: an object becomes
+//! Invariants: an object becomes
 //! `{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":…}`
 //! where `metadata` is the object's own `metadata` bytes, untouched
-//! (managedFields included), and a list becomes a
-//! `PartialObjectMetadataList` of those with the list's `ListMeta`. A GET
-//! must ask for the single form and a list for the `List` form; the other
-//! is the apiserver's 406 ([`wrong_form`]).
+//! (managedFields included); a list becomes a `PartialObjectMetadataList`
+//! of those in the [`Envelope::Metadata`] envelope. A GET must ask for the
+//! single form and a list for the `List` form; the other is the
+//! apiserver's 406 ([`wrong_form`]).
 
 use bytes::Bytes;
 

@@ -1,10 +1,12 @@
 //! Watch streams in JSON: one `{"type":…,"object":…}` document per line.
-//! Writing: event frames around an object's own bytes, the BOOKMARK object
-//! (the kind's zero object carrying only `metadata.resourceVersion`, and the
-//! `k8s.io/initial-events-end` annotation after initial events), and the
-//! ERROR frame that carries a `Status`. Reading: [`WatchDecoder`] takes a
-//! body in arbitrary chunks and yields whole frames whose objects are
-//! slices of the received bytes, refusing a frame over its bound.
+//!
+//! Invariants: a frame is written around the object's own bytes and ends
+//! with `\n`; a BOOKMARK carries the kind's zero object with only
+//! `metadata.resourceVersion` (and the `k8s.io/initial-events-end`
+//! annotation after initial events); an ERROR frame carries a `Status`.
+//! [`WatchDecoder`] takes a body in arbitrary chunks and yields whole
+//! frames whose objects are slices of the received bytes, and refuses a
+//! frame over its bound rather than buffer it.
 
 use bytes::{Bytes, BytesMut};
 use serde::Deserialize;

@@ -1,8 +1,11 @@
 //! JSON objects transcoded to CBOR as the apiserver's deterministic encoder
-//! writes the same Go value: every map — Go struct or Go map alike —
-//! with its entries sorted by their encoded keys (`SortBytewiseLexical`),
-//! strings and keys as byte strings, `[]byte` fields as tag 22 around the
-//! decoded bytes, integers as integers, floats in their shortest exact form.
+//! writes the same Go value.
+//!
+//! Invariants: every map — Go struct or Go map alike — has its entries
+//! sorted by their encoded keys (`SortBytewiseLexical`); strings and keys
+//! are byte strings, `[]byte` fields tag 22 around the decoded bytes,
+//! integers integers, floats in their shortest exact form; what cannot be
+//! written exactly is an [`EncodeError`].
 //!
 //! What JSON does not say is taken from the protobuf [`schema`] of the
 //! built-in kinds: which strings are `[]byte` (`bytes` fields, map values).

@@ -1,10 +1,17 @@
 //! CBOR (`application/cbor`, watch streams `application/cbor-seq`), served
 //! by kube-apiserver behind its `CBORServingAndStorage` feature gate:
 //! objects, lists, metadata-only forms, watch events and `Status` errors
-//! encoded from the objects' JSON ([`encode`]) as the apiserver's encoder
-//! writes them.
+//! encoded from the objects' JSON ([`Object::encode`], as [`Schema`] says).
 //!
-//! The wire shapes (read in `k8s.io/apimachinery/pkg/runtime/serializer/cbor`
+//! Invariants: every map is written in the one canonical order, the
+//! apiserver's deterministic encoder's (entries sorted by their encoded
+//! keys), so an answer of the apiserver, every map re-sorted so, equals
+//! ours byte for byte (the tests check exactly that); an [`Object`] is
+//! encoded once and shared by every document, list and event that carries
+//! it; a JSON object the CBOR encoding cannot express exactly is an
+//! [`EncodeError`], never a guess.
+//!
+//! The wire format (read in `k8s.io/apimachinery/pkg/runtime/serializer/cbor`
 //! of Kubernetes 1.36 and checked against a real apiserver 1.36.2, captures
 //! in `tests/reference/cbor/`): a document is the self-described CBOR tag
 //! 55799 (`d9 d9 f7`) and one map; a list is a map of `kind`, `apiVersion`,
@@ -19,15 +26,9 @@
 //! `SortFastShuffle`): a struct's fields start at a random one of them and
 //! wrap around, a Go map's entries come in Go's random map order — six GETs
 //! of one object gave six different byte strings. No byte-exact copy of an
-//! answer exists; what is exact is its content. kache writes the one
-//! canonical form: the apiserver's deterministic encoder (`modes.Encode`,
-//! what it stores in etcd), every map's entries sorted by their encoded
-//! keys. An answer of the apiserver, every map re-sorted so, equals it byte
-//! for byte (the tests check exactly that, [`canonical`]).
-//!
-//! Guarantees: an [`Object`] is encoded once and shared by every document,
-//! list and event that carries it; encoding a JSON object that the CBOR
-//! encoding cannot express exactly is an [`EncodeError`], never a guess.
+//! answer exists; what is exact is its content. kache writes the canonical
+//! form, the deterministic encoder's (`modes.Encode`, what the apiserver
+//! stores in etcd).
 
 #[cfg(test)]
 mod canonical;

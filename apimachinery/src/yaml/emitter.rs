@@ -2,12 +2,17 @@
 //! `yaml.Marshal` of JSON values drives: an implicit document holding block
 //! mappings and sequences, flow `{}` and `[]` for empty ones, and plain,
 //! single-quoted, double-quoted and literal scalars (go-yaml never asks for
-//! folded ones). Functions are named after the libyaml ones they port; its
-//! event queue and state stack are replaced by recursion over the value,
-//! which is what they amount to for this subset of events.
+//! folded ones).
 //!
-//! Which style a scalar takes is chosen in `scalar`; this module writes it.
-//! Settings are go-yaml's: indentation 2, width 80, Unicode output, `\n`
+//! Invariants: the bytes written are go-yaml's for the same events (the
+//! yaml tests compare them with the apiserver's and go-yaml's own);
+//! mapping keys come in go-yaml's order (`sort`).
+//!
+//! Functions are named after the libyaml ones they port; its event queue
+//! and state stack are replaced by recursion over the value, which is what
+//! they amount to for this subset of events (so this is no line-for-line
+//! port). Which style a scalar takes is chosen in `scalar`; this module
+//! writes it. Settings are go-yaml's: indentation 2, width 80, Unicode output, `\n`
 //! breaks, not canonical. Since flow style is only used for empty
 //! collections, no scalar is ever written in flow context (libyaml's
 //! `flow_level` is always 0 when a scalar is written).
