@@ -1,8 +1,22 @@
 //! Both parsers under random input: never a panic, and what parses prints back to itself.
 
 use std::collections::BTreeMap;
+use std::fmt;
 
 use super::{FieldOp, FieldSelector, LabelSelector};
+
+/// What `parse` makes of `s`, which must parse.
+pub(super) fn parsed<T, E: fmt::Display>(s: &str, parse: impl Fn(&str) -> Result<T, E>) -> T {
+    parse(s).unwrap_or_else(|e| panic!("{s:?} should parse: {e}"))
+}
+
+/// Why `parse` refuses `s`, which must not parse: the error's message.
+pub(super) fn refused<T: fmt::Display, E: fmt::Display>(s: &str, parse: impl Fn(&str) -> Result<T, E>) -> String {
+    match parse(s) {
+        Ok(v) => panic!("{s:?} should fail, got {v}"),
+        Err(e) => e.to_string(),
+    }
+}
 
 /// Labels (or field values) from pairs.
 pub(super) fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {

@@ -1,17 +1,14 @@
 //! `fields.ParseSelector` against Go's own test cases and the apiserver's texts.
 
 use super::*;
-use crate::selector::tests::labels;
+use crate::selector::tests::{labels, parsed, refused};
 
 fn field(s: &str) -> FieldSelector {
-    FieldSelector::parse(s).unwrap_or_else(|e| panic!("{s:?} should parse: {e}"))
+    parsed(s, FieldSelector::parse)
 }
 
 fn field_err(s: &str) -> String {
-    match FieldSelector::parse(s) {
-        Ok(v) => panic!("{s:?} should fail, got {v}"),
-        Err(e) => e.to_string(),
-    }
+    refused(s, FieldSelector::parse)
 }
 
 fn field_matches(s: &str, pairs: &[(&str, &str)]) -> bool {

@@ -1,7 +1,7 @@
 //! `labels.Parse` against Go's own test cases and the apiserver's texts.
 
 use super::*;
-use crate::selector::tests::labels;
+use crate::selector::tests::{labels, parsed, refused};
 
 const VALUE_REGEX_MSG: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', \
     and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', \
@@ -14,14 +14,11 @@ const PREFIX_REGEX_MSG: &str = "a lowercase RFC 1123 subdomain must consist of l
     '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
 
 fn sel(s: &str) -> LabelSelector {
-    LabelSelector::parse(s).unwrap_or_else(|e| panic!("{s:?} should parse: {e}"))
+    parsed(s, LabelSelector::parse)
 }
 
 fn label_err(s: &str) -> String {
-    match LabelSelector::parse(s) {
-        Ok(v) => panic!("{s:?} should fail, got {v}"),
-        Err(e) => e.to_string(),
-    }
+    refused(s, LabelSelector::parse)
 }
 
 fn matches(s: &str, pairs: &[(&str, &str)]) -> bool {
