@@ -36,14 +36,31 @@ fn modified(p: &PathBuf) -> Option<SystemTime> {
     std::fs::metadata(p).and_then(|m| m.modified()).ok()
 }
 
-fn load(cert: &PathBuf, key: &PathBuf) -> Result<Arc<CertifiedKey>, String> {
-    let read = |p: &PathBuf| std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()));
-    apimachinery::tls::certified_key(&read(cert)?, &read(key)?)
+/// Why the serving certificate or key cannot be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum CertError {
+    /// A file that cannot be read.
+    #[error("{}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The files' contents do not make a serving certificate.
+    #[error(transparent)]
+    Tls(#[from] apimachinery::tls::TlsError),
+}
+
+fn load(cert: &PathBuf, key: &PathBuf) -> Result<Arc<CertifiedKey>, CertError> {
+    let read = |p: &PathBuf| std::fs::read(p).map_err(|source| CertError::Read { path: p.clone(), source });
+    Ok(apimachinery::tls::certified_key(&read(cert)?, &read(key)?)?)
 }
 
 impl ReloadingCert {
     /// Loads the pair now; an error here is a start-up error.
-    pub fn new(cert: PathBuf, key: PathBuf) -> Result<ReloadingCert, String> {
+    pub fn new(cert: PathBuf, key: PathBuf) -> Result<ReloadingCert, CertError> {
         let current = load(&cert, &key)?;
         let state = State { checked: Instant::now(), modified: (modified(&cert), modified(&key)), current };
         Ok(ReloadingCert { cert, key, state: Mutex::new(state) })

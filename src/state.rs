@@ -105,7 +105,7 @@ impl Upstream {
     pub async fn identify(client: &Client, creds: &Credentials) -> Result<Upstream, UpstreamError> {
         let body = client.get_bytes("/version").await?;
         let version: Version =
-            serde_json::from_slice(&body).map_err(|e| UpstreamError::Decode(format!("a /version without gitVersion: {e}")))?;
+            serde_json::from_slice(&body).map_err(|e| UpstreamError::Decode(format!("a /version without gitVersion: {e}").into()))?;
         let ca = creds.tls.ca.as_ref().map_or_else(String::new, |certs| {
             let mut sha = ring::digest::Context::new(&ring::digest::SHA256);
             certs.iter().for_each(|c| sha.update(c));

@@ -2,8 +2,11 @@
 //! `DecodeContinue`): `base64.RawURLEncoding` of
 //! `{"v":"meta.k8s.io/v1","rv":N,"start":"/<key relative to the list prefix>\u0000"}`.
 //!
-//! Decoding errors carry the apiserver's words after `continue key is not valid: `
-//! (Go's base64 and JSON error texts where a client can see them).
+//! Invariants: a token [`encode_after`] writes decodes to the key just
+//! after the one it was made from; a token is refused ([`TokenError`]) in
+//! the apiserver's words after `continue key is not valid: ` (Go's base64
+//! and JSON error texts where a client can see them), never with a key
+//! outside the list's prefix (`..` is refused).
 
 use base64::Engine;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
@@ -33,6 +36,39 @@ struct Token {
     start: String,
 }
 
+/// Why a continue token is refused; its `Display` is the apiserver's message.
+#[derive(Debug, thiserror::Error)]
+pub enum TokenError {
+    /// A byte outside the URL-safe base64 alphabet, or a length no base64
+    /// text has: the offset Go's decoder reports.
+    #[error("continue key is not valid: illegal base64 data at input byte {0}")]
+    IllegalBase64(usize),
+    /// Base64 the decoder refuses otherwise.
+    #[error("continue key is not valid: {0}")]
+    Base64(#[source] base64::DecodeError),
+    /// Not the JSON of a token: Go's `encoding/json` words for it.
+    #[error("continue key is not valid: {go}")]
+    Json {
+        /// Go's message.
+        go: String,
+        /// What `serde_json` saw.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A token of another version than `meta.k8s.io/v1`.
+    #[error("continue key is not valid: server does not recognize this encoded version {0}")]
+    Version(String),
+    /// A token without its revision (`rv` 0 or absent).
+    #[error("continue key is not valid: incorrect encoded start resourceVersion (version {VERSION})")]
+    NoRevision,
+    /// A token without its start key.
+    #[error("continue key is not valid: encoded start key empty (version {VERSION})")]
+    NoStart,
+    /// A start key that `path.Clean` changes (`..`, `.`, `//`): it could leave the list's prefix.
+    #[error("continue key is not valid: {0}")]
+    UncleanStart(String),
+}
+
 /// A decoded token.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Continue {
@@ -57,29 +93,28 @@ pub fn encode_start(start: &str, rv: i64) -> String {
 }
 
 /// Decodes `token` for a list whose keys start with `prefix`.
-pub fn decode(token: &str, prefix: &str) -> Result<Continue, String> {
-    let invalid = |why: String| format!("continue key is not valid: {why}");
+pub fn decode(token: &str, prefix: &str) -> Result<Continue, TokenError> {
     if let Some(pos) = token.bytes().position(|b| !(b.is_ascii_alphanumeric() || b == b'-' || b == b'_')) {
-        return Err(invalid(format!("illegal base64 data at input byte {pos}")));
+        return Err(TokenError::IllegalBase64(pos));
     }
     if token.len() % 4 == 1 {
-        return Err(invalid(format!("illegal base64 data at input byte {}", token.len() - 1)));
+        return Err(TokenError::IllegalBase64(token.len() - 1));
     }
-    let data = RAW_URL.decode(token).map_err(|e| invalid(e.to_string()))?;
-    let t: Token = serde_json::from_slice(&data).map_err(|e| invalid(go_json_error(&e, &data)))?;
+    let data = RAW_URL.decode(token).map_err(TokenError::Base64)?;
+    let t: Token = serde_json::from_slice(&data).map_err(|e| TokenError::Json { go: go_json_error(&e, &data), source: e })?;
     if t.version != VERSION {
         // The apiserver formats the version with `%v`: unquoted.
-        return Err(invalid(format!("server does not recognize this encoded version {}", t.version)));
+        return Err(TokenError::Version(t.version));
     }
     if t.rv == 0 {
-        return Err(invalid(format!("incorrect encoded start resourceVersion (version {VERSION})")));
+        return Err(TokenError::NoRevision);
     }
     if t.start.is_empty() {
-        return Err(invalid(format!("encoded start key empty (version {VERSION})")));
+        return Err(TokenError::NoStart);
     }
     let key = if t.start.starts_with('/') { t.start.clone() } else { format!("/{}", t.start) };
     if clean_path(&key) != key {
-        return Err(invalid(t.start));
+        return Err(TokenError::UncleanStart(t.start));
     }
     Ok(Continue { key: format!("{prefix}{}", &key[1..]), rv: t.rv, start: t.start })
 }
@@ -141,26 +176,29 @@ mod tests {
 
     #[test]
     fn malformed_tokens_get_the_apiserver_messages() {
-        assert_eq!(decode("%%%", "").unwrap_err(), "continue key is not valid: illegal base64 data at input byte 0");
+        assert_eq!(decode("%%%", "").unwrap_err().to_string(), "continue key is not valid: illegal base64 data at input byte 0");
         let traversal = "eyJ2IjogIm1ldGEuazhzLmlvL3YxIiwgInJ2IjogNSwgInN0YXJ0IjogIi4uL3NlY3JldHMveCJ9";
-        assert_eq!(decode(traversal, "ns/").unwrap_err(), "continue key is not valid: ../secrets/x");
+        assert_eq!(decode(traversal, "ns/").unwrap_err().to_string(), "continue key is not valid: ../secrets/x");
         assert_eq!(
-            decode(&encode_start("/a\u{0}", 0), "").unwrap_err(),
+            decode(&encode_start("/a\u{0}", 0), "").unwrap_err().to_string(),
             "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)"
         );
         assert_eq!(
-            decode(&encode_start("", 5), "").unwrap_err(),
+            decode(&encode_start("", 5), "").unwrap_err().to_string(),
             "continue key is not valid: encoded start key empty (version meta.k8s.io/v1)"
         );
         let other = RAW_URL.encode(br#"{"v":"v2","rv":1,"start":"/a"}"#);
-        assert_eq!(decode(&other, "").unwrap_err(), "continue key is not valid: server does not recognize this encoded version v2");
         assert_eq!(
-            decode(&RAW_URL.encode(b"xyz"), "").unwrap_err(),
+            decode(&other, "").unwrap_err().to_string(),
+            "continue key is not valid: server does not recognize this encoded version v2"
+        );
+        assert_eq!(
+            decode(&RAW_URL.encode(b"xyz"), "").unwrap_err().to_string(),
             "continue key is not valid: invalid character 'x' looking for beginning of value"
         );
         // Go quotes the offending byte as a rune: `'\u0081'`, not Rust's `'\u{81}'`.
         assert_eq!(
-            decode(&RAW_URL.encode(b"\x81\x82"), "").unwrap_err(),
+            decode(&RAW_URL.encode(b"\x81\x82"), "").unwrap_err().to_string(),
             "continue key is not valid: invalid character '\\u0081' looking for beginning of value"
         );
     }

@@ -3,25 +3,37 @@
 //! and by its test oracle, the simulator. No I/O, no runtime, no HTTP types:
 //! functions from request parts to decisions, and from objects to bytes.
 //!
+//! Invariants: no I/O; every refusal is a typed error whose message is the
+//! apiserver's where a client sees it; the modules depend on each other
+//! without cycles, the leaves (`decode`, `resource`, `gostr`, `time`,
+//! `json`) at the bottom and the encoders (`table`, `cbor`,
+//! `protobuf`) at the top. Each module's doc states its own invariants first.
+//!
 //! - [`params`]: `ListOptions` from a query string, validated with the
 //!   apiserver's 400 and 422 `Status` bodies.
 //! - [`selector`]: label and field selectors, parsed and matched exactly as
-//!   apimachinery does, with its error texts.
+//!   apimachinery does, refused with its error texts (label parser, its
+//!   lexer, the `content` validation texts, field parser: one file each).
 //! - [`shard`]: shard selectors (`shardSelector`, KEP-5866): parsed with the
 //!   apiserver's errors, matched by the FNV-1a hash of a uid or namespace.
 //! - [`continue_token`]: the apiserver's continue tokens, interchangeable
 //!   with its own.
-//! - [`list`]: which revision a list reads, page metadata, the JSON list
-//!   envelope (written around shared item bytes, read without copies).
+//! - [`list`]: which revision a list reads, page metadata, the list
+//!   envelope of every encoding (JSON: written around shared item bytes,
+//!   read without copies).
 //! - [`watch`]: JSON watch frames, bookmarks, ERROR events, and a streaming
 //!   frame decoder.
+//! - [`decode`]: why an apiserver's list or watch frame could not be read,
+//!   and a sent `resourceVersion` as a revision.
 //! - [`meta`]: `ObjectMeta` and selectable fields read from raw object bytes.
 //! - [`resource`]: resource names, keys and prefixes, and the facts of
 //!   built-in kinds (selectable fields, zero objects, discovery names).
 //! - [`partial`]: metadata-only objects and lists (`PartialObjectMetadata`).
-//! - [`table`]: Tables (`as=Table`) with the apiserver's printers.
+//! - [`table`]: Tables (`as=Table`) with the apiserver's printers and their
+//!   column definitions (`table::columns`, one file per API group).
 //! - [`cbor`]: CBOR objects, lists, watch events and errors encoded from JSON
-//!   in the canonical order of the apiserver's deterministic encoder.
+//!   as their kind's [`cbor::Schema`] says, in the canonical order of the
+//!   apiserver's deterministic encoder.
 //! - [`protobuf`]: Kubernetes protobuf: objects, lists and watch frames
 //!   encoded from JSON byte for byte as the apiserver writes them, and the
 //!   request bodies kubectl sends.
@@ -32,11 +44,13 @@
 //! - [`status`]: `metav1.Status` errors, field for field.
 //! - [`gostr`]: strings quoted the way the apiserver's Go code quotes them.
 //! - [`tls`]: the apiserver's TLS serving configuration.
-//! - [`yaml`]: YAML as the apiserver writes it (`JSONToYAML`), byte for byte.
+//! - [`yaml`]: YAML as the apiserver writes it (`JSONToYAML`), byte for byte
+//!   (go-yaml's emitter, its scalar styles, key order, YAML 1.1 typing).
 
 pub mod auth;
 pub mod cbor;
 pub mod continue_token;
+pub mod decode;
 pub mod gostr;
 pub mod json;
 pub mod list;

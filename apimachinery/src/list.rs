@@ -1,20 +1,25 @@
-//! Lists: which revision a list request reads (the table of
-//! `resourceVersion` × `resourceVersionMatch` × `limit` × `continue` in the
-//! apiserver's storage layer), how a page's `ListMeta` is completed, and the
-//! JSON list envelope — written around the items' own bytes, and read back
-//! without copying them.
+//! Lists: which revision a list request reads, how a page's `ListMeta` is
+//! completed, and the list envelope around the items.
 //!
-//! Guarantees: [`ListPlan::of`] refuses exactly what the apiserver refuses,
-//! with its `Status`, in its order (bad continue token, then a revision given
-//! with a continue token, then a bad revision); [`ListMeta::for_page`] sets
-//! `continue` only when the limit was reached and keys remain in scope, and
-//! `remainingItemCount` only when, in addition, no selector is set.
+//! Invariants: [`ListPlan::of`] refuses exactly what the apiserver refuses,
+//! with its `Status`, in its order (bad continue token, then a revision
+//! given with a continue token, then a bad revision); [`ListMeta::for_page`]
+//! sets `continue` only when the limit was reached and keys remain in
+//! scope, and `remainingItemCount` only when, in addition, no selector is
+//! set; [`Envelope`] alone decides a list's `metadata` form and whether no
+//! items are `null`, for JSON ([`json_list_parts`]) and CBOR (`cbor::list`)
+//! alike; a JSON list is written around the items' own bytes and read back
+//! ([`ListPage`]) without copying them.
+//!
+//! [`ListPlan`] is the table of `resourceVersion` × `resourceVersionMatch` ×
+//! `limit` × `continue` in the apiserver's storage layer.
 
 use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::continue_token::{self, Continue};
+use crate::decode::{DecodeError, parse_revision};
 use crate::params::{ListOptions, parse_resource_version};
 use crate::resource::Resource;
 use crate::status::ApiError;
@@ -161,7 +166,8 @@ impl ListMeta {
     }
 }
 
-/// How the apiserver writes a list's envelope around its items.
+/// How the apiserver writes a list's envelope around its items, in every
+/// encoding: the one place that says it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Envelope {
     /// A built-in kind's list (a Go struct): `kind`, `apiVersion`,
@@ -172,6 +178,29 @@ pub enum Envelope {
     /// `metadata`'s too, with `continue` always there, empty on the last
     /// page (kube-apiserver 1.36.2, every `resourceVersion` and `limit`).
     Unstructured,
+    /// A metadata-only list (`PartialObjectMetadataList`): written as
+    /// [`Envelope::Typed`], but its `metadata` carries no `shardInfo` (the
+    /// apiserver's conversion drops it), and no items are `null`, not `[]`:
+    /// the apiserver makes its items by appending to a nil slice
+    /// (kube-apiserver 1.36.2, any `resourceVersion`, JSON and CBOR alike).
+    Metadata,
+}
+
+impl Envelope {
+    /// Whether a list of no items writes `items` as `null` (a Go nil slice)
+    /// rather than `[]`.
+    pub fn empty_items_are_null(self) -> bool {
+        self == Envelope::Metadata
+    }
+
+    /// The list's `metadata` object as JSON, as this envelope writes it.
+    pub fn metadata_json(self, meta: &ListMeta) -> String {
+        match self {
+            Envelope::Typed => meta.json(),
+            Envelope::Unstructured => meta.unstructured_json(),
+            Envelope::Metadata => meta.unsharded().json(),
+        }
+    }
 }
 
 /// A JSON list as parts that share the items' bytes: the envelope's head,
@@ -180,13 +209,10 @@ pub fn json_list<'a>(res: &Resource, meta: &ListMeta, envelope: Envelope, items:
     json_list_parts(&res.list_kind(), &res.api_version(), meta, envelope, items.into_iter().map(|item| [item.clone()])).collect()
 }
 
-/// A JSON list of kind `kind` as parts in order, each item written from its
-/// parts; an item's parts are made only when the iterator reaches it, so a
-/// list written as it is read holds one item's parts at a time.
-///
-/// No items are `[]`, except in a `PartialObjectMetadataList`: the
-/// apiserver makes its items by appending to a nil slice, so an empty one
-/// is `"items":null` (kube-apiserver 1.36.2, any `resourceVersion`).
+/// A JSON list of kind `kind` in `envelope` as parts in order, each item
+/// written from its parts; an item's parts are made only when the iterator
+/// reaches it, so a list written as it is read holds one item's parts at a
+/// time.
 pub fn json_list_parts<I: IntoIterator<Item = Bytes>, T: IntoIterator<Item = I>>(
     kind: &str,
     api_version: &str,
@@ -195,25 +221,21 @@ pub fn json_list_parts<I: IntoIterator<Item = Bytes>, T: IntoIterator<Item = I>>
     items: T,
 ) -> impl Iterator<Item = Bytes> + use<I, T> {
     let mut items = items.into_iter().peekable();
-    let null = kind == crate::partial::LIST_KIND && items.peek().is_none();
+    let null = envelope.empty_items_are_null() && items.peek().is_none();
     let (kind, api_version) = (serde_json::Value::from(kind), serde_json::Value::from(api_version));
+    let metadata = envelope.metadata_json(meta);
     let (head, tail) = match envelope {
-        Envelope::Typed => {
-            (format!("{{\"kind\":{kind},\"apiVersion\":{api_version},\"metadata\":{},\"items\":", meta.json()), "}".to_string())
+        Envelope::Typed | Envelope::Metadata => {
+            (format!("{{\"kind\":{kind},\"apiVersion\":{api_version},\"metadata\":{metadata},\"items\":"), "}".to_string())
         }
         Envelope::Unstructured => {
-            (format!("{{\"apiVersion\":{api_version},\"items\":"), format!(",\"kind\":{kind},\"metadata\":{}}}", meta.unstructured_json()))
+            (format!("{{\"apiVersion\":{api_version},\"items\":"), format!(",\"kind\":{kind},\"metadata\":{metadata}}}"))
         }
     };
     let (open, close) = if null { ("null", "") } else { ("[", "]") };
     let items = items.enumerate().flat_map(|(i, item)| (i > 0).then(|| Bytes::from_static(b",")).into_iter().chain(item));
     std::iter::once(Bytes::from(head + open)).chain(items).chain([Bytes::from(close.to_string() + &tail)])
 }
-
-/// Why a list body could not be read.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct DecodeError(pub String);
 
 /// One page of a JSON list response, as a client reads it.
 #[derive(Debug)]
@@ -245,16 +267,11 @@ struct RawListMeta<'a> {
 impl ListPage {
     /// Reads a JSON list page; items stay slices of `body`.
     pub fn parse(body: &Bytes) -> Result<ListPage, DecodeError> {
-        let raw: RawList<'_> = serde_json::from_slice(body).map_err(|e| DecodeError(format!("a bad list: {e}")))?;
+        let raw: RawList<'_> = serde_json::from_slice(body).map_err(DecodeError::List)?;
         let resource_version = parse_revision(raw.metadata.resource_version)?;
         let items = raw.items.unwrap_or_default().into_iter().map(|item| body.slice_ref(item.get().as_bytes())).collect();
         Ok(ListPage { resource_version, continue_token: raw.metadata.continue_token.filter(|c| !c.is_empty()), items })
     }
-}
-
-/// A `resourceVersion` a server sent, as the revision etcd made it.
-pub fn parse_revision(rv: &str) -> Result<u64, DecodeError> {
-    rv.parse().map_err(|_| DecodeError(format!("a resourceVersion that is not a revision: {rv:?}")))
 }
 
 #[cfg(test)]
@@ -320,20 +337,20 @@ mod tests {
     fn no_items_are_an_empty_array_except_in_a_metadata_only_list() {
         let meta = ListMeta::for_page(7, "", None, 0, false);
         let none = std::iter::empty::<[Bytes; 1]>;
-        let list = |kind, api_version| {
-            String::from_utf8(json_list_parts(kind, api_version, &meta, Envelope::Typed, none()).collect::<Vec<_>>().concat()).unwrap()
+        let list = |kind, api_version, envelope| {
+            String::from_utf8(json_list_parts(kind, api_version, &meta, envelope, none()).collect::<Vec<_>>().concat()).unwrap()
         };
         assert_eq!(
-            list("ConfigMapList", "v1"),
+            list("ConfigMapList", "v1", Envelope::Typed),
             r#"{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"7"},"items":[]}"#
         );
         // As kube-apiserver 1.36.2 answers an empty namespace's configmaps, metadata only.
+        let (kind, api_version) = ("PartialObjectMetadataList", "meta.k8s.io/v1");
         assert_eq!(
-            list(crate::partial::LIST_KIND, crate::partial::API_VERSION),
+            list(kind, api_version, Envelope::Metadata),
             r#"{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","metadata":{"resourceVersion":"7"},"items":null}"#
         );
-        let one =
-            json_list_parts(crate::partial::LIST_KIND, crate::partial::API_VERSION, &meta, Envelope::Typed, [[Bytes::from_static(b"{}")]]);
+        let one = json_list_parts(kind, api_version, &meta, Envelope::Metadata, [[Bytes::from_static(b"{}")]]);
         assert!(one.collect::<Vec<_>>().concat().ends_with(br#""items":[{}]}"#));
     }
 

@@ -1,12 +1,11 @@
 //! `ObjectMeta` read from an object's raw JSON bytes: the parts lists,
-//! selectors and watches need (name, namespace, resourceVersion, uid,
-//! labels, the `metadata` member itself) and the values of selectable
-//! fields, without building a document.
+//! selectors and watches need, and the values of selectable fields.
 //!
-//! Guarantees: every string borrows from the input unless JSON escapes
-//! forced unescaping; a field value is a string's text or a number's or
-//! boolean's literal, and absent (`None`) when the path is missing, `null`,
-//! or not a scalar. Malformed input is an error, never a panic.
+//! Invariants: no document is built; every string borrows from the input
+//! unless JSON escapes forced unescaping; a field value is a string's text
+//! or a number's or boolean's literal, and absent (`None`) when the path is
+//! missing, `null`, or not a scalar; malformed input is a [`MetaError`],
+//! never a panic.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -15,9 +14,33 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 /// Why bytes are not an object with metadata.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct MetaError(pub String);
+#[derive(Debug, thiserror::Error)]
+pub enum MetaError {
+    /// Not a JSON object.
+    #[error("{0}")]
+    Json(#[source] serde_json::Error),
+    /// An object without `metadata`.
+    #[error("no metadata")]
+    NoMetadata,
+    /// A `metadata` without a string `name` and `resourceVersion`, or not an object.
+    #[error("{0}")]
+    Metadata(#[source] serde_json::Error),
+    /// A `metadata.resourceVersion` that is not a revision.
+    #[error("resourceVersion {0:?}")]
+    Revision(String),
+    /// A field on the way to a selectable field's value that is not JSON it can read.
+    #[error("{path}: {source}")]
+    Field {
+        /// The field's dotted path.
+        path: String,
+        /// What `serde_json` saw.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A custom resource's `metadata` that cannot be put in `ObjectMeta` order.
+    #[error("bad metadata: {0}")]
+    Unordered(#[source] serde_json::Error),
+}
 
 /// The metadata of one object, borrowed from its bytes.
 #[derive(Debug)]
@@ -84,12 +107,10 @@ impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
 /// Reads the metadata of the JSON object `bytes` and the values of `fields`
 /// (dotted paths such as `spec.nodeName`).
 pub fn parse<'a>(bytes: &'a [u8], fields: &[&str]) -> Result<ObjectMeta<'a>, MetaError> {
-    let bad = |e: serde_json::Error| MetaError(e.to_string());
-    let top: Top<'a> = serde_json::from_slice(bytes).map_err(bad)?;
-    let raw_meta = *top.get("metadata").ok_or_else(|| MetaError("no metadata".into()))?;
-    let meta: Meta<'a> = serde_json::from_str(raw_meta.get()).map_err(bad)?;
-    let resource_version =
-        meta.resource_version.0.parse().map_err(|_| MetaError(format!("resourceVersion {:?}", &*meta.resource_version.0)))?;
+    let top: Top<'a> = serde_json::from_slice(bytes).map_err(MetaError::Json)?;
+    let raw_meta = *top.get("metadata").ok_or(MetaError::NoMetadata)?;
+    let meta: Meta<'a> = serde_json::from_str(raw_meta.get()).map_err(MetaError::Metadata)?;
+    let resource_version = meta.resource_version.0.parse().map_err(|_| MetaError::Revision(meta.resource_version.0.to_string()))?;
     let fields = values_at(&top, fields)?;
     Ok(ObjectMeta {
         name: meta.name.0,
@@ -105,7 +126,7 @@ pub fn parse<'a>(bytes: &'a [u8], fields: &[&str]) -> Result<ObjectMeta<'a>, Met
 
 /// The values of `paths` in the JSON object `bytes`, as [`parse`] reads them.
 pub fn field_values<'a>(bytes: &'a [u8], paths: &[&str]) -> Result<Vec<Option<Cow<'a, str>>>, MetaError> {
-    let top: Top<'a> = serde_json::from_slice(bytes).map_err(|e| MetaError(e.to_string()))?;
+    let top: Top<'a> = serde_json::from_slice(bytes).map_err(MetaError::Json)?;
     values_at(&top, paths)
 }
 
@@ -115,7 +136,7 @@ fn values_at<'a>(top: &Top<'a>, paths: &[&str]) -> Result<Vec<Option<Cow<'a, str
 
 /// The value at a dotted path: a string's text, or a scalar's literal.
 fn field_value<'a>(top: &Top<'a>, path: &str) -> Result<Option<Cow<'a, str>>, MetaError> {
-    let bad = |e: serde_json::Error| MetaError(format!("{path}: {e}"));
+    let bad = |source| MetaError::Field { path: path.to_string(), source };
     let mut parts = path.split('.');
     let Some(mut raw) = parts.next().and_then(|first| top.get(first).copied()) else { return Ok(None) };
     for part in parts {
@@ -224,9 +245,8 @@ const MANAGED_FIELDS_ENTRY: &[&str] = &["manager", "operation", "apiVersion", "t
 /// owner references and managed-fields entries too; every value's bytes
 /// kept as they are (Go's escaping included).
 pub fn typed_metadata(metadata: &[u8]) -> Result<Vec<u8>, MetaError> {
-    let bad = |e: serde_json::Error| MetaError(format!("bad metadata: {e}"));
-    let map: BTreeMap<&str, &RawValue> = serde_json::from_slice(metadata).map_err(bad)?;
-    ordered(&map, None).map_err(bad)
+    let map: BTreeMap<&str, &RawValue> = serde_json::from_slice(metadata).map_err(MetaError::Unordered)?;
+    ordered(&map, None).map_err(MetaError::Unordered)
 }
 
 /// The fields of `map` in `ObjectMeta` order; `annotations`, when given,

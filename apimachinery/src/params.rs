@@ -1,8 +1,10 @@
-//! Query parameters of list and watch requests (`metav1.ListOptions`), decoded
-//! and validated in the apiserver's order: decoding errors (400), then
-//! `ValidateListOptions` (422); the storage-level checks (resource version
-//! syntax, continue tokens) are in [`crate::list`]. Messages quote values as
-//! Go's `%q` does.
+//! Query parameters of list and watch requests (`metav1.ListOptions`).
+//!
+//! Invariants: decoded and validated in the apiserver's order, with its
+//! bodies: decoding errors (400), then `ValidateListOptions` (422); a
+//! selector's refusal is its parser's message, byte for byte; values in
+//! messages are quoted as Go's `%q` quotes them. The storage-level checks
+//! (resource version syntax, continue tokens) are in [`crate::list`].
 
 use crate::gostr::quote;
 use crate::selector::{FieldSelector, LabelSelector};
@@ -59,10 +61,10 @@ impl ListOptions {
         let first = |name: &str| form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == name).map(|(_, v)| v.into_owned());
         let mut o = ListOptions::default();
         if let Some(s) = first("labelSelector") {
-            o.label_selector = Some(LabelSelector::parse(&s).map_err(ApiError::bad_request)?);
+            o.label_selector = Some(LabelSelector::parse(&s).map_err(|e| ApiError::bad_request(e.to_string()))?);
         }
         if let Some(s) = first("fieldSelector") {
-            o.field_selector = Some(FieldSelector::parse(&s).map_err(ApiError::bad_request)?);
+            o.field_selector = Some(FieldSelector::parse(&s).map_err(|e| ApiError::bad_request(e.to_string()))?);
         }
         o.watch = first("watch").is_some_and(|v| parse_bool(&v));
         o.allow_watch_bookmarks = first("allowWatchBookmarks").is_some_and(|v| parse_bool(&v));

@@ -2,13 +2,13 @@
 //! `as=PartialObjectMetadataList`, `g=meta.k8s.io`, `v=v1`), as garbage
 //! collectors, quota and metadata informers read objects.
 //!
-//! Guarantees: an object becomes
+//! Invariants: an object becomes
 //! `{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":…}`
 //! where `metadata` is the object's own `metadata` bytes, untouched
-//! (managedFields included), and a list becomes a
-//! `PartialObjectMetadataList` of those with the list's `ListMeta`. A GET
-//! must ask for the single form and a list for the `List` form; the other
-//! is the apiserver's 406 ([`wrong_form`]).
+//! (managedFields included); a list becomes a `PartialObjectMetadataList`
+//! of those in the [`Envelope::Metadata`] envelope. A GET must ask for the
+//! single form and a list for the `List` form; the other is the
+//! apiserver's 406 ([`wrong_form`]).
 
 use bytes::Bytes;
 
@@ -74,10 +74,10 @@ pub fn object_in(version: MetaVersion, metadata: impl IntoIterator<Item = Bytes>
 }
 
 /// A `PartialObjectMetadataList` of the objects whose `metadata` bytes are
-/// given, in order, as parts made as they are reached (see [`json_list_parts`]).
-/// It carries no `shardInfo` (the apiserver's conversion drops it).
+/// given, in order, as parts made as they are reached (see [`json_list_parts`]),
+/// in the [`Envelope::Metadata`] envelope.
 pub fn list<T: IntoIterator<Item = Bytes>>(meta: &ListMeta, metadata: T) -> impl Iterator<Item = Bytes> + use<T> {
-    json_list_parts(LIST_KIND, API_VERSION, &meta.unsharded(), Envelope::Typed, metadata.into_iter().map(|m| object([m])))
+    json_list_parts(LIST_KIND, API_VERSION, meta, Envelope::Metadata, metadata.into_iter().map(|m| object([m])))
 }
 
 /// A metadata-only watch's BOOKMARK frame at `rv`.

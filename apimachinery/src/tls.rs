@@ -3,6 +3,10 @@
 //! client certificates requested but optional, because a bearer token may
 //! authenticate the request instead, and verified against that CA by the
 //! authenticator after the handshake ([`ClientCertificates`]).
+//!
+//! Invariants: a configuration is built only from a chain and key that
+//! rustls accepts together, with the ring provider's safe defaults; a
+//! refused certificate, key or CA is a [`TlsError`] naming which one.
 
 use std::sync::Arc;
 
@@ -15,6 +19,36 @@ use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use rustls::server::{ResolvesServerCert, WebPkiClientVerifier};
 use rustls::sign::CertifiedKey;
 use rustls::{DigitallySignedStruct, DistinguishedName, SignatureScheme};
+
+/// Why TLS cannot be served from the material given.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    /// The serving certificate chain's PEM does not read.
+    #[error("TLS certificate: {0}")]
+    CertificatePem(#[source] rustls::pki_types::pem::Error),
+    /// The serving certificate PEM holds no certificate.
+    #[error("TLS certificate: no certificate in the PEM file")]
+    NoCertificate,
+    /// The serving key's PEM does not read.
+    #[error("TLS key: {0}")]
+    KeyPem(#[source] rustls::pki_types::pem::Error),
+    /// The chain and key do not serve together (an unsupported key, or a
+    /// key that is not the certificate's).
+    #[error("TLS certificate and key: {0}")]
+    CertifiedKey(#[source] rustls::Error),
+    /// The client CA bundle's PEM does not read.
+    #[error("client CA: {0}")]
+    ClientCaPem(#[source] rustls::pki_types::pem::Error),
+    /// A client CA certificate rustls refuses as a trust anchor.
+    #[error("client CA: {0}")]
+    ClientCa(#[source] rustls::Error),
+    /// No client certificate verifier from the client CA (e.g. no CA in it).
+    #[error("client CA: {0}")]
+    ClientVerifier(#[source] rustls::server::VerifierBuilderError),
+    /// The crypto provider offers no safe protocol version.
+    #[error("{0}")]
+    Protocol(#[source] rustls::Error),
+}
 
 /// PEM material for serving TLS.
 #[derive(Debug, Clone)]
@@ -30,7 +64,7 @@ pub struct TlsSettings {
 /// The rustls server configuration: HTTP/2 and HTTP/1.1 by ALPN; client
 /// certificates requested when a client CA is configured, to be verified
 /// by the authenticator with the returned [`ClientCertificates`].
-pub fn server_config(s: &TlsSettings) -> Result<(Arc<rustls::ServerConfig>, Option<Arc<ClientCertificates>>), String> {
+pub fn server_config(s: &TlsSettings) -> Result<(Arc<rustls::ServerConfig>, Option<Arc<ClientCertificates>>), TlsError> {
     let key = certified_key(&s.cert_pem, &s.key_pem)?;
     let clients = s.client_ca_pem.as_deref().map(ClientCertificates::from_pem).transpose()?;
     Ok((server_config_with(Arc::new(Fixed(key)), clients.clone())?, clients))
@@ -41,9 +75,10 @@ pub fn server_config(s: &TlsSettings) -> Result<(Arc<rustls::ServerConfig>, Opti
 pub fn server_config_with(
     certificate: Arc<dyn ResolvesServerCert>,
     clients: Option<Arc<ClientCertificates>>,
-) -> Result<Arc<rustls::ServerConfig>, String> {
+) -> Result<Arc<rustls::ServerConfig>, TlsError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let builder = rustls::ServerConfig::builder_with_provider(provider).with_safe_default_protocol_versions().map_err(|e| e.to_string())?;
+    let builder =
+        rustls::ServerConfig::builder_with_provider(provider).with_safe_default_protocol_versions().map_err(TlsError::Protocol)?;
     let builder = match clients {
         Some(clients) => builder.with_client_cert_verifier(clients),
         None => builder.with_no_client_auth(),
@@ -66,13 +101,13 @@ pub struct ClientCertificates {
 
 impl ClientCertificates {
     /// The client CA bundle (PEM).
-    pub fn from_pem(pem: &[u8]) -> Result<Arc<ClientCertificates>, String> {
+    pub fn from_pem(pem: &[u8]) -> Result<Arc<ClientCertificates>, TlsError> {
         let mut roots = RootCertStore::empty();
         for c in CertificateDer::pem_slice_iter(pem) {
-            roots.add(c.map_err(|e| format!("client CA: {e}"))?).map_err(|e| format!("client CA: {e}"))?;
+            roots.add(c.map_err(TlsError::ClientCaPem)?).map_err(TlsError::ClientCa)?;
         }
         let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let ca = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider).build().map_err(|e| format!("client CA: {e}"))?;
+        let ca = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider).build().map_err(TlsError::ClientVerifier)?;
         Ok(Arc::new(ClientCertificates { ca }))
     }
 
@@ -130,15 +165,15 @@ impl ClientCertVerifier for ClientCertificates {
 }
 
 /// A serving certificate chain and key (PEM), checked and ready to serve.
-pub fn certified_key(cert_pem: &[u8], key_pem: &[u8]) -> Result<Arc<CertifiedKey>, String> {
+pub fn certified_key(cert_pem: &[u8], key_pem: &[u8]) -> Result<Arc<CertifiedKey>, TlsError> {
     let certs: Vec<CertificateDer<'static>> =
-        CertificateDer::pem_slice_iter(cert_pem).collect::<Result<_, _>>().map_err(|e| format!("TLS certificate: {e}"))?;
+        CertificateDer::pem_slice_iter(cert_pem).collect::<Result<_, _>>().map_err(TlsError::CertificatePem)?;
     if certs.is_empty() {
-        return Err("TLS certificate: no certificate in the PEM file".into());
+        return Err(TlsError::NoCertificate);
     }
-    let key = PrivateKeyDer::from_pem_slice(key_pem).map_err(|e| format!("TLS key: {e}"))?;
+    let key = PrivateKeyDer::from_pem_slice(key_pem).map_err(TlsError::KeyPem)?;
     let provider = rustls::crypto::ring::default_provider();
-    let key = CertifiedKey::from_der(certs, key, &provider).map_err(|e| format!("TLS certificate and key: {e}"))?;
+    let key = CertifiedKey::from_der(certs, key, &provider).map_err(TlsError::CertifiedKey)?;
     Ok(Arc::new(key))
 }
 

@@ -1,16 +1,18 @@
 //! Watch streams in JSON: one `{"type":…,"object":…}` document per line.
-//! Writing: event frames around an object's own bytes, the BOOKMARK object
-//! (the kind's zero object carrying only `metadata.resourceVersion`, and the
-//! `k8s.io/initial-events-end` annotation after initial events), and the
-//! ERROR frame that carries a `Status`. Reading: [`WatchDecoder`] takes a
-//! body in arbitrary chunks and yields whole frames whose objects are
-//! slices of the received bytes, refusing a frame over its bound.
+//!
+//! Invariants: a frame is written around the object's own bytes and ends
+//! with `\n`; a BOOKMARK carries the kind's zero object with only
+//! `metadata.resourceVersion` (and the `k8s.io/initial-events-end`
+//! annotation after initial events); an ERROR frame carries a `Status`.
+//! [`WatchDecoder`] takes a body in arbitrary chunks and yields whole
+//! frames whose objects are slices of the received bytes, and refuses a
+//! frame over its bound rather than buffer it.
 
 use bytes::{Bytes, BytesMut};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::list::{DecodeError, parse_revision};
+use crate::decode::{DecodeError, parse_revision};
 use crate::resource::{Resource, json_string};
 use crate::status::ApiError;
 
@@ -132,8 +134,8 @@ struct RawFrame<'a> {
 
 /// Parses one JSON watch frame (without its newline); the object stays a slice of `text`.
 pub fn parse_frame(text: &Bytes) -> Result<Frame, DecodeError> {
-    let raw: RawFrame<'_> = serde_json::from_slice(text).map_err(|e| DecodeError(format!("a bad watch frame: {e}")))?;
-    let typ = EventType::parse(raw.typ).ok_or_else(|| DecodeError(format!("a watch event of unknown type {:?}", raw.typ)))?;
+    let raw: RawFrame<'_> = serde_json::from_slice(text).map_err(DecodeError::Frame)?;
+    let typ = EventType::parse(raw.typ).ok_or_else(|| DecodeError::EventType(raw.typ.to_string()))?;
     Ok(Frame { typ, object: text.slice_ref(raw.object.get().as_bytes()) })
 }
 
@@ -151,7 +153,7 @@ struct BookmarkMeta<'a> {
 
 /// A watch event object's `metadata.resourceVersion` (a bookmark's revision, or an event's).
 pub fn object_revision(object: &[u8]) -> Result<u64, DecodeError> {
-    let b: BookmarkObject<'_> = serde_json::from_slice(object).map_err(|e| DecodeError(format!("a bad bookmark: {e}")))?;
+    let b: BookmarkObject<'_> = serde_json::from_slice(object).map_err(DecodeError::Bookmark)?;
     parse_revision(b.metadata.resource_version)
 }
 
@@ -181,7 +183,7 @@ impl WatchDecoder {
             let Some(pos) = self.buf[self.scanned..].iter().position(|&b| b == b'\n') else {
                 self.scanned = self.buf.len();
                 if self.buf.len() > self.max_frame {
-                    return Err(DecodeError(format!("a watch frame over {} bytes", self.max_frame)));
+                    return Err(DecodeError::FrameTooLarge(self.max_frame));
                 }
                 return Ok(None);
             };

@@ -14,7 +14,7 @@
 //!
 //! [`SimConfig::cbor`]: crate::SimConfig::cbor
 
-use apimachinery::cbor::{self, Object, Shape};
+use apimachinery::cbor::{self, Object, Schema};
 use apimachinery::list::{Envelope, ListMeta};
 use apimachinery::partial;
 use apimachinery::status::ApiError;
@@ -27,10 +27,10 @@ use crate::resources::ResourceType;
 /// How the objects of `rt` are encoded: by the protobuf schema for built-in
 /// kinds (which says which strings are `[]byte`), as plain values for
 /// custom resources; `None` for a built-in kind the schema lacks.
-fn shape(rt: &ResourceType) -> Option<Shape> {
+fn schema(rt: &ResourceType) -> Option<Schema> {
     match apimachinery::resource::builtin(&rt.group, &rt.version, &rt.plural) {
-        Some(_) => Shape::builtin(&rt.api_version(), &rt.kind),
-        None => Some(Shape::Plain),
+        Some(_) => Schema::builtin(&rt.api_version(), &rt.kind),
+        None => Some(Schema::Plain),
     }
 }
 
@@ -38,11 +38,11 @@ fn shape(rt: &ResourceType) -> Option<Shape> {
 /// watch event, a custom resource's list item), or its `PartialObjectMetadata`.
 fn map(rt: &ResourceType, o: &Obj, partial: bool, typed: bool) -> Result<Vec<Bytes>, ApiError> {
     if partial {
-        let meta = Object::encode(&o.served_metadata(rt), Shape::Plain).map_err(|e| ApiError::internal(e.0))?;
+        let meta = Object::encode(&o.served_metadata(rt), Schema::Plain).map_err(|e| ApiError::internal(e.to_string()))?;
         return Ok(cbor::partial_object(Bytes::from(meta.map().concat())));
     }
-    let shape = shape(rt).ok_or_else(|| ApiError::internal(format!("no CBOR encoding of {}", rt.kind)))?;
-    let object = Object::encode(&o.item, shape).map_err(|e| ApiError::internal(format!("no CBOR encoding: {e}")))?;
+    let schema = schema(rt).ok_or_else(|| ApiError::internal(format!("no CBOR encoding of {}", rt.kind)))?;
+    let object = Object::encode(&o.item, schema).map_err(|e| ApiError::internal(format!("no CBOR encoding: {e}")))?;
     Ok(if typed { object.typed_map(&rt.api_version(), &rt.kind) } else { object.map() })
 }
 
@@ -60,13 +60,8 @@ pub fn list<'a>(rt: &ResourceType, meta: &ListMeta, items: impl Iterator<Item = 
     } else {
         (rt.api_version(), format!("{}List", rt.kind))
     };
-    let meta = match (partial, rt.envelope()) {
-        // Metadata-only lists carry no shardInfo (as in JSON and protobuf).
-        (true, _) => meta.unsharded().json(),
-        (false, Envelope::Typed) => meta.json(),
-        (false, Envelope::Unstructured) => meta.unstructured_json(),
-    };
-    cbor::list(&api_version, &kind, meta.as_bytes(), items).map_err(|e| ApiError::internal(e.0))
+    let envelope = if partial { Envelope::Metadata } else { rt.envelope() };
+    cbor::list(&api_version, &kind, envelope, meta, items).map_err(|e| ApiError::internal(e.to_string()))
 }
 
 /// A watch event of `o`; an ERROR event should it have no encoding.
@@ -79,8 +74,8 @@ pub fn frame(rt: &ResourceType, typ: EventType, o: &Obj, partial: bool) -> Bytes
 
 /// A BOOKMARK event of `json`: the kind's zero object or a `PartialObjectMetadata`.
 pub fn bookmark(rt: &ResourceType, json: &[u8], partial: bool) -> Bytes {
-    let shape = if partial { Some(Shape::Plain) } else { shape(rt) };
-    match shape.map(|shape| Object::encode(json, shape)) {
+    let schema = if partial { Some(Schema::Plain) } else { schema(rt) };
+    match schema.map(|schema| Object::encode(json, schema)) {
         Some(Ok(object)) => Bytes::from(cbor::watch_event(EventType::Bookmark.as_str(), object.map()).concat()),
         Some(Err(e)) => error_frame(&ApiError::internal(format!("no CBOR encoding: {e}"))),
         None => error_frame(&ApiError::internal(format!("no CBOR encoding of {}", rt.kind))),
@@ -94,6 +89,6 @@ pub fn status(e: &ApiError) -> Bytes {
 
 /// The ERROR event carrying `e`.
 pub fn error_frame(e: &ApiError) -> Bytes {
-    let map = Object::encode(&e.body(), Shape::Plain).expect("a Status is a plain JSON object").map();
+    let map = Object::encode(&e.body(), Schema::Plain).expect("a Status is a plain JSON object").map();
     Bytes::from(cbor::watch_event(EventType::Error.as_str(), map).concat())
 }

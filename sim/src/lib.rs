@@ -181,7 +181,7 @@ impl Sim {
     /// ready would: no client sees a partial cluster.
     pub fn start(config: SimConfig, listener: TcpListener) -> Result<Sim, String> {
         let registry = Arc::new(Registry::new(&config.custom)?);
-        let (tls, clients) = match config.tls.as_ref().map(apimachinery::tls::server_config).transpose()? {
+        let (tls, clients) = match config.tls.as_ref().map(apimachinery::tls::server_config).transpose().map_err(|e| e.to_string())? {
             Some((tls, clients)) => (Some(tls), clients),
             None => (None, None),
         };

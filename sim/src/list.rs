@@ -152,5 +152,5 @@ pub fn encode(rt: &ResourceType, page: &Page) -> Vec<Bytes> {
 /// `PartialObjectMetadata`, so its parts are joined here.
 pub fn encode_partial(rt: &ResourceType, page: &Page) -> Vec<Bytes> {
     let items = page.items.iter().map(|o| [Bytes::from(partial::object([o.served_metadata(rt)]).concat())]);
-    json_list_parts(partial::LIST_KIND, partial::API_VERSION, &page.meta.unsharded(), Envelope::Typed, items).collect()
+    json_list_parts(partial::LIST_KIND, partial::API_VERSION, &page.meta, Envelope::Metadata, items).collect()
 }

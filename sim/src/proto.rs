@@ -30,7 +30,7 @@ fn item(rt: &ResourceType, message: &str, json: &[u8], partial: bool) -> Result<
     if !partial {
         return Ok(vec![encode(message, json)?]);
     }
-    let meta = apimachinery::meta::parse(json, &[]).map_err(|e| ApiError::internal(e.0))?;
+    let meta = apimachinery::meta::parse(json, &[]).map_err(|e| ApiError::internal(e.to_string()))?;
     let meta = encode("apimachinery.pkg.apis.meta.v1.ObjectMeta", &apimachinery::meta::served_metadata(rt, meta.metadata.as_bytes()))?;
     let mut out = Vec::with_capacity(meta.len() + 6);
     protobuf::wire::len_field(&mut out, 1, &meta);

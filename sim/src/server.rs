@@ -366,7 +366,9 @@ fn parse_json(rt: &ResourceType, headers: &HeaderMap, body: &[u8]) -> Result<Val
     let ct = header(headers, CONTENT_TYPE.as_str()).unwrap_or("application/json");
     let v: Value = if ct.starts_with(protobuf::MEDIA_TYPE) {
         // kubectl's typed generators (create configmap, secret, namespace) send protobuf.
-        protobuf::decode_json(body).map_err(|e| ApiError::bad_request(e.0))?.ok_or_else(|| ApiError::unsupported_media_type(ct))?
+        protobuf::decode_json(body)
+            .map_err(|e| ApiError::bad_request(e.to_string()))?
+            .ok_or_else(|| ApiError::unsupported_media_type(ct))?
     } else if ct.starts_with("application/json") || ct.is_empty() {
         serde_json::from_slice(body)
             .map_err(|e| ApiError::bad_request(format!("Object 'Kind' is missing in '{}': {e}", String::from_utf8_lossy(body))))?

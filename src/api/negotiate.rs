@@ -49,7 +49,7 @@ pub fn negotiate(client: &Client, res: &CachedResource, headers: &HeaderMap, que
         .ok_or(PassThrough::Encoding)?;
     let speaks = match (negotiated.encoding, negotiated.shape) {
         (_, Shape::Table { .. }) => res.printer().is_some(),
-        (Encoding::Cbor, Shape::Objects) => res.cbor_shape().is_some(),
+        (Encoding::Cbor, Shape::Objects) => res.cbor_schema().is_some(),
         (Encoding::Json | Encoding::Yaml | Encoding::Cbor, _) => true,
         (Encoding::Protobuf, Shape::Metadata | Shape::MetadataList) => res.speaks_metadata_protobuf(),
         (Encoding::Protobuf, Shape::Objects) => res.speaks_protobuf(),

@@ -38,7 +38,7 @@ pub(super) struct Encodings {
     warm: [Warm; 2],
     /// How its objects are written in CBOR (`None`: a built-in kind the
     /// protobuf schema, which says which strings are `[]byte`, lacks).
-    cbor_schema: Option<apimachinery::cbor::Shape>,
+    cbor_schema: Option<apimachinery::cbor::Schema>,
     /// Set once an object had no exact CBOR encoding: CBOR requests for its
     /// objects then pass through (a stream that ended for it must not be
     /// answered from memory again, and fail again, when it resumes).
@@ -51,8 +51,8 @@ impl Encodings {
         let builtin = apimachinery::resource::builtin(&info.group, &info.version, &info.plural).is_some();
         let protobuf = builtin.then(|| apimachinery::protobuf::message_name(&info.api_version(), &info.kind)).flatten();
         let cbor_schema = match custom {
-            true => Some(apimachinery::cbor::Shape::Custom),
-            false => builtin.then(|| apimachinery::cbor::Shape::builtin(&info.api_version(), &info.kind)).flatten(),
+            true => Some(apimachinery::cbor::Schema::Custom),
+            false => builtin.then(|| apimachinery::cbor::Schema::builtin(&info.api_version(), &info.kind)).flatten(),
         };
         Encodings {
             type_prefix: Bytes::from(info.type_prefix()),
@@ -120,7 +120,7 @@ impl CachedResource {
     }
 
     /// How its objects are written in CBOR, while kache can write them.
-    pub fn cbor_shape(&self) -> Option<apimachinery::cbor::Shape> {
+    pub fn cbor_schema(&self) -> Option<apimachinery::cbor::Schema> {
         self.encodings.cbor_schema.filter(|_| !self.encodings.cbor_failed.load(Ordering::Relaxed))
     }
 
@@ -128,18 +128,18 @@ impl CachedResource {
     /// when `typed` (a GET's or a watch event's object, and a custom
     /// resource's list item); `None` when it has no exact CBOR encoding.
     pub fn cbor_map(&self, o: &CachedObject, rv: Option<u64>, typed: bool) -> Option<Vec<Bytes>> {
-        let shape = self.cbor_shape()?;
+        let schema = self.cbor_schema()?;
         let at;
         let object = match rv {
-            None => o.cbor(shape),
+            None => o.cbor(schema),
             Some(rv) => {
-                at = o.cbor_at(shape, rv);
+                at = o.cbor_at(schema, rv);
                 at.as_ref()
             }
         };
         let Some(object) = object else {
             if !self.encodings.cbor_failed.swap(true, Ordering::Relaxed) {
-                let why = apimachinery::cbor::Object::encode(o.bytes(), shape).err().map(|e| e.0).unwrap_or_default();
+                let why = apimachinery::cbor::Object::encode(o.bytes(), schema).err().map(|e| e.to_string()).unwrap_or_default();
                 tracing::warn!(resource = %self.info.qualified(), object = %o.key(), %why, "an object has no exact CBOR encoding here; CBOR requests for this resource now pass through");
             }
             return None;
@@ -209,7 +209,7 @@ impl CachedResource {
             Some(rv) => o.protobuf_at(message, rv),
         };
         if encoded.is_none() && !self.encodings.protobuf_failed.swap(true, Ordering::Relaxed) {
-            let why = apimachinery::protobuf::encode(message, o.bytes()).err().map(|e| e.0).unwrap_or_default();
+            let why = apimachinery::protobuf::encode(message, o.bytes()).err().map(|e| e.to_string()).unwrap_or_default();
             tracing::warn!(resource = %self.info.qualified(), object = %o.key(), %why, "an object has no protobuf encoding here; protobuf requests for this resource now pass through");
         }
         encoded

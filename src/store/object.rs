@@ -74,7 +74,7 @@ impl CachedObject {
         if bytes.len() >= EXTRA as usize {
             return Err(StoreError::BadObject("an object over 2 GiB".into()));
         }
-        let m = meta::parse(&bytes, fields).map_err(|e| StoreError::BadObject(e.0))?;
+        let m = meta::parse(&bytes, fields).map_err(|e| StoreError::BadObject(e.to_string()))?;
         let mut b = Builder { bytes: &bytes, extra: String::new() };
         let metadata = b.span(m.metadata);
         let rv_text = b.span(&m.resource_version_text);
@@ -207,12 +207,12 @@ impl CachedObject {
     /// Its CBOR map (written from a Go value of `shape`), encoded once from
     /// its JSON on first use and kept with it; `None` when it has no exact
     /// CBOR encoding (see `apimachinery::cbor`).
-    pub fn cbor(&self, shape: apimachinery::cbor::Shape) -> Option<&apimachinery::cbor::Object> {
+    pub fn cbor(&self, shape: apimachinery::cbor::Schema) -> Option<&apimachinery::cbor::Object> {
         self.cbor.get_or_init(|| apimachinery::cbor::Object::encode(&self.bytes, shape).ok()).as_ref()
     }
 
     /// Its CBOR map with `metadata.resourceVersion` set to `rv`, encoded afresh.
-    pub fn cbor_at(&self, shape: apimachinery::cbor::Shape, rv: u64) -> Option<apimachinery::cbor::Object> {
+    pub fn cbor_at(&self, shape: apimachinery::cbor::Schema, rv: u64) -> Option<apimachinery::cbor::Object> {
         apimachinery::cbor::Object::encode(&self.at_revision(rv).concat(), shape).ok()
     }
 

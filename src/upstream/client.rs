@@ -143,7 +143,7 @@ impl Client {
                         req = *unsent;
                         break;
                     }
-                    Err(PoolError::Connect(e)) => return Err(UpstreamError::Transport(e.into())),
+                    Err(PoolError::Connect(e)) => return Err(UpstreamError::Transport(Box::new(e))),
                     Err(PoolError::Request(e)) => match &again {
                         Some((method, uri, headers)) if resent < RESEND && unprocessed(&e) => {
                             resent += 1;

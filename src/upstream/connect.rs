@@ -121,16 +121,29 @@ fn from_kube_config(config: Config) -> Result<Credentials, UpstreamError> {
     Ok(Credentials { server, tls, auth })
 }
 
+/// Why a server URL is not one kache can connect to.
+#[derive(Debug, thiserror::Error)]
+enum BadUrl {
+    #[error("not a URL: {0}")]
+    Parse(#[from] http::uri::InvalidUri),
+    #[error("scheme {0} is not http or https")]
+    Scheme(String),
+    #[error("not a URL (want https://HOST[:PORT])")]
+    NoScheme,
+    #[error("no host")]
+    NoHost,
+}
+
 /// An apiserver URL kache can connect to: `http` or `https`, with a host.
-fn server_url(url: &str) -> Result<Uri, String> {
-    let uri: Uri = url.parse().map_err(|e| format!("not a URL: {e}"))?;
+fn server_url(url: &str) -> Result<Uri, BadUrl> {
+    let uri: Uri = url.parse()?;
     match uri.scheme_str() {
         Some("http" | "https") => {}
-        Some(other) => return Err(format!("scheme {other} is not http or https")),
-        None => return Err("not a URL (want https://HOST[:PORT])".into()),
+        Some(other) => return Err(BadUrl::Scheme(other.to_string())),
+        None => return Err(BadUrl::NoScheme),
     }
     if uri.host().is_none_or(str::is_empty) {
-        return Err("no host".into());
+        return Err(BadUrl::NoHost);
     }
     Ok(uri)
 }

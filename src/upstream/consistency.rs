@@ -141,10 +141,14 @@ async fn upstream_at(client: &Client, resource: &Resource, rv: u64) -> Result<Ve
     let mut entries = Vec::new();
     loop {
         let body = client.get_bytes_as(&path, METADATA).await?;
-        let page = ListPage::parse(&body).map_err(|e| UpstreamError::Decode(e.0))?;
+        let page = ListPage::parse(&body).map_err(|e| UpstreamError::Decode(Box::new(e)))?;
         for item in &page.items {
-            let Item { metadata: m } = serde_json::from_slice(item).map_err(|e| UpstreamError::Decode(format!("a list item: {e}")))?;
-            let rv = m.resource_version.parse().map_err(|_| UpstreamError::Decode(format!("resourceVersion {:?}", m.resource_version)))?;
+            let Item { metadata: m } =
+                serde_json::from_slice(item).map_err(|e| UpstreamError::Decode(format!("a list item: {e}").into()))?;
+            let rv = m
+                .resource_version
+                .parse()
+                .map_err(|_| UpstreamError::Decode(format!("resourceVersion {:?}", m.resource_version).into()))?;
             let key = if m.namespace.is_empty() { m.name } else { format!("{}/{}", m.namespace, m.name) };
             entries.push((key, rv));
         }

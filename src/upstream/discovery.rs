@@ -208,7 +208,8 @@ fn is_cacheable(verbs: &[String]) -> bool {
 /// The core group and every group at its preferred version.
 async fn preferred_versions(client: &Client) -> Result<Vec<(String, String)>, UpstreamError> {
     let body = client.get_bytes("/apis").await?;
-    let groups: GroupList = serde_json::from_slice(&body).map_err(|e| UpstreamError::Decode(format!("a bad /apis document: {e}")))?;
+    let groups: GroupList =
+        serde_json::from_slice(&body).map_err(|e| UpstreamError::Decode(format!("a bad /apis document: {e}").into()))?;
     let mut out = vec![(String::new(), "v1".to_string())];
     out.extend(groups.groups.into_iter().map(|g| (g.name, g.preferred.version)));
     Ok(out)
@@ -218,7 +219,8 @@ async fn preferred_versions(client: &Client) -> Result<Vec<(String, String)>, Up
 async fn fetch(client: &Client, group: &str, version: &str) -> Result<Vec<Listed>, UpstreamError> {
     let path = if group.is_empty() { format!("/api/{version}") } else { format!("/apis/{group}/{version}") };
     let body = client.get_bytes(&path).await?;
-    let list: ResourceList = serde_json::from_slice(&body).map_err(|e| UpstreamError::Decode(format!("a bad {path} document: {e}")))?;
+    let list: ResourceList =
+        serde_json::from_slice(&body).map_err(|e| UpstreamError::Decode(format!("a bad {path} document: {e}").into()))?;
     Ok(list
         .resources
         .into_iter()

@@ -40,9 +40,9 @@ pub enum UpstreamError {
         /// The `Status` message, or the start of the body.
         message: String,
     },
-    /// The apiserver's answer could not be understood.
-    #[error("upstream sent {0}")]
-    Decode(String),
+    /// The apiserver's answer could not be understood (its cause kept).
+    #[error("upstream sent {}", chain(.0.as_ref()))]
+    Decode(#[source] BoxError),
     /// The store refused what upstream sent (an object it cannot hold, an
     /// event that does not follow).
     #[error("the store refused upstream's answer: {0}")]

@@ -1,8 +1,11 @@
 //! JSON objects transcoded to CBOR as the apiserver's deterministic encoder
-//! writes the same Go value: every map — Go struct or Go map alike —
-//! with its entries sorted by their encoded keys (`SortBytewiseLexical`),
-//! strings and keys as byte strings, `[]byte` fields as tag 22 around the
-//! decoded bytes, integers as integers, floats in their shortest exact form.
+//! writes the same Go value.
+//!
+//! Invariants: every map — Go struct or Go map alike — has its entries
+//! sorted by their encoded keys (`SortBytewiseLexical`); strings and keys
+//! are byte strings, `[]byte` fields tag 22 around the decoded bytes,
+//! integers integers, floats in their shortest exact form; what cannot be
+//! written exactly is an [`EncodeError`].
 //!
 //! What JSON does not say is taken from the protobuf [`schema`] of the
 //! built-in kinds: which strings are `[]byte` (`bytes` fields, map values).
@@ -27,18 +30,64 @@ use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Number;
 
 use super::wire;
-use crate::protobuf::schema::{Field, Kind, Schema, schema};
+use crate::protobuf::schema::{self as proto, Field, Kind};
 
 /// Why a JSON object has no exact CBOR encoding here.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct EncodeError(pub String);
+#[derive(Debug, thiserror::Error)]
+pub enum EncodeError {
+    /// Not JSON.
+    #[error("{0}")]
+    Json(#[source] serde_json::Error),
+    /// JSON, but not an object.
+    #[error("not a JSON object")]
+    NotAnObject,
+    /// A key twice in one object: no one encoding.
+    #[error("{0:?} twice in one object")]
+    KeyTwice(String),
+    /// A key the built-in kind's message does not have.
+    #[error("{message} has no field {key:?}")]
+    NoField {
+        /// The protobuf message's name.
+        message: &'static str,
+        /// The key.
+        key: String,
+    },
+    /// An object where the schema says `[]byte`.
+    #[error("an object where bytes were expected")]
+    ObjectForBytes,
+    /// A `[]byte` field's string that is not base64.
+    #[error("bad base64: {0}")]
+    Base64(#[source] base64::DecodeError),
+    /// A number where the schema says `[]byte`, an object or a map.
+    #[error("unexpected number {0}")]
+    UnexpectedNumber(Number),
+    /// A custom resource's plain integer outside `metadata`: stored in CBOR,
+    /// it may be an integer or a float with an integral value.
+    #[error("{0} may be an integer or a float stored as CBOR")]
+    AmbiguousNumber(Number),
+    /// A number beyond `i64` that is no `f64` either.
+    #[error("bad number {0}")]
+    BadNumber(Number),
+    /// The value of `key` has no encoding (why: the source, itself perhaps
+    /// inside a member of that value).
+    #[error("{key}: {source}")]
+    In {
+        /// The member's key.
+        key: String,
+        /// Why its value has no encoding.
+        #[source]
+        source: Box<EncodeError>,
+    },
+}
 
-/// What Go type a JSON object was written from.
+/// How a kind's objects are written in CBOR: what Go type their JSON was
+/// written from, which says which strings are `[]byte` and which integers
+/// may be floats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Shape {
-    /// A built-in kind, by its protobuf message's index in the schema
-    /// ([`Shape::builtin`]).
+pub enum Schema {
+    /// A built-in kind, by its protobuf message's index in the protobuf
+    /// schema, whose `bytes` fields are its `[]byte` fields
+    /// ([`Schema::builtin`]).
     Builtin(usize),
     /// A custom resource (`unstructured.Unstructured`).
     Custom,
@@ -47,11 +96,11 @@ pub enum Shape {
     Plain,
 }
 
-impl Shape {
-    /// The shape of a built-in kind the protobuf schema holds.
-    pub fn builtin(api_version: &str, kind: &str) -> Option<Shape> {
+impl Schema {
+    /// The schema of a built-in kind the protobuf schema holds.
+    pub fn builtin(api_version: &str, kind: &str) -> Option<Schema> {
         let name = crate::protobuf::message_name(api_version, kind)?;
-        schema().message(&name).map(Shape::Builtin)
+        proto::schema().message(&name).map(Schema::Builtin)
     }
 }
 
@@ -68,20 +117,20 @@ enum Ty {
 /// The entries of the JSON object `json` (a map), each its encoded key
 /// followed by its encoded value, in canonical order; with the offset of
 /// each entry's start in the returned bytes.
-pub fn entries(json: &[u8], shape: Shape) -> Result<(Vec<u8>, Vec<u32>), EncodeError> {
-    let value: Json<'_> = serde_json::from_slice(json).map_err(|e| EncodeError(e.to_string()))?;
-    let Json::Object(map) = &value else { return Err(EncodeError("not a JSON object".into())) };
-    let s = schema();
-    let root = match shape {
-        Shape::Builtin(message) => Ty::Message(message),
-        Shape::Custom => Ty::Custom,
-        Shape::Plain => Ty::Any,
+pub fn entries(json: &[u8], schema: Schema) -> Result<(Vec<u8>, Vec<u32>), EncodeError> {
+    let value: Json<'_> = serde_json::from_slice(json).map_err(EncodeError::Json)?;
+    let Json::Object(map) = &value else { return Err(EncodeError::NotAnObject) };
+    let s = proto::schema();
+    let root = match schema {
+        Schema::Builtin(message) => Ty::Message(message),
+        Schema::Custom => Ty::Custom,
+        Schema::Plain => Ty::Any,
     };
     let mut out = Vec::with_capacity(json.len());
     let mut starts = Vec::with_capacity(map.len());
     for (k, v) in canonical(map)? {
-        let ty = match (shape, root) {
-            (Shape::Custom, _) if k == "metadata" => Ty::Any,
+        let ty = match (schema, root) {
+            (Schema::Custom, _) if k == "metadata" => Ty::Any,
             _ => child(s, root, k)?,
         };
         starts.push(out.len() as u32);
@@ -97,33 +146,33 @@ fn canonical<'j, 'a>(map: &'j [(Cow<'a, str>, Json<'a>)]) -> Result<Vec<(&'j str
     let mut entries: Vec<_> = map.iter().map(|(k, v)| (k.as_ref(), v)).collect();
     entries.sort_unstable_by(|a, b| (a.0.len(), a.0).cmp(&(b.0.len(), b.0)));
     match entries.windows(2).find(|w| w[0].0 == w[1].0) {
-        Some(twice) => Err(EncodeError(format!("{:?} twice in one object", twice[0].0))),
+        Some(twice) => Err(EncodeError::KeyTwice(twice[0].0.to_string())),
         None => Ok(entries),
     }
 }
 
 /// Writes one entry: key `k`, value `v` of type `ty`.
-fn entry(s: &'static Schema, k: &str, v: &Json<'_>, ty: Ty, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+fn entry(s: &'static proto::Schema, k: &str, v: &Json<'_>, ty: Ty, out: &mut Vec<u8>) -> Result<(), EncodeError> {
     wire::string(out, k.as_bytes());
-    write(s, v, ty, out).map_err(|e| EncodeError(format!("{k}: {}", e.0)))
+    write(s, v, ty, out).map_err(|e| EncodeError::In { key: k.to_string(), source: Box::new(e) })
 }
 
 /// The type of key `k`'s value in an object of type `ty`.
-fn child(s: &'static Schema, ty: Ty, k: &str) -> Result<Ty, EncodeError> {
+fn child(s: &'static proto::Schema, ty: Ty, k: &str) -> Result<Ty, EncodeError> {
     Ok(match ty {
         Ty::Message(m) => match field(s, m, k) {
             Some(f) => field_ty(s, &f.kind),
             None if k == "kind" || k == "apiVersion" => Ty::Any,
-            None => return Err(EncodeError(format!("{} has no field {k:?}", s.messages[m].name))),
+            None => return Err(EncodeError::NoField { message: s.messages[m].name, key: k.to_string() }),
         },
         Ty::Map(kind) => field_ty(s, kind),
         Ty::Any | Ty::Custom => ty,
-        Ty::Bytes => return Err(EncodeError("an object where bytes were expected".into())),
+        Ty::Bytes => return Err(EncodeError::ObjectForBytes),
     })
 }
 
 /// The field JSON key `k` names in message `m`, looking into inlined structs.
-fn field(s: &'static Schema, m: usize, k: &str) -> Option<&'static Field> {
+fn field(s: &'static proto::Schema, m: usize, k: &str) -> Option<&'static Field> {
     let message = &s.messages[m];
     if let Some(f) = message.field(k).filter(|f| !f.inline) {
         return Some(f);
@@ -134,7 +183,7 @@ fn field(s: &'static Schema, m: usize, k: &str) -> Option<&'static Field> {
     })
 }
 
-fn field_ty(s: &Schema, kind: &'static Kind) -> Ty {
+fn field_ty(s: &proto::Schema, kind: &'static Kind) -> Ty {
     match kind {
         Kind::Bytes => Ty::Bytes,
         Kind::Map(_, value) => Ty::Map(value),
@@ -156,16 +205,14 @@ fn is_special(name: &str) -> bool {
     )
 }
 
-fn write(s: &'static Schema, v: &Json<'_>, ty: Ty, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+fn write(s: &'static proto::Schema, v: &Json<'_>, ty: Ty, out: &mut Vec<u8>) -> Result<(), EncodeError> {
     match v {
         Json::Null => out.push(wire::NULL),
         Json::Bool(b) => out.push(if *b { wire::TRUE } else { wire::FALSE }),
         Json::Number(n) => number(n, ty, out)?,
         Json::String(text) => {
             if let Ty::Bytes = ty {
-                let raw = base64::engine::general_purpose::STANDARD
-                    .decode(text.as_bytes())
-                    .map_err(|e| EncodeError(format!("bad base64: {e}")))?;
+                let raw = base64::engine::general_purpose::STANDARD.decode(text.as_bytes()).map_err(EncodeError::Base64)?;
                 wire::head(out, wire::TAG, wire::TAG_BASE64);
                 wire::string(out, &raw);
             } else {
@@ -190,14 +237,14 @@ fn write(s: &'static Schema, v: &Json<'_>, ty: Ty, out: &mut Vec<u8>) -> Result<
 
 fn number(n: &Number, ty: Ty, out: &mut Vec<u8>) -> Result<(), EncodeError> {
     match ty {
-        Ty::Bytes | Ty::Message(_) | Ty::Map(_) => return Err(EncodeError(format!("unexpected number {n}"))),
-        Ty::Custom if !n.is_f64() => return Err(EncodeError(format!("{n} may be an integer or a float stored as CBOR"))),
+        Ty::Bytes | Ty::Message(_) | Ty::Map(_) => return Err(EncodeError::UnexpectedNumber(n.clone())),
+        Ty::Custom if !n.is_f64() => return Err(EncodeError::AmbiguousNumber(n.clone())),
         Ty::Any | Ty::Custom => {}
     }
     match n.as_i64() {
         Some(i) => wire::int(out, i),
         // Beyond int64 Go decodes a JSON number into a float64.
-        None => wire::float(out, n.as_f64().ok_or_else(|| EncodeError(format!("bad number {n}")))?),
+        None => wire::float(out, n.as_f64().ok_or_else(|| EncodeError::BadNumber(n.clone()))?),
     }
     Ok(())
 }

@@ -1,10 +1,17 @@
 //! CBOR (`application/cbor`, watch streams `application/cbor-seq`), served
 //! by kube-apiserver behind its `CBORServingAndStorage` feature gate:
 //! objects, lists, metadata-only forms, watch events and `Status` errors
-//! encoded from the objects' JSON ([`encode`]) as the apiserver's encoder
-//! writes them.
+//! encoded from the objects' JSON ([`Object::encode`], as [`Schema`] says).
 //!
-//! The wire shapes (read in `k8s.io/apimachinery/pkg/runtime/serializer/cbor`
+//! Invariants: every map is written in the one canonical order, the
+//! apiserver's deterministic encoder's (entries sorted by their encoded
+//! keys), so an answer of the apiserver, every map re-sorted so, equals
+//! ours byte for byte (the tests check exactly that); an [`Object`] is
+//! encoded once and shared by every document, list and event that carries
+//! it; a JSON object the CBOR encoding cannot express exactly is an
+//! [`EncodeError`], never a guess.
+//!
+//! The wire format (read in `k8s.io/apimachinery/pkg/runtime/serializer/cbor`
 //! of Kubernetes 1.36 and checked against a real apiserver 1.36.2, captures
 //! in `tests/reference/cbor/`): a document is the self-described CBOR tag
 //! 55799 (`d9 d9 f7`) and one map; a list is a map of `kind`, `apiVersion`,
@@ -19,15 +26,9 @@
 //! `SortFastShuffle`): a struct's fields start at a random one of them and
 //! wrap around, a Go map's entries come in Go's random map order — six GETs
 //! of one object gave six different byte strings. No byte-exact copy of an
-//! answer exists; what is exact is its content. kache writes the one
-//! canonical form: the apiserver's deterministic encoder (`modes.Encode`,
-//! what it stores in etcd), every map's entries sorted by their encoded
-//! keys. An answer of the apiserver, every map re-sorted so, equals it byte
-//! for byte (the tests check exactly that, [`canonical`]).
-//!
-//! Guarantees: an [`Object`] is encoded once and shared by every document,
-//! list and event that carries it; encoding a JSON object that the CBOR
-//! encoding cannot express exactly is an [`EncodeError`], never a guess.
+//! answer exists; what is exact is its content. kache writes the canonical
+//! form, the deterministic encoder's (`modes.Encode`, what the apiserver
+//! stores in etcd).
 
 #[cfg(test)]
 mod canonical;
@@ -38,7 +39,9 @@ pub mod wire;
 
 use bytes::Bytes;
 
-pub use encode::{EncodeError, Shape};
+use crate::list::{Envelope, ListMeta};
+
+pub use encode::{EncodeError, Schema};
 
 /// The CBOR media type.
 pub const MEDIA_TYPE: &str = "application/cbor";
@@ -58,9 +61,9 @@ pub struct Object {
 }
 
 impl Object {
-    /// The object whose JSON is `json`, written from a Go value of `shape`.
-    pub fn encode(json: &[u8], shape: Shape) -> Result<Object, EncodeError> {
-        let (entries, starts) = encode::entries(json, shape)?;
+    /// The object whose JSON is `json`, written as `schema` says.
+    pub fn encode(json: &[u8], schema: Schema) -> Result<Object, EncodeError> {
+        let (entries, starts) = encode::entries(json, schema)?;
         Ok(Object { entries: Bytes::from(entries), starts })
     }
 
@@ -86,13 +89,6 @@ impl Object {
         entries.extend([entry("kind", &string(kind)), entry("apiVersion", &string(api_version))].map(Bytes::from));
         entries.sort_unstable();
         std::iter::once(map_head(entries.len())).chain(entries).collect()
-    }
-
-    /// The encoded value of the entry `key`, shared.
-    #[cfg(test)]
-    pub fn get(&self, key: &str) -> Option<Bytes> {
-        let want = string(key);
-        (0..self.starts.len()).map(|i| self.entry(i)).find(|e| e.starts_with(&want)).map(|e| e.slice(want.len()..))
     }
 
     /// Entry `i`: its key and value.
@@ -150,14 +146,13 @@ pub fn partial_object(metadata: Bytes) -> Vec<Bytes> {
     ])
 }
 
-/// A list document in parts: `list_meta` is the list's `metadata` as JSON,
-/// each item the parts of one item's map (shared, not copied). An empty
-/// `PartialObjectMetadataList`'s items are null, as in its JSON
-/// ([`crate::list::json_list_parts`]).
-pub fn list(api_version: &str, kind: &str, list_meta: &[u8], items: Vec<Vec<Bytes>>) -> Result<Vec<Bytes>, EncodeError> {
-    let meta = Object::encode(list_meta, Shape::Plain)?;
+/// A list document in parts, its `metadata` and its items written as
+/// `envelope` says (as in JSON: [`crate::list::json_list_parts`]), each
+/// item the parts of one item's map (shared, not copied).
+pub fn list(api_version: &str, kind: &str, envelope: Envelope, meta: &ListMeta, items: Vec<Vec<Bytes>>) -> Result<Vec<Bytes>, EncodeError> {
+    let meta = Object::encode(envelope.metadata_json(meta).as_bytes(), Schema::Plain)?;
     let mut array = Vec::with_capacity(9);
-    if items.is_empty() && kind == crate::partial::LIST_KIND {
+    if items.is_empty() && envelope.empty_items_are_null() {
         array.push(wire::NULL);
     } else {
         wire::head(&mut array, wire::ARRAY, items.len() as u64);
@@ -179,5 +174,5 @@ pub fn watch_event(event_type: &str, object: Vec<Bytes>) -> Vec<Bytes> {
 
 /// The document of a `metav1.Status` (or any plain object) given as JSON.
 pub fn plain_document(json: &[u8]) -> Result<Vec<u8>, EncodeError> {
-    Ok(document(Object::encode(json, Shape::Plain)?.map()).concat())
+    Ok(document(Object::encode(json, Schema::Plain)?.map()).concat())
 }

@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use super::canonical::canonical;
 use super::*;
+use crate::list::{Envelope, ListMeta};
 
 fn capture(name: &str) -> Vec<u8> {
     let path = format!("{}/../tests/reference/cbor/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -18,8 +19,14 @@ fn json(name: &str) -> Value {
     serde_json::from_slice(&capture(name)).unwrap()
 }
 
-fn builtin(object: &Value) -> Shape {
-    Shape::builtin(object["apiVersion"].as_str().unwrap(), object["kind"].as_str().unwrap()).expect("a built-in kind")
+/// The encoded value of `object`'s entry `key`, shared.
+fn get(object: &Object, key: &str) -> Option<Bytes> {
+    let want = string(key);
+    (0..object.starts.len()).map(|i| object.entry(i)).find(|e| e.starts_with(&want)).map(|e| e.slice(want.len()..))
+}
+
+fn builtin(object: &Value) -> Schema {
+    Schema::builtin(object["apiVersion"].as_str().unwrap(), object["kind"].as_str().unwrap()).expect("a built-in kind")
 }
 
 const BUILTIN: &[&str] = &["configmap", "secret", "service", "node", "deployment", "pod", "lease", "event", "event-events.k8s.io"];
@@ -39,7 +46,7 @@ fn a_get_is_the_apiservers_answer_in_canonical_order() {
         assert_eq!(document(typed).concat(), ours, "{name} from its list item");
 
         // Metadata only, from the object's own encoding.
-        let partial = document(partial_object(stored.get("metadata").unwrap())).concat();
+        let partial = document(partial_object(get(&stored, "metadata").unwrap())).concat();
         assert_eq!(partial, canonical(&capture(&format!("{name}-get-metadata.cbor"))), "{name} metadata");
     }
 }
@@ -47,20 +54,28 @@ fn a_get_is_the_apiservers_answer_in_canonical_order() {
 #[test]
 fn byte_fields_are_tagged_base64_strings_of_their_bytes() {
     let ours = Object::encode(&capture("secret-get.json"), builtin(&json("secret-get.json"))).unwrap();
-    let data = ours.get("data").unwrap();
+    let data = get(&ours, "data").unwrap();
     // {"bin": 22(h'ff0000'), ...}: tag 22 (d6) around the decoded bytes.
     let bin = [&[0x43][..], b"bin", &[0xd6, 0x43, 0xff, 0x00, 0x00]].concat();
     assert!(data.windows(bin.len()).any(|w| w == bin), "{data:02x?}");
 }
 
-fn list_of(name: &str, item_shape: impl Fn(&Value) -> Shape) -> Vec<u8> {
+/// The captured JSON list `name` encoded in `envelope`, its `metadata` read back into a `ListMeta`.
+fn list_of(name: &str, envelope: Envelope, item_schema: impl Fn(&Value) -> Schema) -> Vec<u8> {
     let list = json(name);
     let items = list["items"].as_array().unwrap().iter().map(|item| {
-        let shape = item_shape(item);
-        Object::encode(&serde_json::to_vec(item).unwrap(), shape).unwrap().map()
+        let schema = item_schema(item);
+        Object::encode(&serde_json::to_vec(item).unwrap(), schema).unwrap().map()
     });
-    let meta = serde_json::to_vec(&list["metadata"]).unwrap();
-    super::list(list["apiVersion"].as_str().unwrap(), list["kind"].as_str().unwrap(), &meta, items.collect()).unwrap().concat()
+    let m = &list["metadata"];
+    let meta = ListMeta {
+        resource_version: m["resourceVersion"].as_str().unwrap().parse().unwrap(),
+        continue_token: m["continue"].as_str().filter(|c| !c.is_empty()).map(String::from),
+        remaining_item_count: m["remainingItemCount"].as_u64(),
+        shard_info: None,
+    };
+    let (api_version, kind) = (list["apiVersion"].as_str().unwrap(), list["kind"].as_str().unwrap());
+    super::list(api_version, kind, envelope, &meta, items.collect()).unwrap().concat()
 }
 
 #[test]
@@ -69,34 +84,47 @@ fn lists_are_the_apiservers_in_canonical_order() {
         let list = json(list);
         let kind = list["kind"].as_str().unwrap().strip_suffix("List").unwrap().to_string();
         let api_version = list["apiVersion"].as_str().unwrap().to_string();
-        move |_: &Value| Shape::builtin(&api_version, &kind).unwrap()
+        move |_: &Value| Schema::builtin(&api_version, &kind).unwrap()
     };
     for name in ["configmaps-list", "events-list", "pods-list-page", "pods-list-empty"] {
         let json_name: &'static str = Box::leak(format!("{name}.json").into_boxed_str());
-        assert_eq!(list_of(json_name, item_of(json_name)), canonical(&capture(&format!("{name}.cbor"))), "{name}");
+        assert_eq!(list_of(json_name, Envelope::Typed, item_of(json_name)), canonical(&capture(&format!("{name}.cbor"))), "{name}");
     }
-    let metadata = list_of("configmaps-list-metadata.json", |_| Shape::Plain);
+    let metadata = list_of("configmaps-list-metadata.json", Envelope::Metadata, |_| Schema::Plain);
     assert_eq!(metadata, canonical(&capture("configmaps-list-metadata.cbor")));
-    let empty_custom = list_of("gadgets-list-empty.json", |_| Shape::Custom);
+    let empty_custom = list_of("gadgets-list-empty.json", Envelope::Unstructured, |_| Schema::Custom);
     assert_eq!(empty_custom, canonical(&capture("gadgets-list-empty.cbor")));
+}
+
+#[test]
+fn an_empty_metadata_only_lists_items_are_null_as_in_its_json() {
+    let meta = ListMeta::for_page(7, "", None, 0, false);
+    let items = |envelope| {
+        let list = super::list("meta.k8s.io/v1", "PartialObjectMetadataList", envelope, &meta, Vec::new()).unwrap().concat();
+        let key = string("items");
+        let at = list.windows(key.len()).position(|w| w == key).unwrap() + key.len();
+        list[at]
+    };
+    assert_eq!(items(Envelope::Metadata), wire::NULL);
+    assert_eq!(items(Envelope::Typed), 0x80, "an empty array");
 }
 
 #[test]
 fn custom_resources_are_exact_or_refused() {
     // No plain integers outside metadata: exact.
-    let ours = document(Object::encode(&capture("gadget-no-integers-get.json"), Shape::Custom).unwrap().map()).concat();
+    let ours = document(Object::encode(&capture("gadget-no-integers-get.json"), Schema::Custom).unwrap().map()).concat();
     assert_eq!(ours, canonical(&capture("gadget-no-integers-get.cbor")));
     // `1.0` was stored as a float (CBOR) and reads back as `1` in JSON: a
     // plain integer may be either, so it is refused, never guessed.
-    assert!(Object::encode(&capture("gadget-float-get.json"), Shape::Custom).is_err());
-    assert!(Object::encode(&capture("gadget-get.json"), Shape::Custom).is_err());
+    assert!(Object::encode(&capture("gadget-float-get.json"), Schema::Custom).is_err());
+    assert!(Object::encode(&capture("gadget-get.json"), Schema::Custom).is_err());
     let float = capture("gadget-float-get.cbor");
     let whole_float = [&[0x4a][..], b"wholeFloat", &[0xf9, 0x3c, 0x00]].concat();
     assert!(float.windows(whole_float.len()).any(|w| w == whole_float), "1.0 is a float in CBOR");
     // Their metadata has no such doubt.
     for name in ["gadget", "gadget-float"] {
         let meta = json(&format!("{name}-get.json"))["metadata"].clone();
-        let meta = Object::encode(&serde_json::to_vec(&meta).unwrap(), Shape::Plain).unwrap();
+        let meta = Object::encode(&serde_json::to_vec(&meta).unwrap(), Schema::Plain).unwrap();
         assert_eq!(
             document(partial_object(Bytes::from(meta.map().concat()))).concat(),
             canonical(&capture(&format!("{name}-get-metadata.cbor")))
@@ -125,7 +153,7 @@ fn metadata_watch_events_are_the_apiservers_in_canonical_order() {
     let mut ours = Vec::new();
     for line in text.lines() {
         let event: Value = serde_json::from_str(line).unwrap();
-        let meta = Object::encode(&serde_json::to_vec(&event["object"]["metadata"]).unwrap(), Shape::Plain).unwrap();
+        let meta = Object::encode(&serde_json::to_vec(&event["object"]["metadata"]).unwrap(), Schema::Plain).unwrap();
         ours.extend(watch_event(event["type"].as_str().unwrap(), partial_object(Bytes::from(meta.map().concat()))).concat());
     }
     assert_eq!(ours, canonical(&capture("configmaps-watch-metadata.cbor-seq")));
@@ -140,7 +168,7 @@ fn status_errors_are_the_apiservers_in_canonical_order() {
 #[test]
 fn a_watch_error_is_an_error_event_around_a_status() {
     let status = r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version: 1 (170313)","reason":"Expired","code":410}"#;
-    let ours = watch_event("ERROR", Object::encode(status.as_bytes(), Shape::Plain).unwrap().map()).concat();
+    let ours = watch_event("ERROR", Object::encode(status.as_bytes(), Schema::Plain).unwrap().map()).concat();
     assert_eq!(ours, canonical(&capture("configmaps-410.cbor")));
 }
 
@@ -153,7 +181,7 @@ fn custom_resource_list_items_carry_their_type() {
     let mut item = g3.clone();
     item.as_object_mut().unwrap().retain(|k, _| k != "kind" && k != "apiVersion");
     let ours =
-        Object::encode(&serde_json::to_vec(&item).unwrap(), Shape::Custom).unwrap().typed_map("cbor.kache.dev/v1", "Gadget").concat();
+        Object::encode(&serde_json::to_vec(&item).unwrap(), Schema::Custom).unwrap().typed_map("cbor.kache.dev/v1", "Gadget").concat();
     let theirs = canonical(&capture("gadgets-list.cbor"));
     assert!(theirs.windows(ours.len()).any(|w| w == ours), "g3 with its kind and apiVersion is an item of the apiserver's list");
 }
@@ -168,7 +196,7 @@ fn the_gated_406_names_cbor_as_the_apiserver_does() {
 #[test]
 fn canonical_order_is_the_encoded_keys_order() {
     // Shorter keys first (the head holds the length), then bytewise.
-    let (bytes, starts) = encode::entries(br#"{"zz":1,"apiVersion":"v1","a":-2,"kind":"K","metadata":{}}"#, Shape::Plain).unwrap();
+    let (bytes, starts) = encode::entries(br#"{"zz":1,"apiVersion":"v1","a":-2,"kind":"K","metadata":{}}"#, Schema::Plain).unwrap();
     let expected: &[&[u8]] = &[b"\x41a\x21", b"\x42zz\x01", b"\x44kind\x41K", b"\x48metadata\xa0", b"\x4aapiVersion\x42v1"];
     assert_eq!(bytes, expected.concat());
     assert_eq!(starts, [0, 3, 7, 14, 24]);
@@ -177,9 +205,9 @@ fn canonical_order_is_the_encoded_keys_order() {
 #[test]
 fn strings_escaped_or_not_and_a_key_twice() {
     // Escaped strings are read whole; unescaped ones are borrowed: the bytes are the same.
-    let escaped = document(Object::encode(br#"{"k\u0069nd":"a\"b","n":[1,-2,2.5]}"#, Shape::Plain).unwrap().map()).concat();
-    let plain = document(Object::encode(br#"{"kind":"a\"b","n":[1,-2,2.5]}"#, Shape::Plain).unwrap().map()).concat();
+    let escaped = document(Object::encode(br#"{"k\u0069nd":"a\"b","n":[1,-2,2.5]}"#, Schema::Plain).unwrap().map()).concat();
+    let plain = document(Object::encode(br#"{"kind":"a\"b","n":[1,-2,2.5]}"#, Schema::Plain).unwrap().map()).concat();
     assert_eq!(escaped, plain);
     // A key twice has no one encoding: refused, never a guess.
-    assert!(Object::encode(br#"{"a":1,"a":2}"#, Shape::Plain).is_err());
+    assert!(Object::encode(br#"{"a":1,"a":2}"#, Schema::Plain).is_err());
 }

@@ -18,10 +18,25 @@ use serde_json::{Map, Value, json};
 
 use super::MAGIC;
 
-/// Why a protobuf body could not be read.
+/// Why a protobuf body could not be read; its `Display` is the apiserver's message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct DecodeError(pub String);
+pub enum DecodeError {
+    /// A body that does not start with `k8s\0`.
+    #[error("provided data does not appear to be a protobuf message, expected prefix [107 56 115 0]")]
+    NoMagic,
+    /// A `runtime.Unknown` envelope that does not decode.
+    #[error("unable to decode the protobuf envelope: {0}")]
+    Envelope(#[source] prost::DecodeError),
+    /// An object of a kind read here that does not decode.
+    #[error("unable to decode {kind}: {source}")]
+    Object {
+        /// The kind the envelope names.
+        kind: String,
+        /// What `prost` saw.
+        #[source]
+        source: prost::DecodeError,
+    },
+}
 
 #[derive(Clone, PartialEq, Message)]
 struct Unknown {
@@ -131,14 +146,12 @@ fn metadata(m: Option<ObjectMeta>) -> Value {
 
 /// The JSON object a protobuf request body holds; `None` for a kind this module does not read.
 pub fn decode_json(body: &[u8]) -> Result<Option<Value>, DecodeError> {
-    let envelope = body
-        .strip_prefix(MAGIC)
-        .ok_or_else(|| DecodeError("provided data does not appear to be a protobuf message, expected prefix [107 56 115 0]".into()))?;
-    let unknown = Unknown::decode(envelope).map_err(|e| DecodeError(format!("unable to decode the protobuf envelope: {e}")))?;
+    let envelope = body.strip_prefix(MAGIC).ok_or(DecodeError::NoMagic)?;
+    let unknown = Unknown::decode(envelope).map_err(DecodeError::Envelope)?;
     let type_meta = unknown.type_meta.unwrap_or_default();
     let (api_version, kind) = (type_meta.api_version.unwrap_or_default(), type_meta.kind.unwrap_or_default());
     let raw = unknown.raw.unwrap_or_default();
-    let bad = |e: prost::DecodeError| DecodeError(format!("unable to decode {kind}: {e}"));
+    let bad = |source| DecodeError::Object { kind: kind.clone(), source };
     let mut out = Map::new();
     out.insert("kind".into(), kind.clone().into());
     out.insert("apiVersion".into(), api_version.into());

@@ -26,18 +26,26 @@ use super::schema::{Field, Kind, Schema, schema};
 use super::wire;
 
 /// Why a JSON object has no protobuf encoding here.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct EncodeError(pub String);
+#[derive(Debug, thiserror::Error)]
+pub enum EncodeError {
+    /// A message name the schema does not hold.
+    #[error("no protobuf schema for {0}")]
+    NoSchema(String),
+    /// JSON the message cannot hold: not JSON, a key the schema does not
+    /// know, a value of the wrong JSON type (`serde_json`'s error, with
+    /// where it stands).
+    #[error("{0}")]
+    Json(#[source] serde_json::Error),
+}
 
 /// The protobuf bytes of the JSON object `json` as message `message` (a
 /// full schema name such as `api.core.v1.Pod`), without any envelope.
 pub fn encode(message: &str, json: &[u8]) -> Result<Vec<u8>, EncodeError> {
     let s = schema();
-    let m = s.message(message).ok_or_else(|| EncodeError(format!("no protobuf schema for {message}")))?;
+    let m = s.message(message).ok_or_else(|| EncodeError::NoSchema(message.to_string()))?;
     let mut de = serde_json::Deserializer::from_slice(json);
-    let out = MessageSeed { s, m }.deserialize(&mut de).map_err(|e| EncodeError(e.to_string()))?;
-    de.end().map_err(|e| EncodeError(e.to_string()))?;
+    let out = MessageSeed { s, m }.deserialize(&mut de).map_err(EncodeError::Json)?;
+    de.end().map_err(EncodeError::Json)?;
     Ok(out)
 }
 

@@ -1,7 +1,7 @@
 //! Kubernetes protobuf (`application/vnd.kubernetes.protobuf`): objects,
 //! lists and watch frames encoded from the objects' JSON byte for byte as
 //! the apiserver writes them ([`encode`], over the [`schema`] of the
-//! built-in kinds), and the protobuf request bodies kubectl sends ([`body`]).
+//! built-in kinds), and the protobuf request bodies kubectl sends ([`decode_json`]).
 //!
 //! The wire shapes (measured on a real apiserver 1.36): a document is
 //! `k8s\0` followed by a `runtime.Unknown` {typeMeta {apiVersion, kind},

@@ -60,7 +60,7 @@ struct RawItem<'a> {
 }
 
 /// The Table `table` of the capture in `dir` rebuilt from its list, or why it cannot be.
-fn rebuilt(dir: &Path, table: &str, include: IncludeObject) -> Result<Vec<u8>, String> {
+fn rebuilt(dir: &Path, table: &str, include: IncludeObject) -> Result<Vec<u8>, Box<dyn std::error::Error>> {
     let (group, version, plural) = resource_of(&dir.file_name().unwrap().to_string_lossy());
     let printer = printer_of(&group, &version, &plural).ok_or("no printer")?;
     let body = Bytes::from(read(dir, "list.json"));

@@ -129,7 +129,7 @@ pub fn crd_printer(crd: &[u8], version: &str) -> Option<Printer> {
     if declared.is_empty() {
         // `serveDefaultColumnsIfEmpty`: Age, from the creation timestamp.
         defs.push(',');
-        defs.push_str(&default_age_column());
+        defs.push_str(columns::CUSTOM_AGE);
         cols.push(Column { path: parse_path(".metadata.creationTimestamp")?, typ: Some(Type::Date) });
     }
     for c in declared {
@@ -160,13 +160,6 @@ pub fn crd_printer(crd: &[u8], version: &str) -> Option<Printer> {
     }
     defs.push(']');
     Some(Printer::custom(defs, cols))
-}
-
-/// The `Age` column of a CRD declaring none: `Created At`'s definition under another name.
-fn default_age_column() -> String {
-    let created_at = &columns::CREATED_AT[1..columns::CREATED_AT.len() - 1];
-    let second = &created_at[columns::NAME.len() + 1..];
-    second.replacen("\"name\":\"Created At\"", "\"name\":\"Age\"", 1)
 }
 
 /// The row of a custom resource.

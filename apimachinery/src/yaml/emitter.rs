@@ -2,11 +2,17 @@
 //! `yaml.Marshal` of JSON values drives: an implicit document holding block
 //! mappings and sequences, flow `{}` and `[]` for empty ones, and plain,
 //! single-quoted, double-quoted and literal scalars (go-yaml never asks for
-//! folded ones). Functions are named after the libyaml ones they port; its
-//! event queue and state stack are replaced by recursion over the value,
-//! which is what they amount to for this subset of events.
+//! folded ones).
 //!
-//! Settings are go-yaml's: indentation 2, width 80, Unicode output, `\n`
+//! Invariants: the bytes written are go-yaml's for the same events (the
+//! yaml tests compare them with the apiserver's and go-yaml's own);
+//! mapping keys come in go-yaml's order (`sort`).
+//!
+//! Functions are named after the libyaml ones they port; its event queue
+//! and state stack are replaced by recursion over the value, which is what
+//! they amount to for this subset of events (so this is no line-for-line
+//! port). Which style a scalar takes is chosen in `scalar`; this module
+//! writes it. Settings are go-yaml's: indentation 2, width 80, Unicode output, `\n`
 //! breaks, not canonical. Since flow style is only used for empty
 //! collections, no scalar is ever written in flow context (libyaml's
 //! `flow_level` is always 0 when a scalar is written).
@@ -14,6 +20,7 @@
 use serde_json::{Map, Number, Value};
 
 use super::resolve::{self, Text};
+use super::scalar::{Analysis, Style, is_break, is_printable, select_scalar_style, string_style};
 use super::sort::sort_keys;
 
 const BEST_INDENT: isize = 2;
@@ -32,14 +39,6 @@ const OTHER: Context = Context { mapping: false, simple_key: false };
 /// A mapping's value, or a key written after `?`.
 const IN_MAPPING: Context = Context { mapping: true, simple_key: false };
 const SIMPLE_KEY: Context = Context { mapping: true, simple_key: true };
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Style {
-    Plain,
-    SingleQuoted,
-    DoubleQuoted,
-    Literal,
-}
 
 pub(super) struct Emitter<'a> {
     out: &'a mut Vec<u8>,
@@ -407,116 +406,9 @@ impl<'a> Emitter<'a> {
     }
 }
 
-/// `stringv`'s style request: literal for text with `\n`, plain when it
-/// would read back as the same string, double-quoted otherwise.
-fn string_style(s: &str) -> Style {
-    if s.contains('\n') {
-        Style::Literal
-    } else if resolve::plain_safe(s) {
-        Style::Plain
-    } else {
-        Style::DoubleQuoted
-    }
-}
-
 fn decimal(n: impl std::fmt::Display) -> Text {
     use std::fmt::Write as _;
     let mut text = Text::new();
     let _ = write!(text, "{n}");
     text
-}
-
-/// `yaml_emitter_select_scalar_style` (block context, implicit tags).
-fn select_scalar_style(value: &str, requested: Style, a: &Analysis, simple_key: bool) -> Style {
-    let mut style = requested;
-    if simple_key && a.multiline {
-        style = Style::DoubleQuoted;
-    }
-    if style == Style::Plain && (!a.block_plain_allowed || (value.is_empty() && simple_key)) {
-        style = Style::SingleQuoted;
-    }
-    if style == Style::SingleQuoted && !a.single_quoted_allowed {
-        style = Style::DoubleQuoted;
-    }
-    if style == Style::Literal && (!a.block_allowed || simple_key) {
-        style = Style::DoubleQuoted;
-    }
-    style
-}
-
-/// `yaml_emitter_analyze_scalar`, reduced to what block context reads.
-struct Analysis {
-    multiline: bool,
-    block_plain_allowed: bool,
-    single_quoted_allowed: bool,
-    block_allowed: bool,
-}
-
-impl Analysis {
-    fn of(value: &str) -> Analysis {
-        if value.is_empty() {
-            return Analysis { multiline: false, block_plain_allowed: true, single_quoted_allowed: true, block_allowed: false };
-        }
-        let mut block_indicators = value.starts_with("---") || value.starts_with("...");
-        let (mut leading_space, mut leading_break, mut trailing_space, mut trailing_break) = (false, false, false, false);
-        let (mut break_space, mut space_break, mut special_characters, mut line_breaks) = (false, false, false, false);
-        let (mut previous_space, mut previous_break) = (false, false);
-        let mut preceded_by_whitespace = true;
-        let bytes = value.as_bytes();
-        let mut i = 0;
-        while let Some(&b) = bytes.get(i) {
-            let c = if b.is_ascii() { char::from(b) } else { value[i..].chars().next().unwrap_or_default() };
-            let (first, next) = (i == 0, i + c.len_utf8());
-            i = next;
-            // Blanks are ASCII: the next byte tells.
-            let followed_by_whitespace = bytes.get(next).is_none_or(|&b| is_blank(char::from(b)));
-            let last = next == bytes.len();
-            block_indicators |= match c {
-                ',' | '[' | ']' | '{' | '}' | '&' | '*' | '!' | '|' | '>' | '\'' | '"' | '%' | '@' | '`' => first,
-                '?' | '-' => first && followed_by_whitespace,
-                ':' => followed_by_whitespace,
-                // Always true for the first character.
-                '#' => preceded_by_whitespace,
-                _ => false,
-            };
-            special_characters |= !is_printable(c);
-            if c == ' ' {
-                leading_space |= first;
-                trailing_space |= last;
-                break_space |= previous_break;
-                (previous_space, previous_break) = (true, false);
-            } else if is_break(c) {
-                line_breaks = true;
-                leading_break |= first;
-                trailing_break |= last;
-                space_break |= previous_space;
-                (previous_space, previous_break) = (false, true);
-            } else {
-                (previous_space, previous_break) = (false, false);
-            }
-            preceded_by_whitespace = is_blank(c) || is_break(c) || c == '\0';
-        }
-        let no_plain = leading_space || leading_break || trailing_space || trailing_break || line_breaks || block_indicators;
-        Analysis {
-            multiline: line_breaks,
-            block_plain_allowed: !(no_plain || break_space || space_break || special_characters),
-            single_quoted_allowed: !(break_space || space_break || special_characters),
-            block_allowed: !(trailing_space || space_break || special_characters),
-        }
-    }
-}
-
-fn is_blank(c: char) -> bool {
-    c == ' ' || c == '\t'
-}
-
-fn is_break(c: char) -> bool {
-    matches!(c, '\r' | '\n' | '\u{85}' | '\u{2028}' | '\u{2029}')
-}
-
-/// libyaml's `is_printable` on UTF-8: `\n`, ASCII graphic characters and
-/// space, U+00A0 to U+D7FF and U+E000 to U+FFFD except U+FEFF. Tabs,
-/// other controls and everything beyond the BMP (emoji) are not.
-fn is_printable(c: char) -> bool {
-    matches!(c, '\n' | ' '..='~' | '\u{a0}'..='\u{d7ff}' | '\u{e000}'..='\u{fffd}') && c != '\u{feff}'
 }

@@ -51,6 +51,7 @@
 mod emitter;
 mod read;
 mod resolve;
+mod scalar;
 mod sort;
 #[cfg(test)]
 mod tests;

@@ -12,7 +12,8 @@
 //! stored floats) makes the whole answer `None`, so the caller passes the
 //! request through or ends the stream — never a partial or guessed answer.
 
-use apimachinery::cbor::{self, Object};
+use apimachinery::cbor::{self, Object, Schema};
+use apimachinery::list::Envelope;
 use apimachinery::negotiate::Shape;
 use apimachinery::status::ApiError;
 use apimachinery::watch::EventType;
@@ -35,7 +36,7 @@ fn map(res: &CachedResource, o: &CachedObject, shape: Shape, at: Option<u64>) ->
 
 /// `o`'s `PartialObjectMetadata` map.
 fn metadata(res: &CachedResource, o: &CachedObject, at: Option<u64>) -> Option<Vec<Bytes>> {
-    let meta = Object::encode(&res.metadata_parts(o, at).concat(), cbor::Shape::Plain).ok()?;
+    let meta = Object::encode(&res.metadata_parts(o, at).concat(), Schema::Plain).ok()?;
     Some(cbor::partial_object(Bytes::from(meta.map().concat())))
 }
 
@@ -58,14 +59,14 @@ pub fn page(res: &CachedResource, page: Page, shape: Shape) -> Option<Parts> {
             (apimachinery::partial::API_VERSION.to_string(), apimachinery::partial::LIST_KIND.to_string())
         }
     };
-    let meta = match shape {
+    let envelope = match shape {
         // A custom resource's list is an UnstructuredList (`continue` always there).
-        Shape::Objects if res.is_custom() => page.meta.unstructured_json(),
-        Shape::Objects | Shape::Table { .. } => page.meta.json(),
+        Shape::Objects if res.is_custom() => Envelope::Unstructured,
+        Shape::Objects | Shape::Table { .. } => Envelope::Typed,
         // Metadata-only lists carry no shardInfo (as in JSON and protobuf).
-        Shape::Metadata | Shape::MetadataList => page.meta.unsharded().json(),
+        Shape::Metadata | Shape::MetadataList => Envelope::Metadata,
     };
-    let parts = cbor::list(&api_version, &kind, meta.as_bytes(), items).ok()?;
+    let parts = cbor::list(&api_version, &kind, envelope, &page.meta, items).ok()?;
     Some(Box::new(parts.into_iter()))
 }
 
@@ -82,11 +83,11 @@ pub fn bookmark(res: &CachedResource, rv: u64, initial_events_end: bool, shape: 
         Shape::Table { .. } => return None,
         Shape::Objects => (
             apimachinery::watch::bookmark_object(res.info(), rv, initial_events_end),
-            if res.is_custom() { cbor::Shape::Plain } else { res.cbor_shape()? },
+            if res.is_custom() { Schema::Plain } else { res.cbor_schema()? },
         ),
         Shape::Metadata | Shape::MetadataList => {
             let metadata = apimachinery::watch::bookmark_metadata(rv, initial_events_end);
-            (apimachinery::partial::object([Bytes::from(metadata)]).concat(), cbor::Shape::Plain)
+            (apimachinery::partial::object([Bytes::from(metadata)]).concat(), Schema::Plain)
         }
     };
     let object = Object::encode(&json, schema).ok()?;
@@ -101,7 +102,7 @@ pub fn status(e: &ApiError) -> Bytes {
 
 /// The ERROR event carrying `e`.
 pub fn error_frame(e: &ApiError) -> Bytes {
-    match Object::encode(&e.body(), cbor::Shape::Plain) {
+    match Object::encode(&e.body(), Schema::Plain) {
         Ok(status) => Bytes::from(cbor::watch_event(EventType::Error.as_str(), status.map()).concat()),
         Err(_) => Bytes::from(e.body()),
     }

@@ -104,7 +104,7 @@ pub enum PoolError {
     /// The server does not speak HTTP/2 (ALPN chose HTTP/1.1): the request, unsent.
     NotHttp2(Box<Request<UpBody>>),
     /// No connection could be made.
-    Connect(String),
+    Connect(Arc<DialError>),
     /// The request failed on its connection.
     Request(hyper::Error),
 }
@@ -145,7 +145,48 @@ enum Dial {
     Pending,
     Ready(http2::SendRequest<UpBody>),
     NotHttp2,
-    Failed(Arc<str>),
+    Failed(Arc<DialError>),
+}
+
+/// Why no connection was made to the apiserver (each cause kept).
+#[derive(Debug, thiserror::Error)]
+pub enum DialError {
+    /// The TCP connection failed.
+    #[error("connecting to {authority}: {source}")]
+    Connect {
+        /// The apiserver's host and port.
+        authority: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The TLS handshake failed.
+    #[error("TLS handshake with {authority}: {source}")]
+    Tls {
+        /// The apiserver's host and port.
+        authority: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Neither happened within [`DIAL_TIMEOUT`].
+    #[error("connecting to {0} timed out after {DIAL_TIMEOUT:?}")]
+    Timeout(String),
+    /// The HTTP/2 handshake failed.
+    #[error("HTTP/2 handshake with {authority}: {source}")]
+    Http2 {
+        /// The apiserver's host and port.
+        authority: String,
+        /// Why.
+        #[source]
+        source: hyper::Error,
+    },
+    /// The server's preface carried no SETTINGS in time.
+    #[error("{0} sent no HTTP/2 SETTINGS")]
+    NoSettings(String),
+    /// The dial was dropped before it ended.
+    #[error("the dial was abandoned")]
+    Abandoned,
 }
 
 #[derive(Debug)]
@@ -246,8 +287,8 @@ impl Pool {
             let mut sender = match outcome {
                 Dial::Ready(sender) => sender,
                 Dial::NotHttp2 => return Err(PoolError::NotHttp2(Box::new(req))),
-                Dial::Failed(e) => return Err(PoolError::Connect(e.to_string())),
-                Dial::Pending => return Err(PoolError::Connect("the dial was abandoned".into())),
+                Dial::Failed(e) => return Err(PoolError::Connect(e)),
+                Dial::Pending => return Err(PoolError::Connect(Arc::new(DialError::Abandoned))),
             };
             // Reserved before the server's limit was known, and over it: try elsewhere.
             if conn.used.load(Ordering::Acquire) > conn.limit(usize::MAX) {
@@ -312,7 +353,7 @@ async fn dial(pool: Arc<Inner>, conn: Arc<Conn>, assumed: usize) {
     let tls = match tokio::time::timeout(DIAL_TIMEOUT, handshake_tls(&pool)).await {
         Ok(Ok(tls)) => tls,
         Ok(Err(e)) => return fail(&conn, e),
-        Err(_) => return fail(&conn, format!("connecting to {} timed out after {DIAL_TIMEOUT:?}", pool.authority)),
+        Err(_) => return fail(&conn, DialError::Timeout(pool.authority.clone())),
     };
     if tls.get_ref().1.alpn_protocol() != Some(b"h2") {
         conn.dial.send_replace(Dial::NotHttp2);
@@ -333,7 +374,7 @@ async fn dial(pool: Arc<Inner>, conn: Arc<Conn>, assumed: usize) {
         .max_local_error_reset_streams(None);
     let (sender, connection) = match builder.handshake(TokioIo::new(io)).await {
         Ok(pair) => pair,
-        Err(e) => return fail(&conn, format!("HTTP/2 handshake with {}: {e}", pool.authority)),
+        Err(source) => return fail(&conn, DialError::Http2 { authority: pool.authority.clone(), source }),
     };
     let driven = Driven { connection, heard: assumed, limit: conn.limit.clone(), assumed: pool.assumed.clone() };
     let (closed, authority) = (conn.closed.clone(), pool.authority.clone());
@@ -351,24 +392,25 @@ async fn dial(pool: Arc<Inner>, conn: Arc<Conn>, assumed: usize) {
         }
         _ => {
             conn.closed.store(true, Ordering::Release);
-            fail(&conn, format!("{} sent no HTTP/2 SETTINGS", pool.authority));
+            fail(&conn, DialError::NoSettings(pool.authority.clone()));
         }
     }
 }
 
-fn fail(conn: &Conn, why: String) {
+fn fail(conn: &Conn, why: DialError) {
     tracing::debug!(error = %why, "upstream dial failed");
-    conn.dial.send_replace(Dial::Failed(why.into()));
+    conn.dial.send_replace(Dial::Failed(Arc::new(why)));
 }
 
-async fn handshake_tls(pool: &Inner) -> Result<TlsStream<Gathered<TcpStream>>, String> {
-    let tcp = TcpStream::connect(&pool.authority).await.map_err(|e| format!("connecting to {}: {e}", pool.authority))?;
+async fn handshake_tls(pool: &Inner) -> Result<TlsStream<Gathered<TcpStream>>, DialError> {
+    let authority = || pool.authority.clone();
+    let tcp = TcpStream::connect(&pool.authority).await.map_err(|source| DialError::Connect { authority: authority(), source })?;
     // Small writes (a watch's frames) go out at once.
     let _ = tcp.set_nodelay(true);
     TlsConnector::from(pool.tls.clone())
         .connect(pool.server_name.clone(), Gathered::new(tcp))
         .await
-        .map_err(|e| format!("TLS handshake with {}: {e}", pool.authority))
+        .map_err(|source| DialError::Tls { authority: authority(), source })
 }
 
 type H2Connection = http2::Connection<TokioIo<frames::Frames<TlsStream<Gathered<TcpStream>>>>, UpBody, TokioExecutor>;

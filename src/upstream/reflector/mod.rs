@@ -87,7 +87,8 @@ use tokio::task::JoinHandle;
 use super::UpstreamError;
 use super::client::Client;
 use super::freshness::Proof;
-use apimachinery::list::{DecodeError, ListPage};
+use apimachinery::decode::DecodeError;
+use apimachinery::list::ListPage;
 use apimachinery::resource::Resource;
 
 /// Reflector settings.
@@ -348,7 +349,7 @@ impl<S: Sink> Reflector<S> {
 }
 
 fn decode(e: DecodeError) -> UpstreamError {
-    UpstreamError::Decode(e.0)
+    UpstreamError::Decode(Box::new(e))
 }
 
 /// Percent-encodes a query value.

@@ -149,7 +149,7 @@ impl<S: Sink> Reflector<S> {
                         }
                     }
                     Ok(None) => break,
-                    Err(e) => return WatchEnd::Relist(Relist::Protocol, e.0),
+                    Err(e) => return WatchEnd::Relist(Relist::Protocol, e.to_string()),
                 }
             }
             self.sink.flush();
@@ -191,7 +191,7 @@ impl<S: Sink> Reflector<S> {
                 }
                 // Older than a proven revision: nothing new.
                 Ok(_) => None,
-                Err(e) => Some(WatchEnd::Relist(Relist::Protocol, e.0)),
+                Err(e) => Some(WatchEnd::Relist(Relist::Protocol, e.to_string())),
             },
             // The store refuses what does not follow; one revision may carry several events (a multi-key transaction).
             _ => match self.sink.apply(typ, object) {
@@ -238,6 +238,6 @@ struct StatusBody {
 fn status_error(object: &[u8]) -> UpstreamError {
     match serde_json::from_slice::<StatusBody>(object) {
         Ok(s) => UpstreamError::Status { code: s.code, message: s.message },
-        Err(e) => UpstreamError::Decode(format!("an ERROR event without a Status: {e}")),
+        Err(e) => UpstreamError::Decode(format!("an ERROR event without a Status: {e}").into()),
     }
 }
