@@ -23,7 +23,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 
 use super::UpstreamError;
-use super::auth::Auth;
+use super::bearer::Bearer;
 use super::connect::Credentials;
 use super::costs::{Costs, Meter, Metered, Side};
 use super::pool::{Held, Pool, PoolError, PoolStats};
@@ -51,7 +51,7 @@ const RESEND: usize = 3;
 #[derive(Debug, Clone)]
 pub struct Client {
     base: Uri,
-    auth: Auth,
+    bearer: Bearer,
     /// HTTP/2 connections, for an HTTPS server.
     h2: Option<Pool>,
     /// Set once the server chose HTTP/1.1 by ALPN: everything goes to `http1`.
@@ -82,7 +82,14 @@ impl Client {
             Some("https") => Some(Pool::new(&creds.server, tls)?),
             _ => None,
         };
-        Ok(Client { base: creds.server.clone(), auth: creds.auth.clone(), h2, http1_only: Arc::default(), http1, costs: Arc::default() })
+        Ok(Client {
+            base: creds.server.clone(),
+            bearer: creds.bearer.clone(),
+            h2,
+            http1_only: Arc::default(),
+            http1,
+            costs: Arc::default(),
+        })
     }
 
     /// What reads cost, upstream and (recorded by the API) from memory.
@@ -173,7 +180,7 @@ impl Client {
     /// `req` with kache's credentials in place of any it had.
     fn credentials(&self, mut req: Request<UpBody>) -> Request<UpBody> {
         req.headers_mut().remove(AUTHORIZATION);
-        if let Some(v) = self.auth.header() {
+        if let Some(v) = self.bearer.header() {
             req.headers_mut().insert(AUTHORIZATION, v);
         }
         req

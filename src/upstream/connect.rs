@@ -13,7 +13,7 @@ use rustls::pki_types::CertificateDer;
 use secrecy::ExposeSecret;
 
 use super::UpstreamError;
-use super::auth::Auth;
+use super::bearer::Bearer;
 use super::tls::{Identity, TlsMaterial, certificates};
 
 /// Command-line flags that choose the apiserver and the credentials.
@@ -58,7 +58,7 @@ pub struct Credentials {
     /// TLS roots, identity and verification switch.
     pub tls: TlsMaterial,
     /// The `Authorization` kache sends.
-    pub auth: Auth,
+    pub bearer: Bearer,
 }
 
 impl ConnectArgs {
@@ -87,12 +87,12 @@ impl ConnectArgs {
             _ => None,
         };
         let ca = self.certificate_authority.as_ref().map(|p| read(p).and_then(|pem| certificates(&pem))).transpose()?;
-        let auth = match (&self.token, &self.token_file) {
-            (Some(t), _) => Auth::token(t)?,
-            (None, Some(path)) => Auth::token_file(path.clone())?,
-            (None, None) => Auth::None,
+        let bearer = match (&self.token, &self.token_file) {
+            (Some(t), _) => Bearer::token(t)?,
+            (None, Some(path)) => Bearer::token_file(path.clone())?,
+            (None, None) => Bearer::None,
         };
-        Ok(Credentials { server, tls: TlsMaterial { ca, identity, insecure: self.insecure_skip_tls_verify }, auth })
+        Ok(Credentials { server, tls: TlsMaterial { ca, identity, insecure: self.insecure_skip_tls_verify }, bearer })
     }
 }
 
@@ -110,15 +110,15 @@ fn from_kube_config(config: Config) -> Result<Credentials, UpstreamError> {
         (None, Some(ders)) => Some(ders.iter().map(|der| CertificateDer::from(der.clone())).collect()),
         (None, None) => None,
     };
-    let auth = match (&user.token, &user.token_file) {
-        (Some(t), _) => Auth::token(t.expose_secret())?,
-        (None, Some(path)) => Auth::token_file(path.into())?,
-        (None, None) => Auth::None,
+    let bearer = match (&user.token, &user.token_file) {
+        (Some(t), _) => Bearer::token(t.expose_secret())?,
+        (None, Some(path)) => Bearer::token_file(path.into())?,
+        (None, None) => Bearer::None,
     };
     let tls = TlsMaterial { ca, identity: identity(user)?, insecure: config.accept_invalid_certs };
     let server = server_url(&config.cluster_url.to_string())
         .map_err(|e| UpstreamError::Config(format!("the kubeconfig's server {}: {e}", config.cluster_url)))?;
-    Ok(Credentials { server, tls, auth })
+    Ok(Credentials { server, tls, bearer })
 }
 
 /// Why a server URL is not one kache can connect to.

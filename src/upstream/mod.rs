@@ -1,12 +1,12 @@
 //! kache's side of the apiserver: where it is and how to authenticate
-//! ([`connect`], [`auth`], [`tls`]), one pooled client ([`client`]), which
+//! ([`connect`], [`bearer`], [`tls`]), one pooled client ([`client`]), which
 //! resources exist ([`discovery`]), one reflector per cached resource that
 //! keeps its store exactly in step with upstream ([`reflector`]), what
 //! kache learns of upstream by asking ([`capability`]), and the proof that
 //! a store is fresh for a consistent read ([`freshness`]), tried where its
 //! expected cost says so ([`plan`], from [`costs`]).
 
-pub mod auth;
+pub mod bearer;
 pub mod capability;
 pub mod client;
 pub mod connect;

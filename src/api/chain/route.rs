@@ -2,17 +2,17 @@
 //! memory, or the apiserver (and why, a [`PassThrough`]). A request is
 //! tried from memory only when it is a GET of a cached collection or
 //! object whose resource is fresh ([`crate::upstream::reflector::Health`])
-//! and whose answer kache can write ([`super::super::negotiate`]); whether
+//! and whose answer kache can write ([`crate::api::negotiate`]); whether
 //! memory then answers it (a consistent read's plan, a revision not yet
 //! reached) is the read's own decision (`api::race`).
 
 use apimachinery::negotiate::Negotiated;
 use http::{HeaderMap, Method};
 
-use super::super::negotiate::negotiate;
-use super::super::road::PassThrough;
-use super::super::shared::Api;
-use super::super::target::{Target, target};
+use crate::api::negotiate::negotiate;
+use crate::api::road::PassThrough;
+use crate::api::shared::Api;
+use crate::api::target::{Target, target};
 use crate::upstream::reflector::Health;
 
 /// Who answers a request.

@@ -29,7 +29,7 @@ pub struct FreshnessStats {
     pub fresh: AtomicU64,
     /// Consistent reads passed through: sooner upstream, probe failed, timed out, late proof.
     pub passed: [AtomicU64; 4],
-    /// Reads that chose memory and were sent upstream too: their proof late or failed ([`Proving`]).
+    /// Reads that chose memory and were sent upstream too: their proof late or failed ([`super::Proving`]).
     pub hedges: AtomicU64,
     /// How long the reads proven fresh waited (`kache_consistent_wait_seconds`).
     waited: metrics::Histogram,

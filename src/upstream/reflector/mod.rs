@@ -35,7 +35,7 @@
 //!   resource written while kache was down gets one at once, so a warm
 //!   restart reads no list at all. A quiet resource's watch stays silent
 //!   (upstream sends nothing it has not got, and a watch from a revision it
-//!   has not reached yet waits for it), so after [`PROOF_WAIT`] the probe
+//!   has not reached yet waits for it), so after [`watch::PROOF_WAIT`] the probe
 //!   decides. The two proofs are equally strong: both see upstream's
 //!   revision at or above the saved one. A saved state moves `confirmed_rv`
 //!   only to its own revision: it proves nothing about upstream's present.
@@ -54,7 +54,7 @@
 //!   Event watch resumed after a compaction re-lists, which ends nothing
 //!   when the list finds what kache held — see [`Sink::replace`]; a watch
 //!   that got no bookmark in two heartbeats makes the next ones ask for
-//!   [`BOOKMARKLESS_WATCH`], so that happens hours apart, not minutes.)
+//!   [`watch::BOOKMARKLESS_WATCH`], so that happens hours apart, not minutes.)
 //!   A heartbeat that fails ends the watch as broken (its silence is no
 //!   longer a quiet resource's); one that shows the revision gone back
 //!   re-lists. A live watch on a dead connection is ended by the
@@ -156,7 +156,7 @@ pub struct Reflector<S> {
     pending: Vec<Proof>,
     /// A saved state being loaded, to start from instead of a list.
     saved: Option<JoinHandle<Option<Saved>>>,
-    /// Upstream sends this resource's watches no bookmarks (see [`BOOKMARKLESS_WATCH`]).
+    /// Upstream sends this resource's watches no bookmarks (see [`watch::BOOKMARKLESS_WATCH`]).
     bookmarkless: bool,
     /// A bookmark came on the current watch.
     bookmarked: bool,

@@ -1,5 +1,5 @@
 //! Where a reflector puts what it learns ([`Sink`]: the store's writer,
-//! `super::super::store_sink`) and what an earlier run saved ([`Saved`]).
+//! `crate::upstream::store_sink`) and what an earlier run saved ([`Saved`]).
 
 use apimachinery::watch::EventType;
 use bytes::Bytes;

@@ -20,7 +20,7 @@ use crate::upstream::freshness::Proof;
 
 /// How long a watch resumed from a saved state may stay silent before a
 /// probe checks upstream's revision instead (see the module docs).
-const PROOF_WAIT: Duration = Duration::from_millis(500);
+pub(super) const PROOF_WAIT: Duration = Duration::from_millis(500);
 
 /// How long a heartbeat may take before the watch counts as broken.
 const HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -32,7 +32,7 @@ const HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(30);
 /// (ending nothing when nothing changed). Watches that long re-list an
 /// hour apart, not every five to ten minutes; a dead connection still ends
 /// them at once (HTTP/2 pings, heartbeats).
-const BOOKMARKLESS_WATCH: Duration = Duration::from_secs(3600);
+pub(super) const BOOKMARKLESS_WATCH: Duration = Duration::from_secs(3600);
 
 /// Most proofs kept waiting for the sink to catch up.
 const MAX_PENDING_PROOFS: usize = 16;

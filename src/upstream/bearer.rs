@@ -17,7 +17,7 @@ const TOKEN_FILE_REFRESH: Duration = Duration::from_secs(60);
 
 /// kache's credentials in the `Authorization` header, if any.
 #[derive(Debug, Clone)]
-pub enum Auth {
+pub enum Bearer {
     /// No header (client certificates or an open apiserver).
     None,
     /// A fixed bearer token.
@@ -33,24 +33,24 @@ pub struct TokenFile {
     cached: Mutex<(HeaderValue, Instant)>,
 }
 
-impl Auth {
+impl Bearer {
     /// A fixed bearer token.
-    pub fn token(token: &str) -> Result<Auth, UpstreamError> {
-        bearer(token).map(Auth::Token)
+    pub fn token(token: &str) -> Result<Bearer, UpstreamError> {
+        bearer(token).map(Bearer::Token)
     }
 
     /// A token read from `path` now and again every minute.
-    pub fn token_file(path: PathBuf) -> Result<Auth, UpstreamError> {
+    pub fn token_file(path: PathBuf) -> Result<Bearer, UpstreamError> {
         let value = read_token(&path)?;
-        Ok(Auth::TokenFile(Arc::new(TokenFile { path, cached: Mutex::new((value, Instant::now())) })))
+        Ok(Bearer::TokenFile(Arc::new(TokenFile { path, cached: Mutex::new((value, Instant::now())) })))
     }
 
     /// The header value to send now.
     pub fn header(&self) -> Option<HeaderValue> {
         match self {
-            Auth::None => None,
-            Auth::Token(v) => Some(v.clone()),
-            Auth::TokenFile(f) => Some(f.current()),
+            Bearer::None => None,
+            Bearer::Token(v) => Some(v.clone()),
+            Bearer::TokenFile(f) => Some(f.current()),
         }
     }
 }
