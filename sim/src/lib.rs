@@ -61,6 +61,7 @@ mod body;
 mod cbor;
 mod certificate;
 pub mod cli;
+mod config;
 mod connect;
 mod container;
 mod db;
@@ -82,6 +83,7 @@ mod server;
 mod spdy;
 mod state;
 mod watch;
+mod workload;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -94,76 +96,14 @@ use tokio::task::JoinHandle;
 pub use apimachinery::tls::TlsSettings;
 pub use auth::AuthSettings;
 pub use certificate::loopback_tls;
-pub use generate::Workload;
+pub use config::SimConfig;
 pub use pace::Slowness;
 pub use policy::Policy;
 pub use resources::CustomResource;
+pub use workload::Workload;
 
 use resources::Registry;
 use state::State;
-
-/// Start-up settings of a simulator.
-#[derive(Debug, Clone)]
-pub struct SimConfig {
-    /// Custom resources served besides the built-ins.
-    pub custom: Vec<CustomResource>,
-    /// How often a watch that allows bookmarks gets one (the apiserver: about a minute).
-    pub bookmark_interval: Duration,
-    /// Events buffered for watchers; a watcher further behind is closed.
-    pub watch_buffer: usize,
-    /// Periodic compaction interval (`None`: only on demand).
-    pub compact_interval: Option<Duration>,
-    /// Serve HTTPS with these certificates (`None`: plain HTTP).
-    pub tls: Option<TlsSettings>,
-    /// Who may call the API.
-    pub auth: AuthSettings,
-    /// Identities and permissions (`--policy`): enforced on every request, and behind the review endpoints.
-    pub policy: Option<Policy>,
-    /// Objects generated at start-up, before the API is served.
-    pub workload: Workload,
-    /// Changes per second written to the workload's objects once it is in
-    /// (changeable at run time with [`Sim::set_churn`] or `POST /_sim/churn?rate=R`).
-    pub churn: f64,
-    /// `SETTINGS_MAX_CONCURRENT_STREAMS` of HTTP/2 connections
-    /// (`--http2-max-streams-per-connection`; 0: the apiserver's default, 100).
-    pub http2_max_streams_per_connection: u32,
-    /// An HTTP/2 connection with no stream open this long is closed (GOAWAY),
-    /// as the apiserver's 90 s `IdleTimeout` does; zero: never.
-    pub http2_idle_timeout: Duration,
-    /// How slow reads are (default: not slow; changeable at run time with
-    /// [`Sim::set_slowness`] or `POST /_sim/slow`).
-    pub slowness: Slowness,
-    /// The `ShardedListAndWatch` feature gate (alpha in 1.36, off by
-    /// default): on, lists and watches honour `shardSelector`; off, the
-    /// parameter is ignored whole, as the apiserver ignores it.
-    pub sharded_list_and_watch: bool,
-    /// The apiserver's `CBORServingAndStorage` feature gate: CBOR answers
-    /// (`--feature-gates CBORServingAndStorage=true`); off, as kube-apiserver
-    /// 1.36 has it by default, CBOR requests get 406.
-    pub cbor: bool,
-}
-
-impl Default for SimConfig {
-    fn default() -> Self {
-        Self {
-            custom: Vec::new(),
-            bookmark_interval: Duration::from_secs(60),
-            watch_buffer: 100_000,
-            // kube-apiserver's --etcd-compaction-interval default.
-            compact_interval: Some(Duration::from_secs(300)),
-            tls: None,
-            auth: AuthSettings::default(),
-            policy: None,
-            workload: Workload::default(),
-            churn: 0.0,
-            http2_max_streams_per_connection: http2::DEFAULT_MAX_STREAMS,
-            http2_idle_timeout: http2::IDLE_TIMEOUT,
-            slowness: Slowness::default(),
-            sharded_list_and_watch: false,
-            cbor: false,
-        }
-    }
-}
 
 /// A running simulator. Dropping it stops serving.
 #[derive(Debug)]
