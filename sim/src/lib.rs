@@ -242,7 +242,10 @@ async fn serve(state: Arc<State>, listener: TcpListener, addr: SocketAddr, tls: 
                     let http2 = session.alpn_protocol() == Some(b"h2");
                     let client = session.peer_certificates().filter(|c| !c.is_empty()).map(|chain| {
                         let verified = clients.as_ref().is_some_and(|v| v.verify(chain));
-                        ClientCert { verified, user: verified.then(|| apimachinery::auth::UserInfo::from_certificate(&chain[0])).flatten() }
+                        server::ClientCert {
+                            verified,
+                            user: verified.then(|| apimachinery::auth::UserInfo::from_certificate(&chain[0])).flatten(),
+                        }
                     });
                     if http2 {
                         // Written as Go's server writes: a TLS record and a system call per full DATA frame.
@@ -256,19 +259,10 @@ async fn serve(state: Arc<State>, listener: TcpListener, addr: SocketAddr, tls: 
     }
 }
 
-/// A verified client certificate, and the user it names (`None`: no common name).
-#[derive(Debug, Clone)]
-pub(crate) struct ClientCert {
-    /// It chains to the client CA.
-    pub verified: bool,
-    /// The user it names, when verified and it has a common name.
-    pub user: Option<apimachinery::auth::UserInfo>,
-}
-
 /// Serves one connection, HTTP/1.1 or HTTP/2 (`http2`: ALPN chose it; h2c
 /// is told by its preface), until the client closes it or, for HTTP/2, it
 /// has been idle for the configured timeout.
-async fn serve_connection<I>(state: Arc<State>, io: I, http2: bool, client_cert: Option<ClientCert>, server_address: String)
+async fn serve_connection<I>(state: Arc<State>, io: I, http2: bool, client_cert: Option<server::ClientCert>, server_address: String)
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
