@@ -35,7 +35,7 @@ pub struct SimConfig {
     /// Objects generated at start-up, before the API is served.
     pub workload: Workload,
     /// Changes per second written to the workload's objects once it is in
-    /// (changeable at run time with [`Sim::set_churn`] or `POST /_sim/churn?rate=R`).
+    /// (changeable at run time with [`crate::Sim::set_churn`] or `POST /_sim/churn?rate=R`).
     pub churn: f64,
     /// `SETTINGS_MAX_CONCURRENT_STREAMS` of HTTP/2 connections
     /// (`--http2-max-streams-per-connection`; 0: the apiserver's default, 100).
@@ -44,7 +44,7 @@ pub struct SimConfig {
     /// as the apiserver's 90 s `IdleTimeout` does; zero: never.
     pub http2_idle_timeout: Duration,
     /// How slow reads are (default: not slow; changeable at run time with
-    /// [`Sim::set_slowness`] or `POST /_sim/slow`).
+    /// [`crate::Sim::set_slowness`] or `POST /_sim/slow`).
     pub slowness: Slowness,
     /// The `ShardedListAndWatch` feature gate (alpha in 1.36, off by
     /// default): on, lists and watches honour `shardSelector`; off, the
