@@ -3,9 +3,8 @@
 //! trusts it as its CA (`--certificate-authority`, `--cacert`) verifies the
 //! simulator on `127.0.0.1`, `::1` or `localhost`. A new key each start.
 
+use apimachinery::tls::TlsSettings;
 use rcgen::{CertificateParams, DistinguishedName, DnType, KeyPair};
-
-use crate::TlsSettings;
 
 /// The names the certificate is valid for: what a local client dials.
 const LOOPBACK_NAMES: [&str; 3] = ["127.0.0.1", "::1", "localhost"];

@@ -17,28 +17,12 @@ use serde_json::{Value, json};
 use crate::db::{Db, Preconditions};
 use crate::resources::ResourceId;
 use crate::state::State;
+use crate::workload::Workload;
 
 const POD_TEMPLATE: &str = include_str!("pod-template.json");
 
 /// Objects inserted writes-at-a-time while holding the lock (readers get a turn in between).
 const BATCH: usize = 2_000;
-
-/// What to generate at start-up.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Workload {
-    /// Number of pods.
-    pub pods: usize,
-    /// Number of nodes the pods are spread over.
-    pub nodes: usize,
-    /// Number of namespaces the pods and configmaps are spread over.
-    pub namespaces: usize,
-    /// Number of configmaps.
-    pub configmaps: usize,
-    /// Bytes of data per configmap.
-    pub configmap_size: usize,
-    /// Number of RBAC cluster roles, and of role bindings.
-    pub rbac: usize,
-}
 
 fn now() -> String {
     humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
@@ -107,13 +91,6 @@ fn rolebinding(i: usize, namespaces: usize) -> (String, Value) {
     let role_ref =
         json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": format!("system:controller:generated-{i:06}")});
     (ns.clone(), json!({"metadata": {"name": format!("binding-{i:06}"), "namespace": ns}, "subjects": subjects, "roleRef": role_ref}))
-}
-
-impl Workload {
-    /// How many objects it creates.
-    pub fn objects(&self) -> usize {
-        self.namespaces + self.nodes + self.pods + self.configmaps + 2 * self.rbac
-    }
 }
 
 /// Below this many objects generation is quick and reports nothing.

@@ -61,6 +61,7 @@ mod body;
 mod cbor;
 mod certificate;
 pub mod cli;
+mod config;
 mod connect;
 mod container;
 mod db;
@@ -69,6 +70,7 @@ pub mod generate;
 mod gowrites;
 mod http2;
 mod list;
+mod listener;
 mod object;
 mod pace;
 mod patch;
@@ -82,88 +84,26 @@ mod server;
 mod spdy;
 mod state;
 mod watch;
+mod workload;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
 pub use apimachinery::tls::TlsSettings;
 pub use auth::AuthSettings;
 pub use certificate::loopback_tls;
-pub use generate::Workload;
+pub use config::SimConfig;
 pub use pace::Slowness;
 pub use policy::Policy;
 pub use resources::CustomResource;
+pub use workload::Workload;
 
 use resources::Registry;
 use state::State;
-
-/// Start-up settings of a simulator.
-#[derive(Debug, Clone)]
-pub struct SimConfig {
-    /// Custom resources served besides the built-ins.
-    pub custom: Vec<CustomResource>,
-    /// How often a watch that allows bookmarks gets one (the apiserver: about a minute).
-    pub bookmark_interval: Duration,
-    /// Events buffered for watchers; a watcher further behind is closed.
-    pub watch_buffer: usize,
-    /// Periodic compaction interval (`None`: only on demand).
-    pub compact_interval: Option<Duration>,
-    /// Serve HTTPS with these certificates (`None`: plain HTTP).
-    pub tls: Option<TlsSettings>,
-    /// Who may call the API.
-    pub auth: AuthSettings,
-    /// Identities and permissions (`--policy`): enforced on every request, and behind the review endpoints.
-    pub policy: Option<Policy>,
-    /// Objects generated at start-up, before the API is served.
-    pub workload: Workload,
-    /// Changes per second written to the workload's objects once it is in
-    /// (changeable at run time with [`Sim::set_churn`] or `POST /_sim/churn?rate=R`).
-    pub churn: f64,
-    /// `SETTINGS_MAX_CONCURRENT_STREAMS` of HTTP/2 connections
-    /// (`--http2-max-streams-per-connection`; 0: the apiserver's default, 100).
-    pub http2_max_streams_per_connection: u32,
-    /// An HTTP/2 connection with no stream open this long is closed (GOAWAY),
-    /// as the apiserver's 90 s `IdleTimeout` does; zero: never.
-    pub http2_idle_timeout: Duration,
-    /// How slow reads are (default: not slow; changeable at run time with
-    /// [`Sim::set_slowness`] or `POST /_sim/slow`).
-    pub slowness: Slowness,
-    /// The `ShardedListAndWatch` feature gate (alpha in 1.36, off by
-    /// default): on, lists and watches honour `shardSelector`; off, the
-    /// parameter is ignored whole, as the apiserver ignores it.
-    pub sharded_list_and_watch: bool,
-    /// The apiserver's `CBORServingAndStorage` feature gate: CBOR answers
-    /// (`--feature-gates CBORServingAndStorage=true`); off, as kube-apiserver
-    /// 1.36 has it by default, CBOR requests get 406.
-    pub cbor: bool,
-}
-
-impl Default for SimConfig {
-    fn default() -> Self {
-        Self {
-            custom: Vec::new(),
-            bookmark_interval: Duration::from_secs(60),
-            watch_buffer: 100_000,
-            // kube-apiserver's --etcd-compaction-interval default.
-            compact_interval: Some(Duration::from_secs(300)),
-            tls: None,
-            auth: AuthSettings::default(),
-            policy: None,
-            workload: Workload::default(),
-            churn: 0.0,
-            http2_max_streams_per_connection: http2::DEFAULT_MAX_STREAMS,
-            http2_idle_timeout: http2::IDLE_TIMEOUT,
-            slowness: Slowness::default(),
-            sharded_list_and_watch: false,
-            cbor: false,
-        }
-    }
-}
 
 /// A running simulator. Dropping it stops serving.
 #[derive(Debug)]
@@ -196,7 +136,7 @@ impl Sim {
         let addr = listener.local_addr().map_err(|e| format!("listener address: {e}"))?;
         let scheme = if tls.is_some() { "https" } else { "http" };
         let tls = tls.map(|t| (tokio_rustls::TlsAcceptor::from(t), clients));
-        let mut tasks = vec![tokio::spawn(serve(state.clone(), listener, addr, tls))];
+        let mut tasks = vec![tokio::spawn(listener::serve(state.clone(), listener, addr, tls))];
         generate::system_namespaces(&mut state.db.write());
         generate::custom_resource_definitions(&mut state.db.write());
         state.publish_revision();
@@ -276,89 +216,4 @@ impl Drop for Sim {
             t.abort();
         }
     }
-}
-
-/// How long a client has to finish the TLS handshake.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// The TLS acceptor and, when a client CA is configured, what verifies client certificates.
-type Tls = (tokio_rustls::TlsAcceptor, Option<Arc<apimachinery::tls::ClientCertificates>>);
-
-async fn serve(state: Arc<State>, listener: TcpListener, addr: SocketAddr, tls: Option<Tls>) {
-    let server_address = addr.to_string();
-    loop {
-        let Ok((stream, _)) = listener.accept().await else { continue };
-        let _ = stream.set_nodelay(true);
-        let state = state.clone();
-        let server_address = server_address.clone();
-        let tls = tls.clone();
-        tokio::spawn(async move {
-            match tls {
-                None => serve_connection(state, stream, false, None, server_address).await,
-                Some((acceptor, clients)) => {
-                    // A failed or stalled handshake only ends this connection.
-                    let Ok(Ok(stream)) = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await else { return };
-                    let session = stream.get_ref().1;
-                    let http2 = session.alpn_protocol() == Some(b"h2");
-                    let client = session.peer_certificates().filter(|c| !c.is_empty()).map(|chain| {
-                        let verified = clients.as_ref().is_some_and(|v| v.verify(chain));
-                        ClientCert { verified, user: verified.then(|| apimachinery::auth::UserInfo::from_certificate(&chain[0])).flatten() }
-                    });
-                    if http2 {
-                        // Written as Go's server writes: a TLS record and a system call per full DATA frame.
-                        serve_connection(state, gowrites::GoWrites::new(stream), true, client, server_address).await
-                    } else {
-                        serve_connection(state, stream, false, client, server_address).await
-                    }
-                }
-            }
-        });
-    }
-}
-
-/// A verified client certificate, and the user it names (`None`: no common name).
-#[derive(Debug, Clone)]
-pub(crate) struct ClientCert {
-    /// It chains to the client CA.
-    pub verified: bool,
-    /// The user it names, when verified and it has a common name.
-    pub user: Option<apimachinery::auth::UserInfo>,
-}
-
-/// Serves one connection, HTTP/1.1 or HTTP/2 (`http2`: ALPN chose it; h2c
-/// is told by its preface), until the client closes it or, for HTTP/2, it
-/// has been idle for the configured timeout.
-async fn serve_connection<I>(state: Arc<State>, io: I, http2: bool, client_cert: Option<ClientCert>, server_address: String)
-where
-    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
-{
-    let streams = http2::Streams::new(http2);
-    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-    http2::configure(&mut builder, state.config.http2_max_streams_per_connection);
-    let idle_timeout = state.config.http2_idle_timeout;
-    let svc = {
-        let streams = streams.clone();
-        hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
-            let state = state.clone();
-            let server_address = server_address.clone();
-            let client_cert = client_cert.clone();
-            let stream = streams.open(req.version());
-            async move {
-                let mut resp = server::handle(state, req.map(request_body::Drained::new), server_address, client_cert).await;
-                // The apiserver's `WithCacheControl` filter: on every answer, unless the handler set one.
-                resp.headers_mut().entry(http::header::CACHE_CONTROL).or_insert(http::HeaderValue::from_static("no-cache, private"));
-                Ok::<_, std::convert::Infallible>(resp.map(|body| stream.hold(body)))
-            }
-        })
-    };
-    // A client that goes away mid-request is not an error of the server.
-    // Upgrades (exec, attach, portforward) are handed to the handler through `hyper::upgrade::on`.
-    let conn = builder.serve_connection_with_upgrades(TokioIo::new(io), svc);
-    tokio::pin!(conn);
-    tokio::select! {
-        _ = conn.as_mut() => return,
-        () = streams.idle(idle_timeout) => conn.as_mut().graceful_shutdown(),
-    }
-    // GOAWAY is sent; with no stream open the connection ends at once.
-    let _ = conn.await;
 }

@@ -10,9 +10,10 @@ use std::time::{Duration, Instant};
 use parking_lot::{Mutex, RwLock};
 use tokio::sync::watch;
 
-use crate::SimConfig;
+use crate::config::SimConfig;
 use crate::db::Db;
 use crate::pace::Slowness;
+use crate::policy::Policy;
 use crate::resources::Registry;
 use apimachinery::status::ApiError;
 
@@ -34,7 +35,7 @@ pub struct State {
     /// Changes per second the churn driver writes (an `f64`'s bits).
     churn: AtomicU64,
     /// The policy in force (from `--policy`, replaced by `POST /_sim/policy`).
-    policy: Mutex<Option<Arc<crate::Policy>>>,
+    policy: Mutex<Option<Arc<Policy>>>,
     /// How slow reads are (from the configuration, replaced by `POST /_sim/slow`).
     slowness: Mutex<Slowness>,
 }
@@ -60,12 +61,12 @@ impl State {
     }
 
     /// The policy in force, if any.
-    pub fn policy(&self) -> Option<Arc<crate::Policy>> {
+    pub fn policy(&self) -> Option<Arc<Policy>> {
         self.policy.lock().clone()
     }
 
     /// Puts `policy` in force from now on.
-    pub fn set_policy(&self, policy: crate::Policy) {
+    pub fn set_policy(&self, policy: Policy) {
         *self.policy.lock() = Some(Arc::new(policy));
     }
 
