@@ -8,7 +8,7 @@ use std::time::Duration;
 use http::{Method, Request, Response, StatusCode};
 use serde_json::json;
 
-use super::encoding::Encoding;
+use super::encoding::Writer;
 use super::request::read_body;
 use crate::body::Body;
 use crate::policy::Policy;
@@ -29,7 +29,7 @@ fn named_resource(state: &State, resource: &str) -> Result<ResourceId, ApiError>
 }
 
 /// Does what `/_sim/OP` asks.
-pub(super) async fn admin(state: &Arc<State>, req: Request<Drained>, op: &str, enc: Encoding) -> Result<Response<Body>, ApiError> {
+pub(super) async fn admin(state: &Arc<State>, req: Request<Drained>, op: &str, enc: Writer) -> Result<Response<Body>, ApiError> {
     let query = req.uri().query().unwrap_or("").to_string();
     let param = |name: &str| form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == name).map(|(_, v)| v.into_owned());
     match op {

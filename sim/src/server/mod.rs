@@ -20,14 +20,14 @@ use crate::body::Body;
 use crate::request_body::Drained;
 use crate::state::State;
 use apimachinery::status::ApiError;
-use encoding::{Encoding, header};
+use encoding::{Writer, header};
 
 pub use access::ClientCert;
 
 /// Serves one request: the filters in the apiserver's order, then its route.
 pub async fn handle(state: Arc<State>, req: Request<Drained>, server_address: String, client_cert: Option<ClientCert>) -> Response<Body> {
     state.wait_unstalled().await;
-    let enc = Encoding::of(&req, state.config.cbor);
+    let enc = Writer::of(&req, state.config.cbor);
     if let Some(done) = state.generating()
         && !matches!(req.uri().path(), "/healthz" | "/livez")
     {

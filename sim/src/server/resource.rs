@@ -12,7 +12,7 @@ use http::header::{ACCEPT, CONTENT_TYPE};
 use http::{Method, Request, Response, StatusCode};
 use serde_json::Value;
 
-use super::encoding::{Encoding, header};
+use super::encoding::{Writer, header};
 use super::request::{preconditions, read_body, read_object};
 use crate::body::{self, Body, Writes};
 use crate::connect::{self, Subresource};
@@ -73,7 +73,7 @@ impl Target {
 }
 
 /// Answers a request on a resource, as its method, name and subresource say.
-pub(super) async fn resource(state: &Arc<State>, req: Request<Drained>, t: Target, mut enc: Encoding) -> Result<Response<Body>, ApiError> {
+pub(super) async fn resource(state: &Arc<State>, req: Request<Drained>, t: Target, mut enc: Writer) -> Result<Response<Body>, ApiError> {
     let reg = state.registry().clone();
     let rt = reg.get(t.res);
     let ns = t.namespace.clone().unwrap_or_default();
@@ -87,10 +87,8 @@ pub(super) async fn resource(state: &Arc<State>, req: Request<Drained>, t: Targe
     let endpoint = Endpoint { tables: printer.is_some(), ..base };
     let media = negotiate::negotiate(header(req.headers(), ACCEPT.as_str()), &endpoint)
         .ok_or_else(|| ApiError::not_acceptable_gated(state.config.cbor))?;
-    enc.protobuf = media.encoding == negotiate::Encoding::Protobuf;
-    enc.cbor = media.encoding == negotiate::Encoding::Cbor;
-    enc.yaml = media.encoding == negotiate::Encoding::Yaml;
-    let message = enc.protobuf.then(|| message.unwrap_or_default());
+    enc.negotiated.encoding = media.encoding;
+    let message = enc.is(negotiate::Encoding::Protobuf).then(|| message.unwrap_or_default());
     let kind = media.convert.as_ref().and_then(|c| c.meta_kind()).map(str::to_owned);
     // A Table in the version asked for (`meta_kind` accepts only v1 and v1beta1).
     let version = media.convert.as_ref().and_then(|c| MetaVersion::parse(&c.version)).unwrap_or_default();
@@ -106,7 +104,7 @@ pub(super) async fn resource(state: &Arc<State>, req: Request<Drained>, t: Targe
             opts.validate()?;
             if opts.watch {
                 verb("watch");
-                if enc.yaml {
+                if enc.is(negotiate::Encoding::Yaml) {
                     // YAML has no stream form: the apiserver's 406, written in the YAML asked for.
                     let e = ApiError::not_acceptable_gated(state.config.cbor);
                     return Ok(enc.respond(StatusCode::NOT_ACCEPTABLE, vec![Bytes::from(e.body())]));
@@ -114,7 +112,7 @@ pub(super) async fn resource(state: &Arc<State>, req: Request<Drained>, t: Targe
                 if state.initializing() {
                     return Err(ApiError::initializing());
                 }
-                let (content_type, encoding) = match (message, enc.cbor) {
+                let (content_type, encoding) = match (message, enc.is(negotiate::Encoding::Cbor)) {
                     (Some(m), _) => ("application/vnd.kubernetes.protobuf;stream=watch", watch::Frames::Protobuf(m)),
                     (None, true) => (cbor::SEQ_MEDIA_TYPE, watch::Frames::Cbor),
                     (None, false) => ("application/json", watch::Frames::Json),
@@ -134,7 +132,7 @@ pub(super) async fn resource(state: &Arc<State>, req: Request<Drained>, t: Targe
                 let parts = crate::proto::list(rt, m, &page.meta, page.items.iter().map(|o| &o.item[..]), partial.is_some())?;
                 return Ok(enc.respond_list(parts, pace));
             }
-            if enc.cbor {
+            if enc.is(negotiate::Encoding::Cbor) {
                 return Ok(enc.respond_list(crate::cbor::list(rt, &page.meta, page.items.iter().map(|o| &**o), partial.is_some())?, pace));
             }
             Ok(match (table, partial) {
@@ -177,7 +175,7 @@ pub(super) async fn resource(state: &Arc<State>, req: Request<Drained>, t: Targe
                 let row = (printer.row(&o.item, unix_now()).unwrap_or_default(), row_object(rt, &o, include, version));
                 return Ok(enc.respond(StatusCode::OK, table::json_table(version, &meta, &printer, [row])));
             }
-            if enc.cbor && partial.as_deref() == Some(partial::KIND) {
+            if enc.is(negotiate::Encoding::Cbor) && partial.as_deref() == Some(partial::KIND) {
                 return Ok(enc.respond(StatusCode::OK, crate::cbor::document(rt, &o, partial.is_some())?));
             }
             match partial.as_deref() {

@@ -5,7 +5,7 @@
 use http::{Request, Response, StatusCode};
 use serde_json::{Value, json};
 
-use super::encoding::Encoding;
+use super::encoding::Writer;
 use super::request::read_body;
 use crate::body::Body;
 use crate::request_body::Drained;
@@ -14,7 +14,7 @@ use apimachinery::auth::{Attributes, UserInfo};
 use apimachinery::status::ApiError;
 
 /// `POST …/tokenreviews` and `…/subjectaccessreviews`, answered from the policy.
-pub(super) async fn review(state: &State, req: Request<Drained>, enc: Encoding, kind: &str) -> Result<Response<Body>, ApiError> {
+pub(super) async fn review(state: &State, req: Request<Drained>, enc: Writer, kind: &str) -> Result<Response<Body>, ApiError> {
     let policy = state.policy().ok_or_else(ApiError::no_such_path)?;
     let resource = if kind == "TokenReview" { "tokenreviews.authentication.k8s.io" } else { "subjectaccessreviews.authorization.k8s.io" };
     state.count(resource.to_string(), "create");

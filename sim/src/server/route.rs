@@ -8,7 +8,7 @@ use http::header::{ACCEPT, CONTENT_TYPE};
 use http::{Method, Request, Response, StatusCode};
 use serde_json::{Value, json};
 
-use super::encoding::{Encoding, header};
+use super::encoding::{Writer, header};
 use super::resource::{self, Target};
 use super::{admin, review};
 use crate::body::{self, Body};
@@ -23,7 +23,7 @@ const AGGREGATED: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGrou
 pub(super) async fn route(
     state: &Arc<State>,
     req: Request<Drained>,
-    enc: Encoding,
+    enc: Writer,
     server_address: &str,
 ) -> Result<Response<Body>, ApiError> {
     let path = req.uri().path().to_string();
