@@ -7,9 +7,9 @@
 //! then specific types before wildcards, otherwise as written; a `q=0`
 //! clause is still tried, last); for each clause the endpoint's encodings are
 //! tried in its order; the first combination the endpoint allows wins. No
-//! match is `None`, which the caller answers with [`ApiError::not_acceptable`].
+//! match is `None`, which the caller answers with [`ApiError::not_acceptable_gated`].
 //!
-//! [`ApiError::not_acceptable`]: crate::status::ApiError::not_acceptable
+//! [`ApiError::not_acceptable_gated`]: crate::status::ApiError::not_acceptable_gated
 //!
 //! What negotiation chose is one value, [`Negotiated`]: the [`Encoding`]
 //! (JSON, YAML, protobuf, CBOR), the [`Shape`] (the objects, their

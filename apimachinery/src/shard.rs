@@ -100,11 +100,6 @@ impl ShardSelector {
         Ok(ShardSelector { field, ranges: ranges.into_iter().map(|(_, r)| r).collect() })
     }
 
-    /// The field this selector hashes.
-    pub fn field(&self) -> ShardField {
-        self.field
-    }
-
     /// Whether an object whose hashed field is `value` is in the shard.
     pub fn matches(&self, value: &str) -> bool {
         let hash = u128::from(fnv1a64(value.as_bytes()));

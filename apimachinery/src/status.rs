@@ -60,11 +60,6 @@ impl FieldError {
     pub fn required(field: &str, msg: &str) -> Self {
         Self { reason: "FieldValueRequired", field: field.into(), detail: format!("Required value: {msg}") }
     }
-
-    /// `field.Invalid(field, value, msg)`.
-    pub fn invalid(field: &str, value: &str, msg: &str) -> Self {
-        Self { reason: "FieldValueInvalid", field: field.into(), detail: format!("Invalid value: {}: {msg}", quote(value)) }
-    }
 }
 
 impl ApiError {
@@ -185,14 +180,10 @@ impl ApiError {
         e
     }
 
-    /// 406 when no requested media type can be served.
-    pub fn not_acceptable() -> Self {
-        Self::not_acceptable_gated(false)
-    }
-
-    /// [`ApiError::not_acceptable`] of an apiserver with its
-    /// `CBORServingAndStorage` gate on (`cbor`), whose representations
-    /// include CBOR (as kube-apiserver 1.36.2 lists them).
+    /// 406 when no requested media type can be served, by an apiserver
+    /// with its `CBORServingAndStorage` gate on (`cbor`, whose
+    /// representations then include CBOR, as kube-apiserver 1.36.2 lists
+    /// them) or off.
     pub fn not_acceptable_gated(cbor: bool) -> Self {
         let representations = if cbor {
             "application/json, application/yaml, application/vnd.kubernetes.protobuf, application/cbor, application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch, application/cbor-seq"

@@ -67,11 +67,6 @@ impl Message {
     pub fn field(&self, json_key: &str) -> Option<&Field> {
         self.by_key.get(&normalize(json_key)).map(|&i| &self.fields[i])
     }
-
-    /// The position of the field a JSON key names.
-    pub fn position(&self, json_key: &str) -> Option<usize> {
-        self.by_key.get(&normalize(json_key)).copied()
-    }
 }
 
 /// Every message of the table.
