@@ -14,6 +14,8 @@
 //! - `consistent`: reads without `resourceVersion` under three write loads.
 //! - `auth`: paged lists with client authentication and authorization off,
 //!   on with cold review caches, and on with warm ones.
+//! - `small`: the small requests most traffic is (a consistent GET, a
+//!   Table page, a GET kache relays, a PATCH), interleaved, p50/p90/p99.
 //!
 //! Bounded in count and time; without a kubeconfig, loopback only; the
 //! processes it starts are killed at the end, and what it creates on a
@@ -30,6 +32,7 @@ mod procs;
 mod progress;
 mod record;
 mod report;
+mod small;
 mod target;
 mod watch;
 
@@ -58,6 +61,8 @@ enum Cmd {
     Consistent(consistent::ConsistentArgs),
     /// What client authentication and authorization cost kache's answers from memory.
     Auth(auth::AuthArgs),
+    /// Small requests (a consistent GET, a Table page, a relayed GET, a PATCH): the direct target vs kache, interleaved.
+    Small(small::SmallArgs),
 }
 
 #[tokio::main]
@@ -74,5 +79,6 @@ async fn run(command: Cmd, cleanup: Cleanup) -> anyhow::Result<()> {
         Cmd::Mixed(args) => mixed::run_all(args, cleanup).await,
         Cmd::Consistent(args) => consistent::run_all(args).await,
         Cmd::Auth(args) => auth::run_all(args).await,
+        Cmd::Small(args) => small::run_all(args, cleanup).await,
     }
 }

@@ -303,6 +303,34 @@ impl Tool {
 }
 
 #[test]
+fn small_requests_are_timed_on_both_sides_and_kache_says_how_it_answered_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("small.json");
+    let bin = kache_bin();
+    let args = ["small", "--kache-bin", bin.to_str().unwrap(), "--pods", "600", "--samples", "6", "--json", json.to_str().unwrap()];
+    let out = Command::new(env!("CARGO_BIN_EXE_loadtest")).args(args).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "loadtest {args:?} failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let json: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let rows = rows(&json);
+    assert_eq!(rows.len(), 4, "{json}");
+    let answered =
+        |i: usize| rows[i]["kache_answered"].as_array().unwrap().iter().map(|a| a.as_str().unwrap().to_string()).collect::<Vec<_>>();
+    for (i, row) in rows.iter().enumerate() {
+        for side in ["sim", "kache"] {
+            let q = row[side].as_array().unwrap_or_else(|| panic!("{side} in {row}"));
+            let q: Vec<f64> = q.iter().map(|v| v.as_f64().unwrap()).collect();
+            assert!(q[0] > 0.0 && q[0] <= q[1] && q[1] <= q[2], "{side}: p50 <= p90 <= p99 in {row}");
+        }
+        let n: f64 = answered(i).iter().map(|a| a.rsplit(' ').next().unwrap().parse::<f64>().unwrap()).sum();
+        assert_eq!(n, 6.0, "every sample of {} is counted by kache once: {:?}", row["request"], answered(i));
+    }
+    assert_eq!(answered(2), ["upstream: not cached 6"], "kache caches no Services");
+    assert_eq!(answered(3), ["upstream: not a read 6"], "a PATCH passes through");
+    assert!(stdout.contains("first page of 500 pods, Table"), "{stdout}");
+}
+
+#[test]
 fn a_cluster_named_by_a_kubeconfig_is_measured_beside_the_kache_in_front_of_it() {
     let (_sim, sim) = spawn(&["sim", "--listen", "127.0.0.1:0", "--pods", "10", "--compact-interval", "0"]);
     let (_kache, kache) = spawn(&["serve", "--listen", "127.0.0.1:0", "--server", &sim, "--resources", "configmaps"]);
