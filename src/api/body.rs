@@ -5,7 +5,8 @@
 //! by a blocking task through a bounded channel, and upstream bodies passed
 //! through: streams (watches, followed logs) frame by frame as they arrive,
 //! documents gathered into frames of up to 64 KiB, never held longer than
-//! [`HOLD`] for more.
+//! [`HOLD`] for more, nor at all once every byte upstream announced (its
+//! `Content-Length`) is in.
 
 use std::io::Write;
 use std::pin::Pin;
@@ -16,7 +17,7 @@ use apimachinery::json::Indenter;
 use bytes::{Bytes, BytesMut};
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, StreamBody};
-use hyper::body::{Body, Frame};
+use hyper::body::{Body, Frame, SizeHint};
 use tokio::sync::mpsc;
 
 /// Any error a body can fail with.
@@ -189,6 +190,8 @@ impl<B: Body<Data = Bytes, Error = BoxError> + Unpin> Body for Gather<B> {
                 Poll::Ready(Some(Err(e))) => this.next = Some(Err(e)),
                 Poll::Ready(None) => this.done = true,
                 Poll::Pending if this.buf.is_empty() => return Poll::Pending,
+                // Every byte upstream announced (its Content-Length) is in: only its end is to come.
+                Poll::Pending if this.inner.size_hint().upper() == Some(0) => return this.flush(),
                 Poll::Pending => {
                     let hold = this.hold.get_or_insert_with(|| Box::pin(tokio::time::sleep(HOLD)));
                     ready!(hold.as_mut().poll(cx));
@@ -200,6 +203,17 @@ impl<B: Body<Data = Bytes, Error = BoxError> + Unpin> Body for Gather<B> {
 
     fn is_end_stream(&self) -> bool {
         self.done && self.next.is_none() && self.buf.is_empty()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        let inner = self.inner.size_hint();
+        let held = self.buf.len() as u64;
+        let mut hint = SizeHint::new();
+        hint.set_lower(inner.lower() + held);
+        if let Some(upper) = inner.upper() {
+            hint.set_upper(upper + held);
+        }
+        hint
     }
 }
 
@@ -241,6 +255,38 @@ mod tests {
         }
         assert_eq!(got, sent);
         assert_eq!(sizes, [65_000, 35_000]);
+    }
+
+    /// A body of `data` whose length is announced, whose end never comes.
+    struct Announced(Option<Bytes>, u64);
+
+    impl Body for Announced {
+        type Data = Bytes;
+        type Error = BoxError;
+
+        fn poll_frame(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+            match self.0.take() {
+                Some(data) => {
+                    self.1 -= data.len() as u64;
+                    Poll::Ready(Some(Ok(Frame::data(data))))
+                }
+                None => Poll::Pending,
+            }
+        }
+
+        fn size_hint(&self) -> SizeHint {
+            SizeHint::with_exact(self.1)
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_document_whose_announced_bytes_are_all_in_waits_no_hold_for_its_end() {
+        let pod = Bytes::from_static(b"{\"kind\":\"Pod\"}");
+        let mut body = gather(Announced(Some(pod.clone()), pod.len() as u64));
+        assert_eq!(body.size_hint().exact(), Some(pod.len() as u64));
+        let started = tokio::time::Instant::now();
+        assert_eq!(next(&mut body).await, Some(Ok(pod)));
+        assert_eq!(started.elapsed(), Duration::ZERO, "sent at once, not after the hold");
     }
 
     // Paused time: the clock moves only when every task waits, so what is measured is the hold itself.
