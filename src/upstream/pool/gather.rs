@@ -8,7 +8,8 @@
 //! 15,000 wake-ups a second and two thirds of kache's CPU (perf on
 //! kube-apiserver 1.36.2: `finish_task_switch` alone 30%).
 //!
-//! So, while the socket streams — bytes came within [`STREAMING`] — a read
+//! So, while the socket streams — at least [`BUFFER`] bytes came in reads
+//! each within [`STREAMING`] of the one before — a read
 //! that finds nothing there does not wait for the next byte: it waits
 //! [`HOLD`] (about 60–80 KB at the apiserver's pace), with the socket's
 //! receive low-water mark raised to [`BUFFER`] so the kernel wakes no one
@@ -16,8 +17,10 @@
 //! in one system call; the TLS layer above then reads it from here. A hold
 //! that finds nothing ends the stream: the mark drops to one byte, and the
 //! next read waits for the next byte as any read would. The first read
-//! after a quiet spell — a watch's event, an answer's head — is never held;
-//! bytes that arrive while a stream flows wait at most [`HOLD`].
+//! after a quiet spell — a watch's event, an answer's head — is never held,
+//! nor is anything of a small answer (a GET's, a page's end of stream after
+//! its data: under a buffer's worth of bytes is no stream); bytes that
+//! arrive while a stream flows wait at most [`HOLD`].
 //!
 //! The runtime reports no readiness under a raised mark, so the read after
 //! a hold asks the socket directly (`recv` with `MSG_DONTWAIT`). An earlier
@@ -61,6 +64,8 @@ pub struct Gathered<T> {
     end: usize,
     /// When the last read from the socket brought bytes.
     last: Option<Instant>,
+    /// Bytes of the current run: reads each within [`STREAMING`] of the one before.
+    run: usize,
     /// Armed while the next read waits.
     hold: Pin<Box<Sleep>>,
     holding: bool,
@@ -77,6 +82,7 @@ impl<T> Gathered<T> {
             start: 0,
             end: 0,
             last: None,
+            run: 0,
             hold: Box::pin(tokio::time::sleep(Duration::ZERO)),
             holding: false,
             low_water: false,
@@ -109,7 +115,7 @@ impl<T: AsyncRead + AsRawFd + Unpin> AsyncRead for Gathered<T> {
                 break;
             }
             let now = Instant::now();
-            if this.last.is_some_and(|last| now.duration_since(last) < STREAMING) {
+            if this.run >= BUFFER && this.last.is_some_and(|last| now.duration_since(last) < STREAMING) {
                 // Streaming: come back after the hold, or once a whole read is there.
                 if !this.low_water {
                     this.low_water = true;
@@ -139,7 +145,10 @@ impl<T> Gathered<T> {
     fn took(&mut self, n: usize) {
         (self.start, self.end) = (0, n);
         if n > 0 {
-            self.last = Some(Instant::now());
+            let now = Instant::now();
+            let runs_on = self.last.is_some_and(|last| now.duration_since(last) < STREAMING);
+            self.run = if runs_on { self.run.saturating_add(n) } else { n };
+            self.last = Some(now);
         }
     }
 }
@@ -230,12 +239,44 @@ mod tests {
         assert_eq!(started.elapsed(), Duration::ZERO);
     }
 
+    /// Reads `n` bytes written in 4 KiB pieces, as the apiserver's records come: a stream under way.
+    async fn stream(writer: &mut TcpStream, gathered: &mut Gathered<TcpStream>, n: usize) {
+        let mut buf = vec![0u8; BUFFER];
+        for _ in 0..n / 4096 {
+            writer.write_all(&[1; 4096]).await.unwrap();
+            let mut got = 0;
+            while got < 4096 {
+                got += gathered.read(&mut buf).await.unwrap();
+            }
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_small_answer_is_never_held_not_even_its_end() {
+        let (mut writer, mut gathered) = pair().await;
+        let mut buf = vec![0u8; BUFFER];
+        // A GET's answer: its head and data, then its end of stream in a frame of its own.
+        writer.write_all(&[1; 4096]).await.unwrap();
+        assert_eq!(gathered.read(&mut buf).await.unwrap(), 4096);
+        let (read, written) = tokio::join!(
+            async {
+                let n = gathered.read(&mut buf).await.unwrap();
+                (n, Instant::now())
+            },
+            async {
+                tokio::time::sleep(Duration::from_micros(100)).await;
+                writer.write_all(&[0; 9]).await.unwrap();
+                Instant::now()
+            }
+        );
+        assert_eq!(read, (9, written), "read as soon as it came, not after a hold");
+    }
+
     #[tokio::test(start_paused = true)]
     async fn while_bytes_stream_a_read_that_finds_nothing_waits_the_hold_so_they_gather() {
         let (mut writer, mut gathered) = pair().await;
         let mut buf = vec![0u8; BUFFER];
-        writer.write_all(&[1; 4096]).await.unwrap();
-        assert_eq!(gathered.read(&mut buf).await.unwrap(), 4096);
+        stream(&mut writer, &mut gathered, BUFFER).await;
         // What comes within the hold is read at its end, at once.
         let (read, ()) = tokio::join!(
             async {
@@ -270,8 +311,7 @@ mod tests {
     async fn a_hold_that_finds_nothing_ends_the_stream() {
         let (mut writer, mut gathered) = pair().await;
         let mut buf = vec![0u8; BUFFER];
-        writer.write_all(&[1; 4096]).await.unwrap();
-        assert_eq!(gathered.read(&mut buf).await.unwrap(), 4096);
+        stream(&mut writer, &mut gathered, BUFFER).await;
         // The next read holds, finds nothing, and then waits for the next byte
         // however long it takes, reading it as soon as it comes.
         let (read, written) = tokio::join!(
