@@ -12,6 +12,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::Instant;
 
 use apimachinery::negotiate::{Encoding, Negotiated, Shape};
 use apimachinery::params::ListOptions;
@@ -28,7 +29,7 @@ use super::{get, watch};
 use crate::access::Access;
 use crate::budget::room;
 use crate::cache::CachedResource;
-use crate::upstream::costs::{Meter, Metered, Side};
+use crate::upstream::costs::{Class, Measure, Meter, Metered};
 use crate::upstream::freshness::Proven;
 
 /// A GET of a cached, fresh resource answered from memory (or refused), or
@@ -105,6 +106,7 @@ async fn collection(
     match list::list(t.res, t.namespace, &opts, api.config.revision_wait, proven).await {
         Ok(Answer::Page(page)) => {
             let cost = room::cost(page.items.len(), negotiated.gzip);
+            let read: u64 = page.items.iter().map(|o| o.bytes().len() as u64).sum();
             let Some(reservation) = api.room.reserve(cost, room::WAIT).await else {
                 tracing::debug!(resource = %t.res.info().qualified(), "no room for a list in the memory budget: 429");
                 return Ok(encode::too_many_requests());
@@ -112,8 +114,9 @@ async fn collection(
             match encode::page_parts(t.res, page, negotiated) {
                 Some(parts) => {
                     api.counters.lists_served.fetch_add(1, Ordering::Relaxed);
-                    // What lists from memory cost, for the choice of consistent reads' path.
-                    let meter = Meter::new(api.client.costs().clone(), Side::Memory);
+                    // What lists from memory cost, for the choice of consistent reads' road.
+                    let measure = Measure::MemoryRead(Class::of(&negotiated, false), read);
+                    let meter = Meter::new(api.client.costs().clone(), measure, Instant::now());
                     let resp = encode::respond(negotiated, StatusCode::OK, room::Held::new(parts, reservation));
                     Ok(resp.map(|b| Metered::new(b, Some(meter)).boxed()))
                 }

@@ -29,7 +29,6 @@ use http_body_util::BodyExt;
 use metrics::{counter, gauge};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
-use crate::upstream::costs::Side;
 use crate::upstream::freshness::{NotFresh, WAIT_BUCKETS};
 use crate::upstream::plan::Plan;
 
@@ -153,15 +152,19 @@ fn describe() {
         metrics::Unit::Seconds,
         "Consistent lists and GETs: what the answer took from arrival to its end, by the plan's choice (a late proof's hedge included)."
     );
+    c!(
+        "kache_consistent_plans_wrong_total",
+        "Consistent lists and GETs whose road (choice: memory or upstream) took longer than the other road was expected to: the plan guessed wrong."
+    );
     g!(
         "kache_consistent_plan_memory_seconds",
         metrics::Unit::Seconds,
-        "The last consistent read's expected time from memory beyond one round trip: the wait for proof plus kache's transfer."
+        "The last consistent read's expected time from memory beyond one round trip: kache's making plus the expected wait (for the proof, or for upstream after a probe that missed)."
     );
     g!(
         "kache_consistent_plan_upstream_seconds",
         metrics::Unit::Seconds,
-        "The last consistent read's expected time upstream beyond one round trip: upstream's transfer. Memory answers when it is no more than this."
+        "The last consistent read's expected time upstream beyond one round trip: its work before the head and its transfer, as such reads took. Memory answers when it is no more than this."
     );
     g!(
         "kache_upstream_latency_seconds",
@@ -170,9 +173,12 @@ fn describe() {
     );
     g!(
         "kache_upstream_throughput_bytes_per_second",
-        "The apiserver's throughput on documents kache reads or relays (moving average, by bytes)."
+        "The apiserver's throughput on documents kache reads or relays, from each one's head to its end (moving average, by bytes)."
     );
-    g!("kache_memory_throughput_bytes_per_second", "kache's throughput on lists answered from memory (moving average, by bytes).");
+    g!(
+        "kache_memory_throughput_bytes_per_second",
+        "kache's throughput making lists of whole objects in JSON from memory (moving average, by the objects' bytes)."
+    );
     g!("kache_watchers", "Watches open from memory.");
     g!("kache_watch_queued_frames", "Frames queued to watchers and not yet taken by their streams (all watchers of the resource).");
     c!("kache_watch_events_delivered_total", "Live watch frames queued to watchers.");
@@ -239,7 +245,7 @@ pub fn observe(req: Request, resp: Response<ApiBody>) -> Response<ApiBody> {
     let planned = resp.extensions().get::<Plan>().map(|plan| {
         let labels = [("resource", req.resource.clone()), ("choice", if plan.from_memory() { "memory" } else { "upstream" }.to_string())];
         metrics::histogram!("kache_consistent_predicted_seconds", &labels).record(plan.expected().as_secs_f64());
-        metrics::histogram!("kache_consistent_actual_seconds", &labels)
+        (*plan, metrics::histogram!("kache_consistent_actual_seconds", &labels), counter!("kache_consistent_plans_wrong_total", &labels))
     });
     let bytes = counter!("kache_response_bytes_total", "verb" => req.verb, "source" => road.as_str());
     let started = req.started;
@@ -253,9 +259,13 @@ pub fn observe(req: Request, resp: Response<ApiBody>) -> Response<ApiBody> {
         match planned {
             None => counted.boxed(),
             // Reached when the body ends (not when it fails or is dropped).
-            Some(actual) => counted
+            Some((plan, actual, wrong)) => counted
                 .with_trailers(async move {
-                    actual.record(started.elapsed().as_secs_f64());
+                    let took = started.elapsed();
+                    actual.record(took.as_secs_f64());
+                    if plan.wrong(took) {
+                        wrong.increment(1);
+                    }
                     None
                 })
                 .boxed(),
@@ -359,10 +369,11 @@ fn render(api: &Api) -> Bytes {
     if let Some(latency) = costs.latency() {
         gauge!("kache_upstream_latency_seconds").set(latency.as_secs_f64());
     }
-    for (metric, side) in
-        [("kache_upstream_throughput_bytes_per_second", Side::Upstream), ("kache_memory_throughput_bytes_per_second", Side::Memory)]
-    {
-        if let Some(rate) = costs.throughput(side) {
+    for (metric, rate) in [
+        ("kache_upstream_throughput_bytes_per_second", costs.upstream_throughput()),
+        ("kache_memory_throughput_bytes_per_second", costs.memory_throughput()),
+    ] {
+        if let Some(rate) = rate {
             gauge!(metric).set(rate);
         }
     }

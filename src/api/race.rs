@@ -13,10 +13,12 @@
 //! the answer took.
 
 use std::sync::atomic::Ordering;
+use std::time::Instant;
 
 use apimachinery::auth::UserInfo;
 use apimachinery::negotiate::Negotiated;
 use http::{Request, Response};
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
 use super::body::ApiBody;
@@ -25,6 +27,7 @@ use super::shared::Api;
 use super::target::Target;
 use super::{memory, metrics, pass_through};
 use crate::access::Access;
+use crate::upstream::costs::{Class, Measure, Meter, Metered};
 use crate::upstream::freshness::NotFresh;
 use crate::upstream::plan::Plan;
 
@@ -44,12 +47,14 @@ pub async fn read(
         Ok(resp) => (Road::Memory, resp, None),
         Err(Unanswered::Upstream(why)) => (Road::Upstream(why), pass_through::forward(&api.client, req, user).await, None),
         Err(Unanswered::Unproven(read)) => {
-            let plan = t.res.fresh().plan(read);
+            let class = Class::of(&negotiated, read.stream);
+            let plan = t.res.fresh().plan(read, class);
+            let upstream = Upstream { api, req, user, measure: Measure::UpstreamRead(class, read.bytes) };
             let (road, resp) = match plan.from_memory() {
-                true => consistent(api, t, (negotiated, &query, access), plan, req, user).await,
+                true => consistent(api, t, (negotiated, &query, access), plan, upstream).await,
                 false => {
                     let why = PassThrough::NotFresh(t.res.fresh().go_upstream(read));
-                    (Road::Upstream(why), pass_through::forward(&api.client, req, user).await)
+                    (Road::Upstream(why), upstream.ask().await)
                 }
             };
             if stream && matches!(road, Road::Upstream(PassThrough::NotFresh(_))) {
@@ -70,6 +75,24 @@ pub async fn read(
     resp
 }
 
+/// A consistent read sent upstream, measured for the plans of the reads
+/// that follow: what it took beyond a round trip, by class and bytes read.
+struct Upstream<'a> {
+    api: &'a Api,
+    req: Request<Incoming>,
+    user: Option<&'a UserInfo>,
+    measure: Measure,
+}
+
+impl Upstream<'_> {
+    async fn ask(self) -> Response<ApiBody> {
+        let sent = Instant::now();
+        let resp = pass_through::forward(&self.api.client, self.req, self.user).await;
+        let meter = Meter::new(self.api.client.costs().clone(), self.measure, sent);
+        resp.map(|body| Metered::new(body, Some(meter)).boxed())
+    }
+}
+
 /// A consistent read whose plan chose memory: proven, then answered from
 /// memory — or upstream, asked once the proof is late or failed, whichever
 /// answers first.
@@ -78,8 +101,7 @@ async fn consistent(
     t: &Target<'_>,
     (negotiated, query, access): (Negotiated, &str, Option<Access>),
     plan: Plan,
-    req: Request<Incoming>,
-    user: Option<&UserInfo>,
+    upstream: Upstream<'_>,
 ) -> (Road, Response<ApiBody>) {
     let proving = t.res.fresh().proving(plan);
     let memory = async {
@@ -94,7 +116,7 @@ async fn consistent(
     let upstream = async {
         proving.upstream_due().await;
         t.res.fresh().stats.hedges.fetch_add(1, Ordering::Relaxed);
-        pass_through::forward(&api.client, req, user).await
+        upstream.ask().await
     };
     tokio::pin!(memory, upstream);
     tokio::select! {

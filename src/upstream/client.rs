@@ -25,7 +25,7 @@ use hyper_util::rt::{TokioExecutor, TokioTimer};
 use super::UpstreamError;
 use super::bearer::Bearer;
 use super::connect::Credentials;
-use super::costs::{Costs, Meter, Metered, Side};
+use super::costs::{Costs, Measure, Meter, Metered};
 use super::pool::{Held, Pool, PoolError, PoolStats};
 use super::tls::client_config;
 
@@ -113,7 +113,7 @@ impl Client {
     /// pay) is not taken for slow transfer. It sends the head once it has
     /// encoded its first 4 KiB (Go's HTTP/2 handler buffer), then streams.
     fn meter(&self, measures: bool) -> Option<Meter> {
-        measures.then(|| Meter::new(self.costs.clone(), Side::Upstream))
+        measures.then(|| Meter::new(self.costs.clone(), Measure::Transfer, std::time::Instant::now()))
     }
 
     /// The HTTP/2 connections' counters and how many are open (`None`: no HTTP/2).

@@ -1,27 +1,33 @@
 //! The choice of road for a consistent read, by expected cost: pure
 //! arithmetic over what kache measured, no I/O and no clock of its own.
 //!
-//! Answered upstream, a read costs one consistent round trip plus the
-//! transfer of its answer at upstream's measured throughput (a streaming
-//! list [`STREAM_COST`] times a list's). From memory it costs the probe's
-//! round trip (the same) plus the expected wait for the store to reach the
-//! probe's revision plus kache's transfer. The wait is expected from what
-//! the resource showed: how often a probe found the store already there
-//! (until a probe has shown it, always — so the first read tries memory and
-//! measures it, at the cost of one probe if wrong), else the sooner of its
-//! next event (at its recent event rate) and a catch-up's proof (its
-//! measured delay, less the age of one under way, which the read joins).
-//! Memory is chosen when it is expected no later than upstream.
+//! Answered upstream, a read costs one consistent round trip plus what
+//! such reads took upstream beyond it: its work before the head (gathering
+//! the objects, converting a Table) and the transfer (`super::costs`, by
+//! class; a streaming list is its own class, or `costs::STREAM_COST` lists
+//! until one was measured). From memory it costs the probe's round trip (the
+//! same) plus kache's making; and when the probe finds the store behind
+//! upstream's revision (a miss), the sooner of the proof's wait and
+//! upstream asked at once — one more round trip and upstream's cost — for
+//! a read that chose memory goes upstream as soon as the proof is expected
+//! later than upstream ([`Plan::hedge_at`]). How often a probe misses is
+//! what the resource showed (until a probe has shown it, never — so the
+//! first read tries memory and measures it, at the cost of one probe if
+//! wrong); the proof's wait is the sooner of the resource's next event (at
+//! its recent event rate) and a catch-up's proof (its measured delay, less
+//! the age of one under way, which the read joins). Memory is chosen when
+//! it is expected no later than upstream.
 //!
-//! A read that chose memory and whose store is not yet at its probe's
-//! revision also goes upstream — a hedge — once its expected wait is over
-//! (and a quarter more), if upstream would then still end its answer
-//! before memory at the latest; never before, so a read the store proves in
-//! time costs the apiserver nothing ([`Plan::hedge_at`]). Memory gives up
-//! after [`Plan::budget`].
+//! A read that chose memory and missed also goes upstream — a hedge — at
+//! once when upstream is expected sooner than the proof, else once the
+//! proof is late (its expected wait and a quarter more), if upstream would
+//! then still end before memory at the latest; so a read the store proves
+//! in time costs the apiserver nothing. Memory gives up after
+//! [`Plan::budget`]. What the road chosen then took is held against what
+//! the other was expected to take ([`Plan::wrong`]).
 //!
 //! Invariant: the arithmetic never makes a case for memory out of a figure
-//! not measured — upstream's unmeasured transfer counts nothing (when in
+//! not measured — upstream's unmeasured cost counts nothing (when in
 //! doubt, pass through), the proof its longest ([`CATCH_UP`]).
 
 use std::time::{Duration, Instant};
@@ -30,12 +36,6 @@ use std::time::{Duration, Instant};
 /// before, about 1 s in. Also a proof's expected delay until one was
 /// measured: the longest it takes.
 pub const CATCH_UP: Duration = Duration::from_secs(3);
-
-/// What a streaming list costs the apiserver, in lists of the same objects:
-/// it encodes and frames each object as its own watch event. Measured on
-/// kube-apiserver 1.36.2 with 50,000 pods (JSON): 7.2 s for the streaming
-/// list against 3.4 s for the list.
-pub const STREAM_COST: f64 = 2.0;
 
 /// Beyond a read's expected wait, how late its proof may be before the
 /// read also goes upstream: scheduling, not the apiserver (a few ms).
@@ -51,12 +51,12 @@ pub struct Read {
     /// pages, an informer's watch), which a proof under way serves.
     pub follows: bool,
     /// A streaming list (`sendInitialEvents`): the apiserver sends each
-    /// object as an event of its own, which costs it [`STREAM_COST`] times a list's.
+    /// object as an event of its own, which costs it more than a list.
     pub stream: bool,
 }
 
 /// What the plan is made from: the figures kache measured for this read's
-/// resource and bytes.
+/// resource, class and bytes.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Measured {
     /// The apiserver's consistent-read round trip (`None`: not measured yet).
@@ -69,21 +69,24 @@ pub struct Measured {
     pub events_per_second: f64,
     /// The share of probes that found the store already at upstream's revision.
     pub hit_ratio: f64,
-    /// How long upstream takes to send the read's bytes after its head (nothing, unmeasured).
-    pub upstream_transfer: Duration,
-    /// How long kache takes to send them from memory (nothing, unmeasured).
-    pub memory_transfer: Duration,
+    /// What upstream takes for the read beyond a round trip (nothing, unmeasured).
+    pub upstream: Duration,
+    /// What kache takes to make it from memory (nothing, unmeasured).
+    pub making: Duration,
 }
 
 /// The decision for one consistent read and its inputs.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Plan {
-    /// Expected time from memory, beyond the one round trip both roads pay:
-    /// the wait for the store to reach the probe's revision plus kache's transfer.
+    /// Expected time from memory, beyond the one round trip both roads
+    /// pay: kache's making, and for a probe that misses, the sooner of the
+    /// proof and upstream asked at once, weighed by how often probes miss.
     pub memory: Duration,
-    /// Of `memory`, the expected wait for the store to reach the probe's revision.
+    /// Of `memory`, what is not kache's making: the expected wait.
     pub wait: Duration,
-    /// Expected time upstream, beyond that round trip: its transfer.
+    /// After a probe that missed: the expected wait for the proof.
+    pub miss_wait: Duration,
+    /// Expected time upstream, beyond that round trip.
     pub upstream: Duration,
     /// The round trip both pay (the probe's, as measured; nothing until measured).
     pub round_trip: Duration,
@@ -91,7 +94,7 @@ pub struct Plan {
 
 impl Plan {
     /// The plan for `read` from what was `measured`.
-    pub fn of(read: Read, measured: &Measured) -> Plan {
+    pub fn of(measured: &Measured) -> Plan {
         let round_trip = measured.round_trip.unwrap_or_default();
         let full = measured.proof_delay;
         // A catch-up under way is joined: only what is left of its delay
@@ -105,9 +108,12 @@ impl Plan {
         };
         let next_event =
             if measured.events_per_second > 0.0 { Duration::from_secs_f64(1.0 / measured.events_per_second) } else { Duration::MAX };
-        let wait = proof.min(next_event).mul_f64(1.0 - measured.hit_ratio.clamp(0.0, 1.0));
-        let upstream = measured.upstream_transfer.mul_f64(if read.stream { STREAM_COST } else { 1.0 });
-        Plan { memory: wait + measured.memory_transfer, wait, upstream, round_trip }
+        let miss_wait = proof.min(next_event);
+        let upstream = measured.upstream;
+        // After a miss: the proof, or upstream asked at once (one more round trip), whichever is sooner.
+        let miss = miss_wait.min(round_trip + upstream);
+        let wait = miss.mul_f64(1.0 - measured.hit_ratio.clamp(0.0, 1.0));
+        Plan { memory: wait + measured.making, wait, miss_wait, upstream, round_trip }
     }
 
     /// Memory answers no later than upstream is expected to.
@@ -120,25 +126,37 @@ impl Plan {
         self.round_trip + if self.from_memory() { self.memory } else { self.upstream }
     }
 
+    /// Whether a read that took `actual` (round trip included) on the
+    /// chosen road would have been sooner on the other, as expected: the
+    /// plan guessed wrong.
+    pub fn wrong(&self, actual: Duration) -> bool {
+        actual > self.round_trip + if self.from_memory() { self.upstream } else { self.memory }
+    }
+
     /// How long a read that chose memory waits after its probe before it gives up.
     pub fn budget(&self) -> Duration {
         2 * self.memory.max(self.upstream)
     }
 
     /// When a read whose store was not at its probe's revision at `now`
-    /// also goes upstream. Once its expected wait is over, with a quarter
-    /// more (the apiserver's bookmark ticks, which time a quiet resource's
-    /// proof, come every 1 to 1.25 s) and [`HEDGE_SLACK`] — if upstream
-    /// would then answer it sooner than memory at the latest: a catch-up
-    /// proves within [`CATCH_UP`] or not at all, so memory's latest is that
-    /// from now plus kache's transfer. A large list, which upstream takes
-    /// seconds to send, is not sent upstream for a proof that is only
-    /// late; only for one that failed.
+    /// also goes upstream. At once when upstream, asked now, is expected to
+    /// answer before the proof. Otherwise once the proof's expected wait is
+    /// over, with a quarter more (the apiserver's bookmark ticks, which
+    /// time a quiet resource's proof, come every 1 to 1.25 s) and
+    /// [`HEDGE_SLACK`] — if upstream would then answer it sooner than
+    /// memory at the latest: a catch-up proves within [`CATCH_UP`] or not
+    /// at all, so memory's latest is that from now plus kache's making. A
+    /// large list, which upstream takes seconds to send, is not sent
+    /// upstream for a proof that is only late; only for one that failed.
     pub fn hedge_at(&self, now: Instant) -> Instant {
+        let making = self.memory.saturating_sub(self.wait);
+        if self.round_trip + self.upstream < self.miss_wait {
+            return now;
+        }
         let last_chance = now + CATCH_UP;
-        let memory_at_latest = last_chance + self.memory.saturating_sub(self.wait);
+        let memory_at_latest = last_chance + making;
         let upstream_done = now + self.round_trip + self.upstream;
-        let late = now + self.wait.mul_f64(1.25) + HEDGE_SLACK;
+        let late = now + self.miss_wait.mul_f64(1.25) + HEDGE_SLACK;
         if upstream_done < memory_at_latest { late } else { late.max(last_chance + HEDGE_SLACK) }
     }
 
@@ -155,136 +173,135 @@ mod tests {
 
     const MS: Duration = Duration::from_millis(1);
 
+    fn secs(s: f64) -> Duration {
+        Duration::from_secs_f64(s)
+    }
+
     /// A resource measured: round trip 1 ms, proofs 1 s, no catch-up under
-    /// way, quiet, never fresh when probed, transfers free.
+    /// way, quiet, never fresh when probed, nothing else measured.
     fn measured() -> Measured {
         Measured {
             round_trip: Some(MS),
-            proof_delay: Duration::from_secs(1),
+            proof_delay: secs(1.0),
             catching_up_for: None,
             events_per_second: 0.0,
             hit_ratio: 0.0,
-            upstream_transfer: Duration::ZERO,
-            memory_transfer: Duration::ZERO,
+            upstream: Duration::ZERO,
+            making: Duration::ZERO,
         }
     }
 
-    const LIST: Read = Read { bytes: 230_000_000, follows: true, stream: false };
-
     #[test]
     fn the_road_expected_sooner_is_chosen() {
-        let secs = Duration::from_secs_f64;
-        // (what differs from `measured()`, the read, expected wait, memory, upstream, chosen)
-        let cases: Vec<(&str, Measured, Read, Duration, Duration, Duration, bool)> = vec![
-            ("nothing measured upstream: no case for memory", measured(), LIST, secs(1.0), secs(1.0), Duration::ZERO, false),
+        // (why, what differs from `measured()`, expected wait, memory, chosen)
+        let cases: Vec<(&str, Measured, Duration, Duration, bool)> = vec![
+            ("nothing measured upstream: no case for memory", measured(), MS, MS, false),
             (
                 "a whole list upstream outweighs a proof",
-                Measured { upstream_transfer: secs(4.0), memory_transfer: secs(0.2), ..measured() },
-                LIST,
+                Measured { upstream: secs(4.0), making: secs(0.2), ..measured() },
                 secs(1.0),
                 secs(1.2),
-                secs(4.0),
                 true,
             ),
             (
-                "a GET: a round trip of transfer upstream, a proof's wait in memory",
-                Measured { upstream_transfer: MS, ..measured() },
-                Read { bytes: 4_600, follows: false, stream: false },
-                secs(1.0),
-                secs(1.0),
-                MS,
+                "a GET upstream takes a round trip: a miss is upstream's at once, after the probe's",
+                Measured { upstream: MS, ..measured() },
+                2 * MS,
+                2 * MS,
                 false,
             ),
             (
                 "always fresh when probed: no wait",
-                Measured { hit_ratio: 1.0, upstream_transfer: MS, ..measured() },
-                LIST,
+                Measured { hit_ratio: 1.0, upstream: MS, ..measured() },
                 Duration::ZERO,
                 Duration::ZERO,
-                MS,
                 true,
             ),
             (
-                "half the probes fresh: half the wait",
-                Measured { hit_ratio: 0.5, upstream_transfer: secs(1.0), ..measured() },
-                LIST,
-                secs(0.5),
-                secs(0.5),
-                secs(1.0),
+                "a Table page, half the probes fresh: a miss costs upstream's time, not a proof's",
+                Measured { hit_ratio: 0.5, upstream: 25 * MS, making: 3 * MS, ..measured() },
+                13 * MS,
+                16 * MS,
                 true,
+            ),
+            (
+                "the same page, every probe missing (the revision moves elsewhere)",
+                Measured { upstream: 25 * MS, making: 3 * MS, ..measured() },
+                26 * MS,
+                29 * MS,
+                false,
             ),
             (
                 "a busy resource's next event comes before a proof",
-                Measured { events_per_second: 100.0, upstream_transfer: secs(0.05), ..measured() },
-                LIST,
-                secs(0.01),
-                secs(0.01),
-                secs(0.05),
+                Measured { events_per_second: 100.0, upstream: 50 * MS, ..measured() },
+                10 * MS,
+                10 * MS,
                 true,
             ),
             (
                 "a catch-up under way is joined for what is left of it",
-                Measured { catching_up_for: Some(secs(0.75)), upstream_transfer: secs(0.5), ..measured() },
-                LIST,
+                Measured { catching_up_for: Some(secs(0.75)), upstream: secs(0.5), ..measured() },
                 secs(0.25),
                 secs(0.25),
-                secs(0.5),
                 true,
             ),
             (
                 "one due before the probe's answer leaves the read to the next",
-                Measured { catching_up_for: Some(secs(0.9995)), upstream_transfer: secs(0.5), ..measured() },
-                LIST,
-                secs(1.0005),
-                secs(1.0005),
-                secs(0.5),
+                Measured { catching_up_for: Some(secs(0.9995)), upstream: secs(0.5), ..measured() },
+                secs(0.501),
+                secs(0.501),
                 false,
             ),
-            (
-                "a streaming list costs upstream twice a list",
-                Measured { upstream_transfer: secs(0.6), ..measured() },
-                Read { stream: true, ..LIST },
-                secs(1.0),
-                secs(1.0),
-                secs(1.2),
-                true,
-            ),
         ];
-        for (why, m, read, wait, memory, upstream, chosen) in cases {
-            let plan = Plan::of(read, &m);
-            assert_eq!((plan.wait, plan.memory, plan.upstream), (wait, memory, upstream), "{why}");
+        for (why, m, wait, memory, chosen) in cases {
+            let plan = Plan::of(&m);
+            assert_eq!((plan.wait, plan.memory, plan.upstream), (wait, memory, m.upstream), "{why}");
             assert_eq!(plan.from_memory(), chosen, "{why}");
             assert_eq!(plan.round_trip, MS, "{why}");
-            let road = if chosen { memory } else { upstream };
+            let road = if chosen { memory } else { m.upstream };
             assert_eq!(plan.expected(), MS + road, "{why}");
         }
     }
 
     #[test]
     fn an_unmeasured_round_trip_counts_nothing() {
-        let plan = Plan::of(LIST, &Measured { round_trip: None, ..measured() });
+        let plan = Plan::of(&Measured { round_trip: None, ..measured() });
         assert_eq!(plan.round_trip, Duration::ZERO);
     }
 
     #[test]
-    fn a_late_proof_is_hedged_only_when_upstream_would_still_end_sooner() {
+    fn a_plan_is_wrong_when_its_road_took_longer_than_the_other_was_expected_to() {
+        let memory = Plan::of(&Measured { hit_ratio: 0.5, upstream: 25 * MS, making: 3 * MS, ..measured() });
+        assert!(memory.from_memory());
+        assert!(!memory.wrong(20 * MS) && !memory.wrong(26 * MS), "within upstream's 1 + 25 ms");
+        assert!(memory.wrong(30 * MS), "upstream was expected sooner");
+        let upstream = Plan::of(&Measured { upstream: 25 * MS, making: 3 * MS, ..measured() });
+        assert!(!upstream.from_memory());
+        assert!(!upstream.wrong(26 * MS) && upstream.wrong(31 * MS), "memory was expected in 1 + 29 ms");
+    }
+
+    #[test]
+    fn a_miss_goes_upstream_at_once_when_upstream_beats_the_proof_else_once_the_proof_is_late() {
         let now = Instant::now();
-        let secs = Duration::from_secs_f64;
-        // (plan, hedge after now)
+        // (what differs from `measured()`, hedge after now)
         let cases = [
-            // A GET: upstream ends long before memory's latest: hedged once the wait is over by a quarter.
-            (Plan { memory: secs(0.2), wait: secs(0.2), upstream: MS, round_trip: MS }, secs(0.25) + HEDGE_SLACK),
-            // No wait expected: hedged after the slack.
-            (Plan { memory: MS, wait: Duration::ZERO, upstream: MS, round_trip: MS }, HEDGE_SLACK),
-            // A large list upstream ends after memory's latest: hedged only once a catch-up failed.
-            (Plan { memory: secs(1.2), wait: secs(1.0), upstream: secs(4.0), round_trip: MS }, CATCH_UP + HEDGE_SLACK),
+            // A GET, a Table page: upstream answers long before a proof: at once.
+            (Measured { upstream: MS, ..measured() }, Duration::ZERO),
+            (Measured { upstream: 25 * MS, making: 3 * MS, ..measured() }, Duration::ZERO),
+            // A busy resource's next event is sooner than upstream: once it is late.
+            (Measured { events_per_second: 100.0, upstream: 50 * MS, ..measured() }, (10 * MS).mul_f64(1.25) + HEDGE_SLACK),
+            // Upstream ends before memory at the latest: once the proof is late.
+            (Measured { upstream: secs(2.5), making: secs(0.2), ..measured() }, secs(1.25) + HEDGE_SLACK),
+            // A large list upstream ends after memory at the latest: only once a catch-up failed.
+            (Measured { upstream: secs(4.0), making: secs(0.2), ..measured() }, CATCH_UP + HEDGE_SLACK),
         ];
-        for (plan, after) in cases {
+        for (m, after) in cases {
+            let plan = Plan::of(&m);
             assert_eq!(plan.hedge_at(now), now + after, "{plan:?}");
             assert!(plan.gives_up_at(now) >= plan.hedge_at(now) + CATCH_UP, "memory keeps racing past its hedge");
             assert!(plan.gives_up_at(now) >= now + plan.budget());
         }
-        let plan = Plan { memory: secs(2.0), wait: secs(1.0), upstream: secs(3.0), round_trip: MS };
+        let plan = Plan { memory: secs(2.0), wait: secs(1.0), miss_wait: secs(1.0), upstream: secs(3.0), round_trip: MS };
         assert_eq!(plan.budget(), secs(6.0), "twice the longer road");
     }
 }

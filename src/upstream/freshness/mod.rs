@@ -65,7 +65,7 @@ mod stats;
 pub use stats::{FreshnessStats, Observed, WAIT_BUCKETS};
 
 use super::client::Client;
-use super::costs::Costs;
+use super::costs::{Class, Costs};
 use super::plan::{CATCH_UP, Measured, Plan, Read};
 use crate::store::StoreReader;
 
@@ -253,9 +253,9 @@ impl Freshness {
         }
     }
 
-    /// The plan for a consistent read `read`: what it is expected to cost
-    /// from memory and upstream, from what was measured.
-    pub fn plan(&self, read: Read) -> Plan {
+    /// The plan for a consistent read `read` of `class`: what it is
+    /// expected to cost from memory and upstream, from what was measured.
+    pub fn plan(&self, read: Read, class: Class) -> Plan {
         let costs: &Costs = self.client.costs();
         let now = Instant::now();
         let since = now.checked_sub(RATE_WINDOW).unwrap_or(now);
@@ -268,11 +268,11 @@ impl Freshness {
                 catching_up_for: o.catching_up_since.map(|since| now.saturating_duration_since(since)),
                 events_per_second,
                 hit_ratio: o.hit_ratio(),
-                upstream_transfer: costs.upstream_transfer(read.bytes),
-                memory_transfer: costs.memory_transfer(read.bytes),
+                upstream: costs.upstream_read(class, read.bytes),
+                making: costs.memory_read(class, read.bytes),
             }
         };
-        let plan = Plan::of(read, &measured);
+        let plan = Plan::of(&measured);
         *self.stats.last_plan.lock() = Some(plan);
         plan
     }
