@@ -3,9 +3,9 @@
 //! the client reads, small ones gathered into 64 KiB frames, or indented as
 //! they go), gzip streamed from those parts
 //! by a blocking task through a bounded channel, and upstream bodies passed
-//! through: streams (watches, followed logs) frame by frame as they arrive,
-//! documents gathered into frames of up to 64 KiB, never held longer than
-//! [`HOLD`] for more, nor at all once every byte upstream announced (its
+//! through in frames of up to 64 KiB: streams (watches, followed logs)
+//! gathered only from what has come, never held; documents held at most
+//! [`HOLD`] for more, and not at all once every byte upstream announced (its
 //! `Content-Length`) is in.
 
 use std::io::Write;
@@ -120,21 +120,20 @@ pub fn gzip(parts: impl Iterator<Item = Bytes> + Send + 'static, indent: bool) -
 /// The longest a relayed document's bytes wait for more to fill a frame.
 pub const HOLD: Duration = Duration::from_millis(2);
 
-/// An upstream body passed on: a stream as it comes; a document in frames
-/// of up to [`FRAME`] bytes. Upstream may send one chunk per object (the
-/// apiserver's streaming list encoder does), and each chunk handed on alone
-/// would cost a write system call of its own.
+/// An upstream body passed on in frames of up to [`FRAME`] bytes: a
+/// document's held up to [`HOLD`] for more; a stream's (a watch, a
+/// streaming list, a followed log) gathered only from what has already
+/// come, never waiting, so no event is delayed. Upstream may send one chunk
+/// per object (the apiserver's streaming encoders do), and each chunk handed
+/// on alone would cost a write system call of its own.
 pub fn relay(incoming: crate::upstream::client::Body, stream: bool) -> ApiBody {
     let incoming = incoming.map_err(|e| Box::new(e) as BoxError);
-    if stream {
-        return incoming.boxed();
-    }
-    gather(incoming)
+    gather(incoming, if stream { Duration::ZERO } else { HOLD })
 }
 
-/// `inner`'s data in frames of up to [`FRAME`] bytes, held at most [`HOLD`].
-fn gather<B: Body<Data = Bytes, Error = BoxError> + Send + Sync + Unpin + 'static>(inner: B) -> ApiBody {
-    Gather { inner, buf: BytesMut::new(), next: None, done: false, hold: None }.boxed()
+/// `inner`'s data in frames of up to [`FRAME`] bytes, held at most `patience`.
+fn gather<B: Body<Data = Bytes, Error = BoxError> + Send + Sync + Unpin + 'static>(inner: B, patience: Duration) -> ApiBody {
+    Gather { inner, buf: BytesMut::new(), next: None, done: false, patience, hold: None }.boxed()
 }
 
 /// Gathers the data frames of `inner` into frames of up to [`FRAME`] bytes.
@@ -144,6 +143,8 @@ struct Gather<B> {
     /// A trailers frame or error that must follow the gathered bytes.
     next: Option<Result<Frame<Bytes>, BoxError>>,
     done: bool,
+    /// How long gathered bytes may wait for more.
+    patience: Duration,
     /// Armed while bytes wait for more.
     hold: Option<Pin<Box<tokio::time::Sleep>>>,
 }
@@ -191,9 +192,9 @@ impl<B: Body<Data = Bytes, Error = BoxError> + Unpin> Body for Gather<B> {
                 Poll::Ready(None) => this.done = true,
                 Poll::Pending if this.buf.is_empty() => return Poll::Pending,
                 // Every byte upstream announced (its Content-Length) is in: only its end is to come.
-                Poll::Pending if this.inner.size_hint().upper() == Some(0) => return this.flush(),
+                Poll::Pending if this.patience.is_zero() || this.inner.size_hint().upper() == Some(0) => return this.flush(),
                 Poll::Pending => {
-                    let hold = this.hold.get_or_insert_with(|| Box::pin(tokio::time::sleep(HOLD)));
+                    let hold = this.hold.get_or_insert_with(|| Box::pin(tokio::time::sleep(this.patience)));
                     ready!(hold.as_mut().poll(cx));
                     return this.flush();
                 }
@@ -230,7 +231,7 @@ mod tests {
     /// A body fed by the test, and its gathered output.
     fn fed() -> (mpsc::Sender<Result<Bytes, BoxError>>, ApiBody) {
         let (tx, rx) = mpsc::channel(256);
-        (tx, gather(channel(rx)))
+        (tx, gather(channel(rx), HOLD))
     }
 
     async fn next(body: &mut ApiBody) -> Option<Result<Bytes, String>> {
@@ -282,11 +283,26 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_document_whose_announced_bytes_are_all_in_waits_no_hold_for_its_end() {
         let pod = Bytes::from_static(b"{\"kind\":\"Pod\"}");
-        let mut body = gather(Announced(Some(pod.clone()), pod.len() as u64));
+        let mut body = gather(Announced(Some(pod.clone()), pod.len() as u64), HOLD);
         assert_eq!(body.size_hint().exact(), Some(pod.len() as u64));
         let started = tokio::time::Instant::now();
         assert_eq!(next(&mut body).await, Some(Ok(pod)));
         assert_eq!(started.elapsed(), Duration::ZERO, "sent at once, not after the hold");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stream_gathers_what_has_come_and_never_waits_for_more() {
+        let (tx, rx) = mpsc::channel(256);
+        let mut body = gather(channel(rx), Duration::ZERO);
+        for event in [&b"{\"type\":\"ADDED\"}\n"[..], b"{\"type\":\"MODIFIED\"}\n"] {
+            tx.send(Ok(Bytes::copy_from_slice(event))).await.unwrap();
+        }
+        let started = tokio::time::Instant::now();
+        let both = next(&mut body).await;
+        assert_eq!(both, Some(Ok(Bytes::from_static(b"{\"type\":\"ADDED\"}\n{\"type\":\"MODIFIED\"}\n"))), "one write");
+        tx.send(Ok(Bytes::from_static(b"{\"type\":\"DELETED\"}\n"))).await.unwrap();
+        assert_eq!(next(&mut body).await, Some(Ok(Bytes::from_static(b"{\"type\":\"DELETED\"}\n"))));
+        assert_eq!(started.elapsed(), Duration::ZERO, "no event waited");
     }
 
     // Paused time: the clock moves only when every task waits, so what is measured is the hold itself.
