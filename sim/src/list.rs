@@ -13,6 +13,7 @@ use std::time::Duration;
 use apimachinery::list::{Envelope, ListMeta, ListPlan, Read, check_fields, json_list, json_list_parts};
 use apimachinery::params::ListOptions;
 use apimachinery::partial;
+use apimachinery::selector::FieldOp;
 use apimachinery::shard::{ShardError, ShardSelector};
 use apimachinery::status::ApiError;
 use bytes::Bytes;
@@ -119,8 +120,12 @@ pub async fn list(state: &State, res: ResourceId, namespace: Option<&str>, opts:
     let mut items = Vec::new();
     let mut last_key = None;
     let mut scanned = 0;
-    let mut rest = db.range(res, &prefix, &plan.start, at);
-    for (key, obj) in rest.by_ref() {
+    // A kubelet's list (pods of one node) reads its node's pods through the index.
+    let candidates: Box<dyn Iterator<Item = (&String, &Arc<Obj>)>> = match node(rt, opts) {
+        Some(node) => Box::new(db.range_on_node(node, &prefix, &plan.start, at)),
+        None => Box::new(db.range(res, &prefix, &plan.start, at)),
+    };
+    for (key, obj) in candidates {
         scanned += 1;
         if filter.matches(obj) {
             items.push(obj.clone());
@@ -130,7 +135,8 @@ pub async fn list(state: &State, res: ResourceId, namespace: Option<&str>, opts:
             }
         }
     }
-    let mut after = if last_key.is_some() { rest.count() as u64 } else { 0 };
+    // What the page leaves of the scope's keys: every key after its last.
+    let mut after = last_key.as_ref().map_or(0, |last| db.range(res, &prefix, &format!("{last}\u{0}"), at).count() as u64);
     if filter.is_empty() && after > 0 {
         // The cacher's count: the scope's keys from the page's start, less
         // the page — which a shard selector makes more than the keys after it.
@@ -139,6 +145,13 @@ pub async fn list(state: &State, res: ResourceId, namespace: Option<&str>, opts:
     let meta =
         ListMeta { shard_info: filter.shard_info(), ..ListMeta::for_page(at, &prefix, last_key.as_deref(), after, !filter.is_empty()) };
     Ok(Page { meta, items })
+}
+
+/// The node a pods list's field selector names with `spec.nodeName=`, if any.
+fn node<'a>(rt: &ResourceType, opts: &'a ListOptions) -> Option<&'a str> {
+    let pods = rt.group.is_empty() && rt.plural == "pods";
+    let requirements = opts.field_selector.as_ref().filter(|_| pods)?.requirements.iter();
+    requirements.filter(|r| r.field == "spec.nodeName" && r.op == FieldOp::Equals).map(|r| r.value.as_str()).next()
 }
 
 /// The list envelope and items as chunks that share the objects' bytes,

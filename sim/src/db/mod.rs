@@ -6,12 +6,15 @@
 //! Invariants: `oldest <= rev`; every key's versions are in strictly
 //! increasing revision order; the history holds every event with revision in
 //! `(oldest, rev]`, in order; a write commits at one revision, its versions
-//! and its events together.
+//! and its events together. Pods are indexed by node, as the apiserver's
+//! cache indexes them: every node a kept version of a pod names has the
+//! pod's key (a key may outlive its version there; readers check the
+//! version), so a kubelet's list reads its node's pods, not every pod.
 
 mod history;
 mod strategy;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use apimachinery::watch::EventType;
@@ -60,6 +63,11 @@ pub struct Db {
     oldest: u64,
     tables: Vec<BTreeMap<String, Vec<Version>>>,
     history: History,
+    /// Pods' keys by the node their versions name.
+    on_node: BTreeMap<String, BTreeSet<String>>,
+    pods: ResourceId,
+    /// Where `spec.nodeName` is among pods' selectable fields.
+    node_field: Option<usize>,
 }
 
 impl Db {
@@ -67,7 +75,9 @@ impl Db {
     pub fn new(registry: Arc<Registry>, start: u64, watch_buffer: usize) -> Self {
         let tables = registry.iter().map(|_| BTreeMap::new()).collect();
         let history = History::new(registry.iter().count(), start, watch_buffer);
-        Self { registry, rev: start, oldest: start, tables, history }
+        let pods = registry.builtin("", "pods");
+        let node_field = registry.get(pods).fields.iter().position(|(f, _)| *f == "spec.nodeName");
+        Self { registry, rev: start, oldest: start, tables, history, on_node: BTreeMap::new(), pods, node_field }
     }
 
     /// The revision `res`'s watch cache has reached: the newest of its last
@@ -123,6 +133,32 @@ impl Db {
     /// The object at `key` as of revision `at`.
     pub fn get(&self, res: ResourceId, key: &str, at: u64) -> Option<&Arc<Obj>> {
         version_at(self.tables[res].get(key)?, at)
+    }
+
+    /// Notes a pod's node in the index.
+    fn index(&mut self, res: ResourceId, key: &str, obj: &Obj) {
+        let Some(node) = self.node_field.filter(|_| res == self.pods).map(|i| &obj.fields[i]).filter(|n| !n.is_empty()) else { return };
+        self.on_node.entry(node.clone()).or_default().insert(key.to_string());
+    }
+
+    /// The pods on `node` whose key starts with `prefix` and is `>= start`,
+    /// in key order, as of `at` — with their versions then, which the
+    /// caller still checks (a pod may have been elsewhere at `at`).
+    pub fn range_on_node<'a>(
+        &'a self,
+        node: &str,
+        prefix: &'a str,
+        start: &str,
+        at: u64,
+    ) -> impl Iterator<Item = (&'a String, &'a Arc<Obj>)> + 'a {
+        let from = if start > prefix { start.to_string() } else { prefix.to_string() };
+        let pods = &self.tables[self.pods];
+        self.on_node
+            .get(node)
+            .into_iter()
+            .flat_map(move |keys| keys.range(from.clone()..))
+            .take_while(move |k| k.starts_with(prefix))
+            .filter_map(move |k| pods.get_key_value(k).and_then(|(k, vs)| version_at(vs, at).map(|o| (k, o))))
     }
 
     /// Objects whose key starts with `prefix` and is `>= start`, in key order, as of `at`.
@@ -190,6 +226,7 @@ impl Db {
     /// Records one change at the current revision (several of one
     /// transaction share it) and tells the watchers.
     fn record(&mut self, res: ResourceId, key: String, typ: EventType, obj: Arc<Obj>, prev: Option<Arc<Obj>>) {
+        self.index(res, &key, &obj);
         let stored = if typ == EventType::Deleted { None } else { Some(obj.clone()) };
         self.tables[res].entry(key).or_default().push(Version { rv: self.rev, obj: stored });
         self.history.record(Arc::new(Event { rv: self.rev, res, typ, obj, prev }));
@@ -248,6 +285,7 @@ impl Db {
             strategy::set_resource_version(&mut v, self.rev);
             let obj = Arc::new(Obj::from_value(rt, v));
             let key = rt.key(&obj.namespace, &obj.name);
+            self.index(res, &key, &obj);
             self.tables[res].insert(key, vec![Version { rv: self.rev, obj: Some(obj) }]);
         }
         self.history.restart(self.rev);
@@ -312,6 +350,29 @@ mod tests {
         let mut db = Db::new(reg.clone(), 1, 16);
         db.create(reg.builtin("", "namespaces"), "", json!({"metadata": {"name": "ns"}}), "t").unwrap();
         (db, reg.builtin("", "configmaps"))
+    }
+
+    #[test]
+    fn a_nodes_pods_are_read_through_the_index_as_of_any_revision() {
+        let (mut db, _) = db();
+        let pods = db.registry().builtin("", "pods");
+        let pod = |name: &str, node: &str| json!({"metadata": {"name": name}, "spec": {"nodeName": node}});
+        for (name, node) in [("a", "n1"), ("b", "n2"), ("c", "n1"), ("d", "")] {
+            db.create(pods, "ns", pod(name, node), "t").unwrap();
+        }
+        let before = db.rev();
+        // `c` moves to n2; `a` goes.
+        db.update(pods, "ns", "c", pod("c", "n2"), false).unwrap();
+        db.delete(pods, "ns", "a", &Preconditions::default(), "t").unwrap();
+        let on = |db: &Db, node: &str, at: u64| -> Vec<String> {
+            db.range_on_node(node, "ns/", "ns/", at).filter(|(_, o)| o.fields[0] == node).map(|(k, _)| k.clone()).collect()
+        };
+        assert_eq!(on(&db, "n1", before), ["ns/a", "ns/c"]);
+        assert_eq!(on(&db, "n2", before), ["ns/b"]);
+        assert_eq!(on(&db, "n1", db.rev()), Vec::<String>::new());
+        assert_eq!(on(&db, "n2", db.rev()), ["ns/b", "ns/c"]);
+        assert_eq!(db.range_on_node("n2", "ns/", "ns/c", db.rev()).count(), 1, "from a start key");
+        assert_eq!(db.range_on_node("n9", "ns/", "ns/", db.rev()).count(), 0);
     }
 
     #[test]
