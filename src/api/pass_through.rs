@@ -10,12 +10,15 @@
 
 use http::header::{CONNECTION, HOST, HeaderMap, HeaderName, HeaderValue, UPGRADE};
 use http::{Request, Response, StatusCode};
-use http_body_util::BodyExt;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Body as _;
 use hyper::body::Incoming;
 use hyper::upgrade::OnUpgrade;
 use hyper_util::rt::TokioIo;
 
 use apimachinery::auth::UserInfo;
+use apimachinery::negotiate::Negotiated;
+use apimachinery::status::ApiError;
 
 use super::body::{self, ApiBody, BoxError};
 use crate::upstream::client::Client;
@@ -53,6 +56,12 @@ fn upgrade_protocol(req: &Request<Incoming>) -> Option<HeaderValue> {
     req.headers().get(UPGRADE).cloned()
 }
 
+/// A request body of announced length up to this (every write a client
+/// sends: objects, patches) is read whole before it goes upstream, so it
+/// leaves in one DATA frame with its end of stream — streamed, its end may
+/// follow in a frame of its own, which the apiserver waits for.
+const WHOLE_BODY: u64 = 1 << 20;
+
 /// Forwards `req` upstream and streams the answer back.
 /// `user`: the authenticated client, whom upstream then sees by impersonation
 /// (`None` only when kache authenticates no one and listens on loopback).
@@ -78,7 +87,15 @@ pub async fn forward(client: &Client, mut req: Request<Incoming>, user: Option<&
     if let Some(h) = up.headers_mut() {
         *h = parts.headers;
     }
-    let up = match up.body(incoming.map_err(|e| Box::new(e) as BoxError).boxed()) {
+    let body = match incoming.size_hint().exact().filter(|len| *len <= WHOLE_BODY && upgrade.is_none()) {
+        // Read whole: it leaves in one DATA frame with its end.
+        Some(_) => match incoming.collect().await {
+            Ok(whole) => Full::new(whole.to_bytes()).map_err(|never| match never {}).boxed(),
+            Err(e) => return super::encode::error(Negotiated::default(), &ApiError::bad_request(format!("reading the request body: {e}"))),
+        },
+        None => incoming.map_err(|e| Box::new(e) as BoxError).boxed(),
+    };
+    let up = match up.body(body) {
         Ok(r) => r,
         Err(e) => return bad_gateway(&e.to_string()),
     };
