@@ -2,12 +2,12 @@
 //! layer verified, and the policy's authentication, impersonation and
 //! authorization, as the apiserver's filters apply them.
 
-use http::Request;
+use http::{HeaderMap, Request};
 
 use super::encoding::header;
 use crate::policy::Policy;
 use crate::request_body::Drained;
-use apimachinery::auth::{Attributes, UserInfo};
+use apimachinery::auth::UserInfo;
 use apimachinery::status::ApiError;
 
 /// A client certificate the TLS layer saw, and the user it names.
@@ -20,9 +20,9 @@ pub struct ClientCert {
 }
 
 /// Authenticates the request (a verified client certificate, else a bearer
-/// token of the policy, else anonymous if the policy allows it), applies its
-/// impersonation, and authorizes it, as the apiserver's filters do.
-pub(super) fn enforce(policy: &Policy, req: &Request<Drained>, client_cert: Option<ClientCert>) -> Result<(), ApiError> {
+/// token of the policy, else anonymous if the policy allows it) and applies
+/// its impersonation, as the apiserver's filters do before priority and fairness.
+pub(super) fn identify(policy: &Policy, req: &Request<Drained>, client_cert: Option<ClientCert>) -> Result<UserInfo, ApiError> {
     let client_cert_presented = client_cert.is_some();
     let token = header(req.headers(), http::header::AUTHORIZATION.as_str()).and_then(|a| a.strip_prefix("Bearer ")).map(str::trim);
     // As the apiserver's union of authenticators: a valid certificate, else a valid token; a certificate that does not verify is no one (401 unless a token authenticates).
@@ -33,7 +33,24 @@ pub(super) fn enforce(policy: &Policy, req: &Request<Drained>, client_cert: Opti
         (None, None) => policy.anonymous.then(UserInfo::anonymous),
     };
     let user = user.ok_or_else(ApiError::unauthorized)?;
-    let user = policy.impersonated(&user, req.headers())?.unwrap_or(user);
-    let attrs = Attributes::of(req.method().as_str(), req.uri().path(), req.uri().query().unwrap_or(""));
-    if policy.allows(&user, &attrs) { Ok(()) } else { Err(attrs.forbidden(&user.name, "")) }
+    Ok(policy.impersonated(&user, req.headers())?.unwrap_or(user))
+}
+
+/// Who a request is without a policy: whom it impersonates, else an
+/// administrator (`system:masters`), as the credentials of a cluster's
+/// admin are — the simulator lets every request in.
+pub(super) fn unpoliced(headers: &HeaderMap) -> UserInfo {
+    let values = |name: &str| -> Vec<String> { headers.get_all(name).iter().filter_map(|v| v.to_str().ok()).map(str::to_string).collect() };
+    match values("impersonate-user").into_iter().next() {
+        Some(name) => {
+            let mut groups = values("impersonate-group");
+            groups.push(apimachinery::auth::AUTHENTICATED.into());
+            UserInfo { name, groups, ..UserInfo::default() }
+        }
+        None => UserInfo {
+            name: "admin".into(),
+            groups: vec!["system:masters".into(), apimachinery::auth::AUTHENTICATED.into()],
+            ..UserInfo::default()
+        },
+    }
 }
