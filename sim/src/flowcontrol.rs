@@ -43,9 +43,12 @@ pub fn bootstrap(db: &mut Db, now: &str) {
 /// when an object of either resource changes.
 #[derive(Debug, Default)]
 pub struct Classifier {
-    /// (count and newest revision of each resource) the schemas were read at.
-    at: Mutex<Option<((usize, u64), (usize, u64), Arc<Vec<Schema>>)>>,
+    /// The schemas, and the objects they were read from.
+    at: Mutex<Option<(Stamp, Arc<Vec<Schema>>)>>,
 }
+
+/// The count and newest revision of the schemas and the levels.
+type Stamp = ((usize, u64), (usize, u64));
 
 #[derive(Debug)]
 struct Schema {
@@ -72,8 +75,8 @@ impl Classifier {
         let stamp = |os: &[Arc<crate::object::Obj>]| (os.len(), os.iter().map(|o| o.rv).max().unwrap_or(0));
         let (fs_at, pl_at) = (stamp(&fss), stamp(&pls));
         let mut at = self.at.lock();
-        if let Some((f, p, schemas)) = at.as_ref()
-            && (*f, *p) == (fs_at, pl_at)
+        if let Some((stamp, schemas)) = at.as_ref()
+            && *stamp == (fs_at, pl_at)
         {
             return schemas.clone();
         }
@@ -90,7 +93,7 @@ impl Classifier {
             .collect();
         schemas.sort_by(|a, b| (a.precedence, &a.name).cmp(&(b.precedence, &b.name)));
         let schemas = Arc::new(schemas);
-        *at = Some((fs_at, pl_at, schemas.clone()));
+        *at = Some(((fs_at, pl_at), schemas.clone()));
         schemas
     }
 }

@@ -20,7 +20,7 @@ use http::{Request, Response};
 use crate::body::Body;
 use crate::request_body::Drained;
 use crate::state::State;
-use apimachinery::auth::{Attributes, UserInfo};
+use apimachinery::auth::Attributes;
 use apimachinery::status::ApiError;
 use encoding::{Writer, header};
 
@@ -51,13 +51,9 @@ pub async fn handle(state: Arc<State>, req: Request<Drained>, server_address: St
     }
     let policy = state.policy();
     // Authentication and impersonation refuse before priority and fairness, which names what follows.
-    let user = match &policy {
-        Some(policy) => match access::identify(policy, &req, client_cert) {
-            Ok(user) => user,
-            Err(_) if public => UserInfo::anonymous(),
-            Err(e) => return enc.error(&e),
-        },
-        None => access::unpoliced(req.headers()),
+    let user = match crate::policy::identify(policy.as_deref(), req.headers(), client_cert.map(|c| c.user), public) {
+        Ok(user) => user,
+        Err(e) => return enc.error(&e),
     };
     let attrs = Attributes::of(req.method().as_str(), req.uri().path(), req.uri().query().unwrap_or(""));
     let uids = state.flow_schemas.classify(&state.db.read(), &user, &attrs);
