@@ -2,14 +2,13 @@
 //! `apiserver_flowcontrol_*` (`k8s.io/apiserver/pkg/util/flowcontrol/metrics/metrics.go`)
 //! under `kache_flowcontrol_`, with its labels: `priority_level` and
 //! `flow_schema` (the names of the cluster's objects, as the apiserver
-//! labels them), and for rejections `reason` (one of [`Rejection`]'s).
+//! labels them), and for rejections `reason` (one of the queue set's
+//! `Rejection`s, by its `as_str`).
 //!
 //! Invariant: every gauge moved up is moved down by the same event's end
 //! (a request leaves its queue once, its seats are released once).
 
 use metrics::{counter, gauge, histogram};
-
-use super::queueset::Rejection;
 
 /// Upper bounds (seconds) of the queue wait buckets: the apiserver's
 /// `request_wait_duration_seconds` buckets.
@@ -65,10 +64,10 @@ pub fn dequeued(level: &str, schema: &str, waited: f64, execute: bool) {
     histogram!("kache_flowcontrol_request_wait_duration_seconds", &[l, s, ("execute", execute.to_string())]).record(waited);
 }
 
-/// A request is rejected.
-pub fn rejected(level: &str, schema: &str, why: Rejection) {
+/// A request is rejected, for `reason`.
+pub fn rejected(level: &str, schema: &str, reason: &'static str) {
     let [l, s] = labels(level, schema);
-    counter!("kache_flowcontrol_rejected_requests_total", &[l, s, ("reason", why.as_str().to_string())]).increment(1);
+    counter!("kache_flowcontrol_rejected_requests_total", &[l, s, ("reason", reason.to_string())]).increment(1);
 }
 
 /// A level's limits, after a configuration change or a borrowing adjustment.

@@ -119,7 +119,7 @@ impl QueueSet {
                 Admission::Waiting(waiter)
             }
             Err(why) => {
-                metrics::rejected(&self.name, flow_schema, why);
+                metrics::rejected(&self.name, flow_schema, why.as_str());
                 Admission::Rejected(why)
             }
         }
@@ -152,7 +152,7 @@ impl Waiter {
                 Some(started) => started,
                 None => {
                     metrics::dequeued(&self.qs.name, &self.flow_schema, waited, false);
-                    metrics::rejected(&self.qs.name, &self.flow_schema, Rejection::TimeOut);
+                    metrics::rejected(&self.qs.name, &self.flow_schema, Rejection::TimeOut.as_str());
                     return Err(Rejection::TimeOut);
                 }
             },
@@ -182,7 +182,7 @@ impl Drop for Waiter {
         match self.give_up() {
             None => {
                 metrics::dequeued(&self.qs.name, &self.flow_schema, waited, false);
-                metrics::rejected(&self.qs.name, &self.flow_schema, Rejection::TimeOut);
+                metrics::rejected(&self.qs.name, &self.flow_schema, Rejection::TimeOut.as_str());
             }
             Some(started) => {
                 metrics::dequeued(&self.qs.name, &self.flow_schema, waited, true);
