@@ -101,7 +101,8 @@ impl Classifier {
 /// Adds the two headers to `resp`.
 pub fn name<B>(mut resp: Response<B>, uids: Option<(String, String)>) -> Response<B> {
     if let Some((fs, pl)) = uids {
-        for (header, uid) in [(boot::PRIORITY_LEVEL_UID, pl), (boot::FLOW_SCHEMA_UID, fs)] {
+        // In Go's order: its HTTP servers write header names sorted.
+        for (header, uid) in [(boot::FLOW_SCHEMA_UID, fs), (boot::PRIORITY_LEVEL_UID, pl)] {
             if let Ok(v) = HeaderValue::from_str(&uid) {
                 resp.headers_mut().insert(header, v);
             }

@@ -17,11 +17,14 @@
 //! first: what kache passes through goes upstream as the client, where the
 //! apiserver authorizes (and audits and queues) it itself, so kache asks
 //! the authorizer only about what it answers itself — never adding a review
-//! to a relayed request. `/livez`, `/readyz` and `/healthz` are answered
-//! before authentication, as the apiserver's are public.
+//! to a relayed request — and queues only that (stage 4 runs once routing,
+//! which waits for nothing, has said who answers: [`priority`]). `/livez`,
+//! `/readyz` and `/healthz` are answered before authentication, as the
+//! apiserver's are public (kache's own, so they name no FlowSchema).
 //!
 //! Invariant: each stage knows only what the stages before it found (the
-//! request, the user); a new concern is a new stage, not an edit of the others.
+//! request, the user; stage 4 also the route); a new concern is a new
+//! stage, not an edit of the others.
 
 mod authenticate;
 mod authorize;

@@ -115,7 +115,8 @@ fn too_many_requests(flow: &FlowControl, class: &Classified) -> Response<ApiBody
 
 /// The `X-Kubernetes-PF-*` headers: the UIDs of the schema and level matched.
 fn name(resp: &mut Response<ApiBody>, class: &Classified) {
-    for (header, uid) in [(PRIORITY_LEVEL_UID, &class.level.object.metadata.uid), (FLOW_SCHEMA_UID, &class.schema.uid)] {
+    // In Go's order: its HTTP servers write header names sorted.
+    for (header, uid) in [(FLOW_SCHEMA_UID, &class.schema.uid), (PRIORITY_LEVEL_UID, &class.level.object.metadata.uid)] {
         if let Ok(v) = HeaderValue::from_str(uid) {
             resp.headers_mut().insert(header, v);
         }
