@@ -35,11 +35,14 @@ pub const GROUP: &str = "flowcontrol.apiserver.k8s.io";
 pub const FLOW_SCHEMAS: &str = "flowschemas";
 pub const PRIORITY_LEVELS: &str = "prioritylevelconfigurations";
 
-/// A configuration and the store revisions it was digested from (`None`: the bootstrap one).
+/// A configuration, the stores' head revisions it stands for (`None`: the
+/// bootstrap one), and what it was digested from: each store's object count
+/// and newest object revision (a bookmark moves a head, not its objects).
 #[derive(Debug)]
 struct Digested {
     from: Option<(u64, u64)>,
-    config: Config,
+    objects: Option<[(usize, u64); 2]>,
+    config: Arc<Config>,
 }
 
 /// The levels that outlive configurations.
@@ -75,7 +78,7 @@ impl FlowControl {
         let fc = Arc::new(FlowControl {
             server_seats,
             sources,
-            current: ArcSwap::from_pointee(Digested { from: None, config }),
+            current: ArcSwap::from_pointee(Digested { from: None, objects: None, config: Arc::new(config) }),
             levels: Mutex::new(levels),
             dropped: Dropped::default(),
         });
@@ -114,13 +117,21 @@ impl FlowControl {
         if current.from == from {
             return current;
         }
-        let (pls, fss) = match (&self.sources, from) {
-            (Some((fs, pl)), Some(_)) => (read(pl, PriorityLevel::read), read(fs, FlowSchema::read)),
-            _ => bootstrap(),
+        let objects = self.sources.as_ref().zip(from).map(|((fs, pl), _)| [stamp(fs), stamp(pl)]);
+        let config = match (&self.sources, objects) {
+            _ if objects == current.objects => current.config.clone(),
+            (Some((fs, pl)), Some(_)) => {
+                let config = digest(&mut levels, self.server_seats, read(pl, PriorityLevel::read), read(fs, FlowSchema::read));
+                tracing::info!(
+                    schemas = config.schemas.len(),
+                    levels = config.levels.len(),
+                    "priority and fairness: configuration changed"
+                );
+                Arc::new(config)
+            }
+            _ => current.config.clone(),
         };
-        let config = digest(&mut levels, self.server_seats, pls, fss);
-        tracing::info!(schemas = config.schemas.len(), levels = config.levels.len(), "priority and fairness: configuration changed");
-        let digested = Arc::new(Digested { from, config });
+        let digested = Arc::new(Digested { from, objects, config });
         self.current.store(digested.clone());
         digested
     }
@@ -140,6 +151,13 @@ async fn rebalance(fc: Weak<FlowControl>) {
         let Some(fc) = fc.upgrade() else { return };
         fc.rebalance();
     }
+}
+
+/// A store's head's object count and newest object revision.
+fn stamp(r: &CachedResource) -> (usize, u64) {
+    let view = r.store().view();
+    let head = view.head();
+    (head.len(), head.iter().map(|o| o.resource_version()).max().unwrap_or(0))
 }
 
 /// The objects of a store's head that read as `T`.
@@ -242,5 +260,66 @@ fn adjust(levels: &Levels) {
         .collect();
     for (level, current) in all.iter().zip(borrowing::adjust(levels.nominal_sum, &seats)) {
         level.apply(current);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pl(name: &str, shares: u32) -> PriorityLevel {
+        let v = json!({"metadata": {"name": name, "uid": format!("uid-{name}")}, "spec": {"type": "Limited", "limited": {
+            "nominalConcurrencyShares": shares, "limitResponse": {"type": "Queue", "queuing": {"queues": 8, "handSize": 2, "queueLengthLimit": 5}}}}});
+        PriorityLevel::read(v.to_string().as_bytes()).unwrap()
+    }
+
+    fn fs(name: &str, level: &str, precedence: u32, group: &str) -> FlowSchema {
+        let v = json!({"metadata": {"name": name, "uid": format!("uid-{name}")}, "spec": {"priorityLevelConfiguration": {"name": level},
+            "matchingPrecedence": precedence, "distinguisherMethod": {"type": "ByUser"},
+            "rules": [{"subjects": [{"kind": "Group", "group": {"name": group}}], "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}]}]}});
+        FlowSchema::read(v.to_string().as_bytes()).unwrap()
+    }
+
+    fn user(groups: &[&str]) -> UserInfo {
+        UserInfo { name: "u".into(), groups: groups.iter().map(|g| g.to_string()).collect(), ..UserInfo::default() }
+    }
+
+    #[test]
+    fn schemas_match_in_precedence_then_name_order_with_the_mandatory_ones_supplied() {
+        let mut levels = Levels::default();
+        let schemas =
+            vec![fs("b", "low", 500, "dev"), fs("a", "low", 500, "dev"), fs("first", "low", 100, "ops"), fs("dangling", "none", 1, "dev")];
+        let config = digest(&mut levels, 100, vec![pl("low", 10)], schemas);
+        let names: Vec<&str> = config.schemas.iter().map(|s| &*s.name).collect();
+        assert_eq!(names, ["exempt", "first", "a", "b", "catch-all"], "a schema naming no level is ignored");
+        let get = Attributes { verb: "get".into(), path: "/version".into(), ..Attributes::default() };
+        let dev = config.classify(&user(&["dev"]), &get).unwrap();
+        assert_eq!((&*dev.schema.name, dev.level.object.metadata.uid.as_str()), ("a", "uid-low"));
+        assert_ne!(dev.hash, 0, "a level of more than one queue has flows");
+        assert_eq!(&*config.classify(&user(&["system:masters"]), &get).unwrap().schema.name, "exempt");
+        assert_eq!(&*config.classify(&user(&["system:authenticated"]), &get).unwrap().schema.name, "catch-all");
+        assert!(config.classify(&user(&["system:masters"]), &get).unwrap().exempt());
+        // The mandatory levels are imagined, and every level gets its share of the seats (10 of 15 shares for `low`).
+        assert_eq!(config.levels.len(), 3);
+        assert_eq!(levels.nominal_sum, 67 + 34);
+    }
+
+    #[test]
+    fn a_level_dropped_while_busy_stays_until_its_requests_are_done() {
+        let mut levels = Levels::default();
+        let first = digest(&mut levels, 100, vec![pl("low", 10)], vec![fs("a", "low", 500, "dev")]);
+        let get = Attributes { verb: "get".into(), path: "/version".into(), ..Attributes::default() };
+        let class = first.classify(&user(&["dev"]), &get).unwrap();
+        let crate::flowcontrol::Admission::Executing(seat) = class.level.state.queues.start(1, class.hash, &class.schema.name) else {
+            panic!("a free seat")
+        };
+        let second = digest(&mut levels, 100, vec![], vec![]);
+        assert!(second.levels.contains_key("low"), "kept while its request executes");
+        assert!(!second.schemas.iter().any(|s| &*s.name == "a"));
+        drop(seat);
+        let third = digest(&mut levels, 100, vec![], vec![]);
+        assert!(!third.levels.contains_key("low"), "dropped once idle");
+        assert_eq!(third.levels.len(), 2, "the mandatory levels stay");
     }
 }
