@@ -13,6 +13,7 @@ pub mod api;
 pub mod budget;
 pub mod cache;
 pub mod config;
+pub mod flowcontrol;
 pub mod logs;
 pub mod serve;
 pub mod serving_cert;

@@ -55,6 +55,16 @@ pub struct ServeArgs {
     /// Seconds a deny of a SubjectAccessReview is reused.
     #[arg(long, default_value_t = 30)]
     pub authz_deny_ttl: u64,
+    /// Share kache among its clients as API Priority and Fairness shares the apiserver: every request kache answers
+    /// itself is classified by the cluster's FlowSchemas and PriorityLevelConfigurations (cached from the apiserver:
+    /// kache needs list and watch on them), queued fairly for its level's seats or refused with 429, and names them
+    /// in X-Kubernetes-PF-* headers. Needs client authentication (without it, every client is kache's own user).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub enable_priority_and_fairness: bool,
+    /// Seats priority and fairness shares among the levels (the apiserver's --max-requests-inflight plus
+    /// --max-mutating-requests-inflight); 0: 300 per core kache may run on (the apiserver's 600 over 2 cores).
+    #[arg(long, value_name = "SEATS", default_value_t = 0)]
+    pub priority_and_fairness_seats: usize,
     /// Resources to cache: RESOURCE, RESOURCE.GROUP, GROUP/VERSION/RESOURCE, or `*` for all (comma-separated).
     #[arg(long, value_delimiter = ',', default_value = "pods,configmaps,nodes,namespaces,services,apps/v1/deployments")]
     pub resources: Vec<String>,
@@ -170,7 +180,16 @@ impl ServeArgs {
             watch,
             max_staleness: Duration::from_secs(self.max_staleness),
             budget,
+            priority_and_fairness: self.priority_and_fairness().then(|| match self.priority_and_fairness_seats {
+                0 => crate::flowcontrol::default_seats(),
+                seats => seats,
+            }),
         })
+    }
+
+    /// Whether priority and fairness is on: asked for, and clients authenticate (someone to classify).
+    fn priority_and_fairness(&self) -> bool {
+        self.enable_priority_and_fairness && (self.client_ca_file.is_some() || self.token_review)
     }
 
     /// How clients authenticate; `None` when they do not, which only a loopback `--listen` allows.
@@ -295,6 +314,26 @@ async fn with_crds(client: &Client, resources: &mut Vec<apimachinery::resource::
     }
 }
 
+/// Adds the cluster's FlowSchemas and PriorityLevelConfigurations to the
+/// cached resources: priority and fairness follows them as they change.
+/// Without them (not served, or not listable) it runs on the apiserver's
+/// bootstrap configuration.
+async fn with_flow_control(client: &Client, resources: &mut Vec<apimachinery::resource::Resource>) {
+    use crate::flowcontrol::controller::{FLOW_SCHEMAS, GROUP, PRIORITY_LEVELS};
+    let specs: Vec<String> = [FLOW_SCHEMAS, PRIORITY_LEVELS]
+        .into_iter()
+        .filter(|plural| !resources.iter().any(|r| r.group == GROUP && r.plural == *plural))
+        .map(|plural| format!("{GROUP}/v1/{plural}"))
+        .collect();
+    if specs.is_empty() {
+        return;
+    }
+    match discovery::resolve(client, &specs).await {
+        Ok(found) => resources.extend(found),
+        Err(e) => tracing::warn!(error = %e, "priority and fairness runs on the apiserver's bootstrap configuration"),
+    }
+}
+
 /// A listener on `addr` whose accept queue holds what the kernel allows
 /// (`net.core.somaxconn`, 4096 by default), as Go's listeners ask for:
 /// tokio's default of 1,024 drops the SYNs of a burst of new clients (a
@@ -332,7 +371,8 @@ pub async fn start(args: &ServeArgs, listening: impl FnOnce(&str)) -> anyhow::Re
     // names nothing on an answering apiserver is refused before kache says
     // it serves; an apiserver that does not answer within FIRST_DISCOVERY
     // is waited for while listening, as below.
-    let answered = match tokio::time::timeout(FIRST_DISCOVERY, resolve(&client, &args.resources)).await {
+    let flow = args.priority_and_fairness();
+    let answered = match tokio::time::timeout(FIRST_DISCOVERY, resolve(&client, &args.resources, flow)).await {
         Ok(Ok(resources)) => Some(resources),
         Ok(Err(UpstreamError::Config(e))) => anyhow::bail!(e),
         Ok(Err(_)) | Err(_) => None,
@@ -356,7 +396,7 @@ pub async fn start(args: &ServeArgs, listening: impl FnOnce(&str)) -> anyhow::Re
     let discovering = async {
         let resources = match answered {
             Some(resources) => Ok(resources),
-            None => discover(&client, &creds, &args.resources, &starting).await,
+            None => discover(&client, &creds, (&args.resources, flow), &starting).await,
         };
         let _ = discovered.send(());
         resources
@@ -397,10 +437,14 @@ pub async fn start(args: &ServeArgs, listening: impl FnOnce(&str)) -> anyhow::Re
 /// tolerate (a liveness probe fails after 3 × 10 s).
 const FIRST_DISCOVERY: Duration = Duration::from_secs(5);
 
-/// The resources `specs` name, with the CRDs their custom resources need.
-async fn resolve(client: &Client, specs: &[String]) -> Result<Vec<apimachinery::resource::Resource>, UpstreamError> {
+/// The resources `specs` name, with the CRDs their custom resources need,
+/// and with `flow` (priority and fairness on) its configuration.
+async fn resolve(client: &Client, specs: &[String], flow: bool) -> Result<Vec<apimachinery::resource::Resource>, UpstreamError> {
     let mut resources = discovery::resolve(client, specs).await?;
     with_crds(client, &mut resources).await;
+    if flow {
+        with_flow_control(client, &mut resources).await;
+    }
     Ok(resources)
 }
 
@@ -410,12 +454,12 @@ async fn resolve(client: &Client, specs: &[String]) -> Result<Vec<apimachinery::
 async fn discover(
     client: &Client,
     creds: &Credentials,
-    specs: &[String],
+    (specs, flow): (&[String], bool),
     starting: &Starting,
 ) -> anyhow::Result<Vec<apimachinery::resource::Resource>> {
     let mut delay = Duration::from_millis(200);
     loop {
-        match resolve(client, specs).await {
+        match resolve(client, specs, flow).await {
             Ok(resources) => return Ok(resources),
             Err(UpstreamError::Config(e)) => anyhow::bail!(e),
             Err(e) => {

@@ -333,6 +333,8 @@ const POLICY: &str = r#"{
     {"subjects": ["user:system:serviceaccount:kache:kache", "user:system:serviceaccount:kache:kache-tier2"],
      "verbs": ["list", "watch"], "groups": [""], "resources": ["pods", "configmaps"]},
     {"subjects": ["user:system:serviceaccount:kache:kache", "user:system:serviceaccount:kache:kache-tier2"],
+     "verbs": ["list", "watch"], "groups": ["flowcontrol.apiserver.k8s.io"], "resources": ["flowschemas", "prioritylevelconfigurations"]},
+    {"subjects": ["user:system:serviceaccount:kache:kache", "user:system:serviceaccount:kache:kache-tier2"],
      "verbs": ["create"], "groups": ["authentication.k8s.io"], "resources": ["tokenreviews"]},
     {"subjects": ["user:system:serviceaccount:kache:kache", "user:system:serviceaccount:kache:kache-tier2"],
      "verbs": ["create"], "groups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"]},

@@ -18,9 +18,9 @@
 //!   `/livez` and `/readyz` probes that reach its address, requests and
 //!   limits, a non-root read-only locked-down container, a grace period
 //!   longer than its drain, files under mounted volumes, and RBAC for what
-//!   it caches (and, with client authentication, for reviews and
-//!   impersonation); a kache whose upstream is a Service names one that
-//!   exists;
+//!   it caches (and, with client authentication, for reviews,
+//!   impersonation and priority and fairness's FlowSchemas and levels); a
+//!   kache whose upstream is a Service names one that exists;
 //! - every kache container runs as production wants it: a `--memory-budget`
 //!   leaving a quarter of its memory limit to what the budget does not
 //!   count, JSON logs, a health and metrics listener on the pod network that
@@ -562,6 +562,13 @@ fn kache_problems(objects: &[Value], help: &Help) -> Vec<String> {
                 let (group, resource) = group_resource(entry);
                 needs.push(("list", group.clone(), resource.clone()));
                 needs.push(("watch", group, resource));
+            }
+            // Priority and fairness, on by default with client authentication, follows the cluster's configuration.
+            if authenticated && args.value("--enable-priority-and-fairness") != Some("false") {
+                for resource in ["flowschemas", "prioritylevelconfigurations"] {
+                    needs.push(("list", "flowcontrol.apiserver.k8s.io".into(), resource.into()));
+                    needs.push(("watch", "flowcontrol.apiserver.k8s.io".into(), resource.into()));
+                }
             }
             if authenticated {
                 needs.push(("create", "authentication.k8s.io".into(), "tokenreviews".into()));

@@ -41,6 +41,8 @@
 //! - [`json`]: JSON documents as the apiserver ends and indents them.
 //! - [`negotiate`]: `Accept` negotiation, pretty-printing and gzip choices.
 //! - [`auth`]: who a client is and what it asks (`RequestInfo`), reviews, 401 and 403.
+//! - [`flowcontrol`]: API Priority and Fairness's bootstrap FlowSchemas and
+//!   priority levels, and the headers naming a request's classification.
 //! - [`status`]: `metav1.Status` errors, field for field.
 //! - [`gostr`]: strings quoted the way the apiserver's Go code quotes them.
 //! - [`tls`]: the apiserver's TLS serving configuration.
@@ -51,6 +53,7 @@ pub mod auth;
 pub mod cbor;
 pub mod continue_token;
 pub mod decode;
+pub mod flowcontrol;
 pub mod gostr;
 pub mod json;
 pub mod list;

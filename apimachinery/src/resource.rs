@@ -94,6 +94,8 @@ pub const BUILTINS: &[BuiltinKind] = &[
     BuiltinKind { group_version: "networking.k8s.io/v1", plural: "ingresses", kind: "Ingress", namespaced: true, short_names: &["ing"], in_all: false, fields: &[], status_subresource: true },
     BuiltinKind { group_version: "rbac.authorization.k8s.io/v1", plural: "clusterroles", kind: "ClusterRole", namespaced: false, short_names: &[], in_all: false, fields: &[], status_subresource: false },
     BuiltinKind { group_version: "rbac.authorization.k8s.io/v1", plural: "rolebindings", kind: "RoleBinding", namespaced: true, short_names: &[], in_all: false, fields: &[], status_subresource: false },
+    BuiltinKind { group_version: "flowcontrol.apiserver.k8s.io/v1", plural: "flowschemas", kind: "FlowSchema", namespaced: false, short_names: &[], in_all: false, fields: &[], status_subresource: true },
+    BuiltinKind { group_version: "flowcontrol.apiserver.k8s.io/v1", plural: "prioritylevelconfigurations", kind: "PriorityLevelConfiguration", namespaced: false, short_names: &[], in_all: false, fields: &[], status_subresource: true },
 ];
 
 impl BuiltinKind {

@@ -16,6 +16,8 @@
 //!   on with cold review caches, and on with warm ones.
 //! - `small`: the small requests most traffic is (a consistent GET, a
 //!   Table page, a GET kache relays, a PATCH), interleaved, p50/p90/p99.
+//! - `fairness`: a client flooding full lists beside one making small reads,
+//!   each a user of its own: the reader's latency quiet and flooded.
 //!
 //! Bounded in count and time; without a kubeconfig, loopback only; the
 //! processes it starts are killed at the end, and what it creates on a
@@ -24,6 +26,7 @@
 mod auth;
 mod cleanup;
 mod consistent;
+mod fairness;
 mod follow;
 mod lists;
 mod mixed;
@@ -63,6 +66,8 @@ enum Cmd {
     Auth(auth::AuthArgs),
     /// Small requests (a consistent GET, a Table page, a relayed GET, a PATCH): the direct target vs kache, interleaved.
     Small(small::SmallArgs),
+    /// A flooding client beside a well-behaved one: the latter's latency quiet and flooded, direct vs kache.
+    Fairness(fairness::FairnessArgs),
 }
 
 #[tokio::main]
@@ -80,5 +85,6 @@ async fn run(command: Cmd, cleanup: Cleanup) -> anyhow::Result<()> {
         Cmd::Consistent(args) => consistent::run_all(args).await,
         Cmd::Auth(args) => auth::run_all(args).await,
         Cmd::Small(args) => small::run_all(args, cleanup).await,
+        Cmd::Fairness(args) => fairness::run_all(args).await,
     }
 }

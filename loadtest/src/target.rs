@@ -105,15 +105,7 @@ impl Http {
     /// A client for a server the tool started (or a plain server): `url`
     /// must be loopback; an `https` one's certificate must chain to `ca` (PEM).
     pub async fn local(url: &str, ca: Option<&Path>) -> anyhow::Result<Http> {
-        let uri: http::Uri = url.parse()?;
-        let loopback = uri.host().is_some_and(|h| {
-            h.trim_matches(|c| c == '[' || c == ']').parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback()) || h == "localhost"
-        });
-        if !loopback {
-            bail!("{url} is not a loopback address: give --kubeconfig to benchmark a real cluster");
-        }
-        let connect = ConnectArgs { server: Some(url.to_string()), certificate_authority: ca.map(Path::to_path_buf), ..Default::default() };
-        Http::new(&connect.resolve().await?)
+        Http::new(&local_credentials(url, ca).await?)
     }
 
     /// HTTP/2 connections open to the server (`None`: it is not spoken).
@@ -194,6 +186,20 @@ pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     Some(Duration::from_secs(secs))
 }
 
+/// The credentials of a server the tool started: `url` must be loopback;
+/// an `https` one's certificate must chain to `ca` (PEM).
+async fn local_credentials(url: &str, ca: Option<&Path>) -> anyhow::Result<Credentials> {
+    let uri: http::Uri = url.parse()?;
+    let loopback = uri.host().is_some_and(|h| {
+        h.trim_matches(|c| c == '[' || c == ']').parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback()) || h == "localhost"
+    });
+    if !loopback {
+        bail!("{url} is not a loopback address: give --kubeconfig to benchmark a real cluster");
+    }
+    let connect = ConnectArgs { server: Some(url.to_string()), certificate_authority: ca.map(Path::to_path_buf), ..Default::default() };
+    Ok(connect.resolve().await?)
+}
+
 /// One server measured.
 #[derive(Debug)]
 pub struct Target {
@@ -226,6 +232,8 @@ pub struct Fleet {
     pub targets: Vec<Target>,
     /// The simulator's URL, when the tool started it (its `/_sim/stats` counts upstream requests).
     pub sim_url: Option<String>,
+    /// Each target's credentials, in order.
+    creds: Vec<Credentials>,
     _procs: Vec<Proc>,
     /// With `--https`: the directory of the simulator's CA certificate, removed on drop.
     _ca_dir: Option<tempfile::TempDir>,
@@ -240,6 +248,7 @@ impl Fleet {
             let connect = ConnectArgs { kubeconfig: Some(kubeconfig.clone()), context: args.context.clone(), ..Default::default() };
             let creds = connect.resolve().await.context("reading the kubeconfig")?;
             let mut targets = vec![Target { name: "cluster".into(), role: Role::Direct, http: Http::new(&creds)?, pid: None }];
+            let mut all = vec![creds.clone()];
             if let Some(url) = &args.kache {
                 let mut creds = creds.clone();
                 creds.server = url.parse().with_context(|| format!("--kache {url:?}"))?;
@@ -248,8 +257,9 @@ impl Fleet {
                     creds.tls.ca = Some(kache::upstream::tls::certificates(&pem)?);
                 }
                 targets.push(Target { name: "kache".into(), role: Role::Kache, http: Http::new(&creds)?, pid: None });
+                all.push(creds);
             }
-            return Ok(Fleet { targets, sim_url: None, _procs: Vec::new(), _ca_dir: None });
+            return Ok(Fleet { targets, sim_url: None, creds: all, _procs: Vec::new(), _ca_dir: None });
         }
         let ca_dir = args.https.then(tempfile::tempdir).transpose().context("a directory for the simulator's CA")?;
         let ca = ca_dir.as_ref().map(|d| d.path().join("ca.crt"));
@@ -264,11 +274,19 @@ impl Fleet {
         }
         let sim = Proc::spawn(&args.kache_bin, &sim_cmd)?;
         let kache = Proc::kache(&args.kache_bin, &sim.url, &kache_cmd)?;
-        let direct =
-            Target { name: "sim".into(), role: Role::Direct, http: Http::local(&sim.url, ca.as_deref()).await?, pid: Some(sim.pid()) };
-        let cached = Target { name: "kache".into(), role: Role::Kache, http: Http::local(&kache.url, None).await?, pid: Some(kache.pid()) };
+        let creds = vec![local_credentials(&sim.url, ca.as_deref()).await?, local_credentials(&kache.url, None).await?];
+        let direct = Target { name: "sim".into(), role: Role::Direct, http: Http::new(&creds[0])?, pid: Some(sim.pid()) };
+        let cached = Target { name: "kache".into(), role: Role::Kache, http: Http::new(&creds[1])?, pid: Some(kache.pid()) };
         wait_ready(&cached.http, Duration::from_secs(600)).await?;
-        Ok(Fleet { targets: vec![direct, cached], sim_url: Some(sim.url.clone()), _procs: vec![sim, kache], _ca_dir: ca_dir })
+        Ok(Fleet { targets: vec![direct, cached], sim_url: Some(sim.url.clone()), creds, _procs: vec![sim, kache], _ca_dir: ca_dir })
+    }
+
+    /// Target `i` as the user of bearer `token` (the same server, TLS and process).
+    pub fn as_user(&self, i: usize, token: &str) -> anyhow::Result<Target> {
+        let mut creds = self.creds[i].clone();
+        creds.bearer = kache::upstream::bearer::Bearer::token(token)?;
+        let t = &self.targets[i];
+        Ok(Target { name: t.name.clone(), role: t.role, http: Http::new(&creds)?, pid: t.pid })
     }
 
     /// The direct target (where the tool writes).

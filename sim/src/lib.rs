@@ -44,6 +44,10 @@
 //!   answered after `--consistent-read-latency-ms` (the apiserver: 5 ms of
 //!   etcd quorum read); changeable at run time ([`Sim::set_slowness`],
 //!   `POST /_sim/slow?list-mb-per-second=F&consistent-read-latency-ms=N`);
+//! - API Priority and Fairness's configuration and names: the apiserver's
+//!   bootstrap FlowSchemas and priority levels, and the
+//!   `X-Kubernetes-PF-*` headers of the schema and level each request
+//!   matches (`flowcontrol`; it limits nothing);
 //! - CBOR (`application/cbor`, watches as `application/cbor-seq`) with
 //!   `--cbor`, the apiserver's `CBORServingAndStorage` gate, and the
 //!   apiserver's 406 for CBOR without it (the gate's 1.36 default);
@@ -66,6 +70,7 @@ mod connect;
 mod container;
 mod db;
 mod faults;
+mod flowcontrol;
 pub mod generate;
 mod gowrites;
 mod http2;
@@ -138,6 +143,7 @@ impl Sim {
         let tls = tls.map(|t| (tokio_rustls::TlsAcceptor::from(t), clients));
         let mut tasks = vec![tokio::spawn(listener::serve(state.clone(), listener, addr, tls))];
         generate::system_namespaces(&mut state.db.write());
+        flowcontrol::bootstrap(&mut state.db.write(), &humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string());
         generate::custom_resource_definitions(&mut state.db.write());
         state.publish_revision();
         generate::populate(&state, &workload);

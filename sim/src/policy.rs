@@ -24,6 +24,7 @@
 use std::collections::BTreeMap;
 
 use apimachinery::auth::{AUTHENTICATED, Attributes, UserInfo};
+use apimachinery::status::ApiError;
 use http::HeaderMap;
 use serde::Deserialize;
 
@@ -133,11 +134,11 @@ impl Policy {
     /// The user `requester` acts as after the request's `Impersonate-*`
     /// headers, each of which it must be allowed to impersonate; `None`
     /// without such headers, `Err` with the 403 when one is not allowed.
-    pub fn impersonated(&self, requester: &UserInfo, headers: &HeaderMap) -> Result<Option<UserInfo>, apimachinery::status::ApiError> {
+    pub fn impersonated(&self, requester: &UserInfo, headers: &HeaderMap) -> Result<Option<UserInfo>, ApiError> {
         let values =
             |name: &str| -> Vec<String> { headers.get_all(name).iter().filter_map(|v| v.to_str().ok()).map(str::to_string).collect() };
         let Some(name) = values("impersonate-user").into_iter().next() else { return Ok(None) };
-        let check = |group: &str, resource: &str, namespace: &str, name: &str| -> Result<(), apimachinery::status::ApiError> {
+        let check = |group: &str, resource: &str, namespace: &str, name: &str| -> Result<(), ApiError> {
             let a = Attributes {
                 verb: "impersonate".into(),
                 resource_request: true,
@@ -175,6 +176,41 @@ impl Policy {
         }
         Ok(Some(UserInfo { name, uid, groups, extra }))
     }
+}
+
+/// Who a request is, as the apiserver's authentication and impersonation
+/// filters find it: with a policy, a verified client certificate's user,
+/// else a bearer token's, else anonymous if the policy allows it (a public
+/// path: anonymous rather than refused), then whom its `Impersonate-*`
+/// headers name; without one — the simulator lets every request in — whom
+/// it impersonates, else an administrator (`system:masters`). `cert`: a
+/// client certificate was presented, and the user it names if it verified.
+pub fn identify(policy: Option<&Policy>, headers: &HeaderMap, cert: Option<Option<UserInfo>>, public: bool) -> Result<UserInfo, ApiError> {
+    let values = |name: &str| -> Vec<String> { headers.get_all(name).iter().filter_map(|v| v.to_str().ok()).map(str::to_string).collect() };
+    let Some(policy) = policy else {
+        let Some(name) = values("impersonate-user").into_iter().next() else {
+            return Ok(UserInfo {
+                name: "admin".into(),
+                groups: vec!["system:masters".into(), AUTHENTICATED.into()],
+                ..UserInfo::default()
+            });
+        };
+        let mut groups = values("impersonate-group");
+        groups.push(AUTHENTICATED.into());
+        return Ok(UserInfo { name, groups, ..UserInfo::default() });
+    };
+    let presented = cert.is_some();
+    let token =
+        headers.get(http::header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|a| a.strip_prefix("Bearer ")).map(str::trim);
+    // As the apiserver's union of authenticators: a valid certificate, else a valid token; a certificate that does not verify is no one.
+    let user = match (cert.flatten(), token) {
+        (Some(user), _) => Some(user),
+        (None, Some(token)) => policy.authenticate(token),
+        (None, None) if presented => None,
+        (None, None) => policy.anonymous.then(UserInfo::anonymous),
+    };
+    let Some(user) = user.or_else(|| public.then(UserInfo::anonymous)) else { return Err(ApiError::unauthorized()) };
+    Ok(policy.impersonated(&user, headers)?.unwrap_or(user))
 }
 
 #[cfg(test)]

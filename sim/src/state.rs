@@ -38,6 +38,8 @@ pub struct State {
     policy: Mutex<Option<Arc<Policy>>>,
     /// How slow reads are (from the configuration, replaced by `POST /_sim/slow`).
     slowness: Mutex<Slowness>,
+    /// Which FlowSchema and priority level a request is named with.
+    pub flow_schemas: crate::flowcontrol::Classifier,
 }
 
 impl State {
@@ -56,6 +58,7 @@ impl State {
             churn: AtomicU64::new(0f64.to_bits()),
             policy: Mutex::new(config.policy.clone().map(Arc::new)),
             slowness: Mutex::new(config.slowness),
+            flow_schemas: crate::flowcontrol::Classifier::default(),
             config,
         }
     }

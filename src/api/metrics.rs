@@ -49,7 +49,11 @@ pub fn install() {
             .and_then(|b| b.set_buckets_for_metric(Matcher::Full("kache_consistent_wait_seconds".into()), &WAIT_BUCKETS))
             .and_then(|b| b.set_buckets_for_metric(Matcher::Full("kache_freshness_proof_seconds".into()), &WAIT_BUCKETS))
             .and_then(|b| b.set_buckets_for_metric(Matcher::Full("kache_consistent_predicted_seconds".into()), &REQUEST_BUCKETS))
-            .and_then(|b| b.set_buckets_for_metric(Matcher::Full("kache_consistent_actual_seconds".into()), &REQUEST_BUCKETS));
+            .and_then(|b| b.set_buckets_for_metric(Matcher::Full("kache_consistent_actual_seconds".into()), &REQUEST_BUCKETS))
+            .and_then(|b| {
+                let wait = "kache_flowcontrol_request_wait_duration_seconds".into();
+                b.set_buckets_for_metric(Matcher::Full(wait), &crate::flowcontrol::metrics::WAIT_BUCKETS)
+            });
         let recorder = match builder {
             Ok(b) => b.build_recorder(),
             Err(e) => {
@@ -79,6 +83,7 @@ fn describe() {
     );
     h!("kache_request_duration_seconds", metrics::Unit::Seconds, "Time from a request's arrival to its response head, by verb and source.");
     c!("kache_response_bytes_total", metrics::Unit::Bytes, "Response body bytes sent, by verb and source.");
+    crate::flowcontrol::metrics::describe();
     c!("kache_lists_served_total", "Lists answered from memory.");
     c!("kache_gets_served_total", "Single-object GETs answered from memory.");
     c!("kache_watches_served_total", "Watches answered from memory.");

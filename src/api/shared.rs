@@ -1,6 +1,7 @@
 //! What every stage of the request path shares: the cached resources and
 //! their watch dispatchers, the apiserver connection, the settings, the
-//! client gate, the room lists in flight take, and the counters. Built once
+//! client gate, the room lists in flight take, priority and fairness, and
+//! the counters. Built once
 //! when kache serves; read, never replaced, by every request.
 
 use std::sync::Arc;
@@ -11,6 +12,7 @@ use super::watch::{Dispatcher, WatchConfig};
 use crate::access::{AuthConfig, Gate};
 use crate::budget::{BudgetConfig, room};
 use crate::cache::Cache;
+use crate::flowcontrol::FlowControl;
 use crate::upstream::client::Client;
 
 /// Serving settings.
@@ -27,6 +29,8 @@ pub struct ApiConfig {
     pub max_staleness: Duration,
     /// The memory budget (`crate::budget`).
     pub budget: BudgetConfig,
+    /// The seats priority and fairness shares (`crate::flowcontrol`); `None`: off.
+    pub priority_and_fairness: Option<usize>,
 }
 
 impl Default for ApiConfig {
@@ -36,6 +40,7 @@ impl Default for ApiConfig {
             watch: WatchConfig::default(),
             max_staleness: Duration::from_secs(300),
             budget: BudgetConfig::default(),
+            priority_and_fairness: Some(crate::flowcontrol::default_seats()),
         }
     }
 }
@@ -74,6 +79,8 @@ pub struct Api {
     pub gate: Option<Arc<Gate>>,
     /// The memory lists from memory hold while they are written.
     pub room: Arc<room::Room>,
+    /// Priority and fairness for what kache answers itself (`None`: off).
+    pub flow: Option<Arc<FlowControl>>,
 }
 
 impl Api {
@@ -82,7 +89,8 @@ impl Api {
         let dispatchers = cache.resources().iter().map(|r| Dispatcher::start(r.clone())).collect();
         let gate = auth.map(|a| Arc::new(Gate::new(client.clone(), a)));
         let (counters, stopping, room) = (Counters::default(), tokio::sync::watch::Sender::new(false), Arc::default());
-        Api { cache, dispatchers, client, config, counters, stopping, gate, room }
+        let flow = config.priority_and_fairness.map(|seats| FlowControl::start(seats, &cache));
+        Api { cache, dispatchers, client, config, counters, stopping, gate, room, flow }
     }
 
     /// Ends every watch stream from memory (kache shuts down).

@@ -1,14 +1,7 @@
-//! Who is calling and whether they may: the client certificate the TLS
-//! layer verified, and the policy's authentication, impersonation and
-//! authorization, as the apiserver's filters apply them.
+//! The client certificate the TLS layer verified, and whom it names; who
+//! the request is from it (or its token) is `crate::policy::identify`.
 
-use http::Request;
-
-use super::encoding::header;
-use crate::policy::Policy;
-use crate::request_body::Drained;
-use apimachinery::auth::{Attributes, UserInfo};
-use apimachinery::status::ApiError;
+use apimachinery::auth::UserInfo;
 
 /// A client certificate the TLS layer saw, and the user it names.
 #[derive(Debug, Clone)]
@@ -17,23 +10,4 @@ pub struct ClientCert {
     pub verified: bool,
     /// The user it names, when verified and it has a common name.
     pub user: Option<UserInfo>,
-}
-
-/// Authenticates the request (a verified client certificate, else a bearer
-/// token of the policy, else anonymous if the policy allows it), applies its
-/// impersonation, and authorizes it, as the apiserver's filters do.
-pub(super) fn enforce(policy: &Policy, req: &Request<Drained>, client_cert: Option<ClientCert>) -> Result<(), ApiError> {
-    let client_cert_presented = client_cert.is_some();
-    let token = header(req.headers(), http::header::AUTHORIZATION.as_str()).and_then(|a| a.strip_prefix("Bearer ")).map(str::trim);
-    // As the apiserver's union of authenticators: a valid certificate, else a valid token; a certificate that does not verify is no one (401 unless a token authenticates).
-    let user = match (client_cert.and_then(|c| c.user), token) {
-        (Some(user), _) => Some(user),
-        (None, Some(token)) => policy.authenticate(token),
-        (None, None) if client_cert_presented => None,
-        (None, None) => policy.anonymous.then(UserInfo::anonymous),
-    };
-    let user = user.ok_or_else(ApiError::unauthorized)?;
-    let user = policy.impersonated(&user, req.headers())?.unwrap_or(user);
-    let attrs = Attributes::of(req.method().as_str(), req.uri().path(), req.uri().query().unwrap_or(""));
-    if policy.allows(&user, &attrs) { Ok(()) } else { Err(attrs.forbidden(&user.name, "")) }
 }

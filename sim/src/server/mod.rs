@@ -1,5 +1,6 @@
 //! The HTTP front: one request's path through the apiserver's filters —
-//! the stall and readiness gates, authentication, the policy — to its route.
+//! the stall and readiness gates, authentication, priority and fairness's
+//! naming, the policy — to its route.
 //!
 //! Invariants: every request is answered; every refusal is a `Status` (see
 //! `apimachinery::status`), encoded as the request negotiated.
@@ -19,6 +20,7 @@ use http::{Request, Response};
 use crate::body::Body;
 use crate::request_body::Drained;
 use crate::state::State;
+use apimachinery::auth::Attributes;
 use apimachinery::status::ApiError;
 use encoding::{Writer, header};
 
@@ -40,16 +42,30 @@ pub async fn handle(state: Arc<State>, req: Request<Drained>, server_address: St
     if !public && !state.config.auth.allows(header(req.headers(), http::header::AUTHORIZATION.as_str()), verified_cert) {
         return enc.error(&ApiError::unauthorized());
     }
-    // The `/_sim/` control paths belong to the test harness, not to the API the policy guards.
-    if let Some(policy) = state.policy()
-        && !public
-        && !req.uri().path().starts_with("/_sim/")
-        && let Err(e) = access::enforce(&policy, &req, client_cert)
-    {
-        return enc.error(&e);
+    // The `/_sim/` control paths belong to the test harness, not to the API the policy guards or flow control names.
+    if req.uri().path().starts_with("/_sim/") {
+        return match route::route(&state, req, enc, &server_address).await {
+            Ok(r) => r,
+            Err(e) => enc.error(&e),
+        };
     }
-    match route::route(&state, req, enc, &server_address).await {
+    let policy = state.policy();
+    // Authentication and impersonation refuse before priority and fairness, which names what follows.
+    let user = match crate::policy::identify(policy.as_deref(), req.headers(), client_cert.map(|c| c.user), public) {
+        Ok(user) => user,
+        Err(e) => return enc.error(&e),
+    };
+    let attrs = Attributes::of(req.method().as_str(), req.uri().path(), req.uri().query().unwrap_or(""));
+    let uids = state.flow_schemas.classify(&state.db.read(), &user, &attrs);
+    if let Some(policy) = &policy
+        && !public
+        && !policy.allows(&user, &attrs)
+    {
+        return crate::flowcontrol::name(enc.error(&attrs.forbidden(&user.name, "")), uids);
+    }
+    let resp = match route::route(&state, req, enc, &server_address).await {
         Ok(r) => r,
         Err(e) => enc.error(&e),
-    }
+    };
+    crate::flowcontrol::name(resp, uids)
 }

@@ -4,7 +4,9 @@
 //! 1. [`authenticate`]: who the client is (401 otherwise);
 //! 2. audit — to come, as one more stage here;
 //! 3. [`impersonate`]: whom the client acts as, by its own `Impersonate-*` headers;
-//! 4. priority and fairness — to come, as one more stage here;
+//! 4. [`priority`]: for what kache answers itself, its FlowSchema and level,
+//!    its seats (waited for in its queue, or 429), the `X-Kubernetes-PF-*`
+//!    headers — around stages 6 and 7, once stage 5 has said who answers;
 //! 5. [`route`]: who answers — kache's own figures, its memory, or the apiserver;
 //! 6. [`authorize`]: for what kache answers itself, the apiserver's authorizer's verdict;
 //! 7. the answer: from memory, raced against upstream where a consistent
@@ -15,15 +17,19 @@
 //! first: what kache passes through goes upstream as the client, where the
 //! apiserver authorizes (and audits and queues) it itself, so kache asks
 //! the authorizer only about what it answers itself — never adding a review
-//! to a relayed request. `/livez`, `/readyz` and `/healthz` are answered
-//! before authentication, as the apiserver's are public.
+//! to a relayed request — and queues only that (stage 4 runs once routing,
+//! which waits for nothing, has said who answers: [`priority`]). `/livez`,
+//! `/readyz` and `/healthz` are answered before authentication, as the
+//! apiserver's are public (kache's own, so they name no FlowSchema).
 //!
 //! Invariant: each stage knows only what the stages before it found (the
-//! request, the user); a new concern is a new stage, not an edit of the others.
+//! request, the user; stage 4 also the route); a new concern is a new
+//! stage, not an edit of the others.
 
 mod authenticate;
 mod authorize;
 mod impersonate;
+mod priority;
 mod route;
 
 use std::sync::Arc;
@@ -78,16 +84,28 @@ async fn handle(api: &Api, req: Request<Incoming>, certificate: &Certificate) ->
         },
         (_, user) => user,
     };
-    let attributes = || Attributes::of("GET", &path, &query);
+    let attributes = Attributes::of("GET", &path, &query);
+    let flow = api.flow.as_ref();
     match route::route(api, req.method(), &path, &query, req.headers()) {
-        Route::Metrics => match authorize::authorize(gate, user.as_ref(), attributes()).await {
-            Ok(_) => metrics::response(api),
-            Err(e) => refused(e),
-        },
-        Route::Memory(target, negotiated) => match authorize::authorize(gate, user.as_ref(), attributes()).await {
-            Ok(access) => race::read(api, &target, negotiated, req, user.as_ref(), access).await,
-            Err(e) => encode::error(negotiated, &e),
-        },
+        Route::Metrics => {
+            let answer = async {
+                match authorize::authorize(gate, user.as_ref(), attributes.clone()).await {
+                    Ok(_) => metrics::response(api),
+                    Err(e) => refused(e),
+                }
+            };
+            priority::queued(flow, user.as_ref(), &attributes, priority::Cost::one(), answer).await
+        }
+        Route::Memory(target, negotiated) => {
+            let cost = priority::Cost::of(&target, &attributes, &query);
+            let answer = async {
+                match authorize::authorize(gate, user.as_ref(), attributes.clone()).await {
+                    Ok(access) => race::read(api, &target, negotiated, req, user.as_ref(), access).await,
+                    Err(e) => encode::error(negotiated, &e),
+                }
+            };
+            priority::queued(flow, user.as_ref(), &attributes, cost, answer).await
+        }
         Route::Upstream(why) => {
             api.counters.passed_through.fetch_add(1, Ordering::Relaxed);
             metrics::from(Road::Upstream(why), pass_through::forward(&api.client, req, user.as_ref()).await)
