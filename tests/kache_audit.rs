@@ -264,30 +264,26 @@ fn audit_counts(kache: &Process, backend: &str) -> [u64; 3] {
         .map(|r| m.get(&format!("kache_audit_events_total{{backend=\"{backend}\",result=\"{r}\"}}")).copied().unwrap_or(-1.0) as u64)
 }
 
+/// kache at Metadata level on the simulator, its events to a webhook that `answers` or never does.
+fn hooked(dir: &Path, answers: bool, batching: &[&str]) -> (Process, Process, std::sync::mpsc::Receiver<(String, String, Value)>) {
+    let (url, batches) = receiver(answers);
+    let policy = dir.join("policy.yaml");
+    std::fs::write(&policy, METADATA).unwrap();
+    let sim = Process::sim(&["--pods", "5"]);
+    let config = webhook_config(dir, &url);
+    let mut args = vec!["--resources", "pods", "--audit-policy-file", policy.to_str().unwrap()];
+    args.extend(["--audit-webhook-config-file", config.to_str().unwrap()]);
+    args.extend_from_slice(batching);
+    let kache = Process::kache(&sim.url, &args);
+    eventually(Duration::from_secs(30), "kache ready", || (kache.get("/readyz").status == 200).then_some(()));
+    (sim, kache, batches)
+}
+
 #[test]
 fn a_webhook_gets_the_events_in_batches() {
     let dir = tempfile::tempdir().unwrap();
-    let (url, batches) = receiver(true);
-    let policy = dir.path().join("policy.yaml");
-    std::fs::write(&policy, METADATA).unwrap();
-    let sim = Process::sim(&["--pods", "5"]);
-    let config = webhook_config(dir.path(), &url);
-    let kache = Process::kache(
-        &sim.url,
-        &[
-            "--resources",
-            "pods",
-            "--audit-policy-file",
-            policy.to_str().unwrap(),
-            "--audit-webhook-config-file",
-            config.to_str().unwrap(),
-            "--audit-webhook-batch-max-size",
-            "3",
-            "--audit-webhook-batch-max-wait",
-            "200ms",
-        ],
-    );
-    eventually(Duration::from_secs(30), "kache ready", || (kache.get("/readyz").status == 200).then_some(()));
+    let (_sim, kache, batches) =
+        hooked(dir.path(), true, &["--audit-webhook-batch-max-size", "3", "--audit-webhook-batch-max-wait", "200ms"]);
     for i in 0..4 {
         let r = kache.request("GET", "/api/v1/pods?resourceVersion=0", &[("audit-id", &format!("hook-{i}"))], None);
         assert_eq!(r.status, 200);
@@ -312,27 +308,8 @@ fn a_webhook_gets_the_events_in_batches() {
 #[test]
 fn a_full_queue_drops_and_counts_instead_of_blocking() {
     let dir = tempfile::tempdir().unwrap();
-    let (url, _batches) = receiver(false);
-    let policy = dir.path().join("policy.yaml");
-    std::fs::write(&policy, METADATA).unwrap();
-    let sim = Process::sim(&["--pods", "5"]);
-    let config = webhook_config(dir.path(), &url);
-    let kache = Process::kache(
-        &sim.url,
-        &[
-            "--resources",
-            "pods",
-            "--audit-policy-file",
-            policy.to_str().unwrap(),
-            "--audit-webhook-config-file",
-            config.to_str().unwrap(),
-            "--audit-webhook-batch-max-size",
-            "1",
-            "--audit-webhook-batch-buffer-size",
-            "5",
-        ],
-    );
-    eventually(Duration::from_secs(30), "kache ready", || (kache.get("/readyz").status == 200).then_some(()));
+    let (_sim, kache, _batches) =
+        hooked(dir.path(), false, &["--audit-webhook-batch-max-size", "1", "--audit-webhook-batch-buffer-size", "5"]);
     // The first event's batch hangs at the webhook; five wait in the queue; the rest do not fit.
     let requests = 20;
     for _ in 0..requests {

@@ -39,55 +39,37 @@ pub fn read(path: &Path) -> Result<Policy, PolicyError> {
     parse(&text).map_err(|reason| PolicyError::Invalid { path: path.into(), reason })
 }
 
+/// What a policy file holds (an absent or `null` field: none, as Go reads it).
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct PolicyFile {
-    #[serde(default)]
     rules: Option<Vec<RuleFile>>,
-    #[serde(default)]
     omit_stages: Option<Vec<String>>,
-    #[serde(default)]
     omit_managed_fields: Option<bool>,
 }
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct RuleFile {
-    #[serde(default)]
     level: Option<String>,
-    #[serde(default)]
     users: Option<Vec<String>>,
-    #[serde(default)]
     user_groups: Option<Vec<String>>,
-    #[serde(default)]
     verbs: Option<Vec<String>>,
-    #[serde(default)]
     resources: Option<Vec<GroupResourcesFile>>,
-    #[serde(default)]
     namespaces: Option<Vec<String>>,
-    #[serde(default, rename = "nonResourceURLs")]
+    #[serde(rename = "nonResourceURLs")]
     non_resource_urls: Option<Vec<String>>,
-    #[serde(default)]
     omit_stages: Option<Vec<String>>,
-    #[serde(default)]
     omit_managed_fields: Option<bool>,
 }
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct GroupResourcesFile {
-    #[serde(default)]
     group: Option<String>,
-    #[serde(default)]
     resources: Option<Vec<String>>,
-    #[serde(default)]
     resource_names: Option<Vec<String>>,
 }
-
-const POLICY_FIELDS: &[&str] = &["apiVersion", "kind", "metadata", "rules", "omitStages", "omitManagedFields"];
-const RULE_FIELDS: &[&str] =
-    &["level", "users", "userGroups", "verbs", "resources", "namespaces", "nonResourceURLs", "omitStages", "omitManagedFields"];
-const GROUP_RESOURCES_FIELDS: &[&str] = &["group", "resources", "resourceNames"];
 
 /// The policy `text` holds, or why not (without the file's name).
 pub(super) fn parse(text: &str) -> Result<Policy, String> {
@@ -201,20 +183,20 @@ const GROUP_RESOURCES_SHAPES: &[(&str, Shape)] =
     &[("group", Shape::String("string")), ("resources", Shape::Strings("string")), ("resourceNames", Shape::Strings("string"))];
 
 /// The fields strict decoding refuses, as `rules[0].levl`.
-fn unknown_fields(doc: &Value) -> Vec<String> {
+pub(super) fn unknown_fields(doc: &Value) -> Vec<String> {
     let mut out = Vec::new();
-    let unknown = |v: &Value, known: &[&str], at: &str, out: &mut Vec<String>| {
+    let unknown = |v: &Value, known: &[(&str, Shape)], at: &str, out: &mut Vec<String>| {
         if let Value::Object(m) = v {
-            out.extend(
-                m.keys().filter(|k| !known.contains(&k.as_str())).map(|k| if at.is_empty() { k.clone() } else { format!("{at}.{k}") }),
-            );
+            let top = at.is_empty();
+            let is_known = |k: &str| known.iter().any(|(f, _)| *f == k) || (top && matches!(k, "apiVersion" | "kind" | "metadata"));
+            out.extend(m.keys().filter(|k| !is_known(k)).map(|k| if top { k.clone() } else { format!("{at}.{k}") }));
         }
     };
-    unknown(doc, POLICY_FIELDS, "", &mut out);
+    unknown(doc, POLICY_SHAPES, "", &mut out);
     for (i, rule) in doc.get("rules").and_then(Value::as_array).into_iter().flatten().enumerate() {
-        unknown(rule, RULE_FIELDS, &format!("rules[{i}]"), &mut out);
+        unknown(rule, RULE_SHAPES, &format!("rules[{i}]"), &mut out);
         for (j, gr) in rule.get("resources").and_then(Value::as_array).into_iter().flatten().enumerate() {
-            unknown(gr, GROUP_RESOURCES_FIELDS, &format!("rules[{i}].resources[{j}]"), &mut out);
+            unknown(gr, GROUP_RESOURCES_SHAPES, &format!("rules[{i}].resources[{j}]"), &mut out);
         }
     }
     out

@@ -273,6 +273,9 @@ fn bad_policies_are_refused_in_the_apiservers_words() {
 
 #[test]
 fn unknown_fields_are_ignored_as_the_lenient_decoder_ignores_them() {
-    let p = parse("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n  levl: None\n").unwrap();
+    let text = "apiVersion: audit.k8s.io/v1\nkind: Policy\nmetadata: {name: p}\nrules:\n- level: Metadata\n  levl: None\n  resources: [{group: \"\", resourcez: [pods]}]\n";
+    let p = parse(text).unwrap();
     assert_eq!(p.rules[0].level, Level::Metadata);
+    let doc: serde_json::Value = serde_saphyr::from_str(text).unwrap();
+    assert_eq!(super::read::unknown_fields(&doc), ["rules[0].levl", "rules[0].resources[0].resourcez"]);
 }
