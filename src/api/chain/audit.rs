@@ -53,8 +53,8 @@ enum State {
     /// Audited.
     Recording {
         record: Box<Record>,
-        /// The authorizer's verdict, annotated after `RequestReceived` (written before it in the apiserver).
-        verdict: Option<Verdict>,
+        /// What later stages found, recorded after `RequestReceived` (written before them in the apiserver).
+        later: Later,
         /// It asks to act as another user (`Impersonate-User`).
         impersonating: bool,
         /// It goes to the apiserver, which audits it.
@@ -88,7 +88,9 @@ impl Audit {
     pub fn authenticated(&mut self, user: Option<&UserInfo>) {
         if let State::Arrived(a, arrival) = std::mem::replace(&mut self.0, State::Off) {
             self.0 = match Record::start(&a, &arrival, user) {
-                Some(r) => State::Recording { record: Box::new(r), verdict: None, impersonating: arrival.impersonating, relayed: false },
+                Some(r) => {
+                    State::Recording { record: Box::new(r), later: Later::default(), impersonating: arrival.impersonating, relayed: false }
+                }
                 None => State::Off,
             };
         }
@@ -96,8 +98,8 @@ impl Audit {
 
     /// The request acts as `user` by its own `Impersonate-*` headers.
     pub fn impersonated(&mut self, user: &UserInfo) {
-        if let State::Recording { record, impersonating: true, .. } = &mut self.0 {
-            record.impersonated(user);
+        if let State::Recording { later, impersonating: true, .. } = &mut self.0 {
+            later.impersonated = Some(user.clone());
         }
     }
 
@@ -110,8 +112,8 @@ impl Audit {
 
     /// The authorizer's verdict, kept for the apiserver's annotations; `result` as it was.
     pub fn authorized<T>(&mut self, (result, verdict): (Result<T, ApiError>, Option<Verdict>)) -> Result<T, ApiError> {
-        if let State::Recording { verdict: kept, .. } = &mut self.0 {
-            *kept = verdict;
+        if let State::Recording { later, .. } = &mut self.0 {
+            later.verdict = verdict;
         }
         result
     }
@@ -122,12 +124,12 @@ impl Audit {
         let reached_upstream = matches!(road, Road::Upstream(_)) && resp.extensions().get::<Unreached>().is_none();
         let refusal = resp.extensions().get::<ApiError>();
         let status = refusal.map_or_else(|| ResponseStatus::code(resp.status().as_u16()), ResponseStatus::refusal);
-        let (mut record, verdict) = match std::mem::replace(&mut self.0, State::Off) {
+        let (mut record, later) = match std::mem::replace(&mut self.0, State::Off) {
             State::Off => return resp,
             State::Recording { .. } if reached_upstream => return resp,
-            State::Recording { record, verdict, .. } => (*record, verdict),
+            State::Recording { record, later, .. } => (*record, later),
             State::Arrived(a, arrival) => match Record::start(&a, &arrival, None) {
-                Some(r) => (r, None),
+                Some(r) => (r, Later::default()),
                 None => return resp,
             },
             State::Unauthenticated(a, arrival) => {
@@ -142,9 +144,9 @@ impl Audit {
                 return resp;
             }
         };
-        // As the apiserver's, `RequestReceived` holds what was known at arrival: no verdict, no status.
+        // As the apiserver's, `RequestReceived` holds what was known at arrival: no impersonation, verdict or status.
         record.write(Stage::RequestReceived);
-        annotate(&mut record, verdict, road);
+        later.record(&mut record, road);
         record.respond(status);
         if record.long_running {
             record.write(Stage::ResponseStarted);
@@ -163,10 +165,10 @@ impl Audit {
 impl Drop for Audit {
     /// Dropped before an answer: the client went away, or kache panicked.
     fn drop(&mut self) {
-        let State::Recording { record: r, relayed: false, verdict, .. } = &mut self.0 else { return };
+        let State::Recording { record: r, relayed: false, later, .. } = &mut self.0 else { return };
         let panicked = std::thread::panicking();
         r.write(Stage::RequestReceived);
-        annotate(r, verdict.take(), Road::Kache);
+        std::mem::take(later).record(r, Road::Kache);
         r.respond(match panicked {
             true => ResponseStatus {
                 code: 500,
@@ -183,15 +185,30 @@ impl Drop for Audit {
     }
 }
 
-/// The authorizer's verdict as the apiserver annotates it, and the road the answer took.
-fn annotate(record: &mut Record, verdict: Option<Verdict>, road: Road) {
-    if let Some(v) = verdict {
-        record.annotate("authorization.k8s.io/decision", if v.allowed { "allow" } else { "forbid" });
-        record.annotate("authorization.k8s.io/reason", v.reason);
-    }
-    record.annotate(ROAD, road.as_str());
-    if let Road::Upstream(why) = road {
-        record.annotate(REASON, why.as_str());
+/// What the stages after arrival found.
+#[derive(Debug, Default)]
+struct Later {
+    /// The user the request acts as by its `Impersonate-*` headers.
+    impersonated: Option<UserInfo>,
+    /// The authorizer's verdict.
+    verdict: Option<Verdict>,
+}
+
+impl Later {
+    /// Into `record`, as the apiserver records them (`impersonatedUser`, the
+    /// authorization annotations), with the road the answer took.
+    fn record(self, record: &mut Record, road: Road) {
+        if let Some(u) = &self.impersonated {
+            record.impersonated(u);
+        }
+        if let Some(v) = self.verdict {
+            record.annotate("authorization.k8s.io/decision", if v.allowed { "allow" } else { "forbid" });
+            record.annotate("authorization.k8s.io/reason", v.reason);
+        }
+        record.annotate(ROAD, road.as_str());
+        if let Road::Upstream(why) = road {
+            record.annotate(REASON, why.as_str());
+        }
     }
 }
 

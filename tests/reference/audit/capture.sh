@@ -24,3 +24,7 @@ req viewer-forbidden-watch "$VIEWER" GET "/api/v1/namespaces/default/pods?watch=
 req not-found "$ADMIN" GET "/api/v1/namespaces/default/pods/nope?resourceVersion=0"
 req unauthenticated "Bearer not-a-token" GET "/api/v1/pods?resourceVersion=0"
 req create-configmap "$ADMIN" POST "/api/v1/namespaces/default/configmaps" application/json "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"made-via-$T\"},\"data\":{\"k\":\"v\"}}"
+imp() { # name: admin acting as viewer
+  curl -s --cacert /opt/realapi/pki/ca.crt -o $OUT/$1.body -D $OUT/$1.headers -A "$UA" -H "Accept: application/json" -H "Audit-ID: cap-$1-$T" -H "Authorization: $ADMIN" -H "Impersonate-User: viewer" "$B$2"; echo "$1 $(head -1 $OUT/$1.headers | tr -d '\r')"
+}
+imp impersonated "/api/v1/namespaces/view-ok/pods?resourceVersion=0"
