@@ -13,8 +13,16 @@ pub const HEADER: &str = "audit-id";
 pub fn fresh(mut b: [u8; 16]) -> String {
     b[6] = (b[6] & 0x0f) | 0x40;
     b[8] = (b[8] & 0x3f) | 0x80;
-    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!("{}-{}-{}-{}-{}", &hex[..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..])
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut id = String::with_capacity(36);
+    for (i, x) in b.iter().enumerate() {
+        if matches!(i, 4 | 6 | 8 | 10) {
+            id.push('-');
+        }
+        id.push(char::from(HEX[usize::from(x >> 4)]));
+        id.push(char::from(HEX[usize::from(x & 0xf)]));
+    }
+    id
 }
 
 #[cfg(test)]
@@ -25,5 +33,6 @@ mod tests {
     fn fresh_ids_are_version_4_uuids() {
         assert_eq!(fresh([0xff; 16]), "ffffffff-ffff-4fff-bfff-ffffffffffff");
         assert_eq!(fresh([0; 16]), "00000000-0000-4000-8000-000000000000");
+        assert_eq!(fresh(*b"\x01\x23\x45\x67\x89\xab\xcd\xef\x01\x23\x45\x67\x89\xab\xcd\xef"), "01234567-89ab-4def-8123-456789abcdef");
     }
 }

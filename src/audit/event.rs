@@ -4,8 +4,8 @@
 //! (`<`, `>`, `&`, U+2028 and U+2029 too), timestamps as `metav1.MicroTime`
 //! (RFC 3339 in UTC with microseconds), annotations in key order.
 //!
-//! Invariant: [`Event::fields`] is the event's JSON object without its
-//! braces and type; a log line and a webhook batch wrap those same bytes.
+//! Invariant: [`Event::line`] is the log line (the object and a newline);
+//! a webhook batch holds the same bytes without the type ([`LINE_START`]).
 
 use std::collections::BTreeMap;
 use std::time::SystemTime;
@@ -14,6 +14,8 @@ use apimachinery::auth::UserInfo;
 use apimachinery::json::write_go_string;
 use apimachinery::status::ApiError;
 use serde_json::Value;
+
+use super::json::go_json;
 
 /// How much of a request is recorded (`audit.Level`), in increasing order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -109,14 +111,14 @@ impl FromIterator<Stage> for Stages {
 }
 
 /// The object a request names (`audit.ObjectReference`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ObjectRef {
-    pub resource: String,
-    pub namespace: String,
-    pub name: String,
-    pub api_group: String,
-    pub api_version: String,
-    pub subresource: String,
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ObjectRef<'a> {
+    pub resource: &'a str,
+    pub namespace: &'a str,
+    pub name: &'a str,
+    pub api_group: &'a str,
+    pub api_version: &'a str,
+    pub subresource: &'a str,
 }
 
 /// The answer's `metav1.Status` as the event holds it: the code, and for a
@@ -148,77 +150,127 @@ impl ResponseStatus {
     }
 }
 
-/// One audit event.
+/// What every event of a request says of the request itself.
+#[derive(Debug, Clone, Copy)]
+pub struct Requested<'a> {
+    pub level: Level,
+    pub audit_id: &'a str,
+    pub request_uri: &'a str,
+    pub verb: &'a str,
+    /// The authenticated user (`None`: not authenticated, written `{}`).
+    pub user: Option<&'a UserInfo>,
+    pub source_ips: &'a [String],
+    pub user_agent: &'a str,
+    pub object_ref: Option<ObjectRef<'a>>,
+    pub received: SystemTime,
+}
+
+/// One request's audit event, stage after stage. What does not change
+/// between stages is written once, as JSON, when the event is made
+/// (requests are many, and each writes two or three events).
 #[derive(Debug, Clone)]
 pub struct Event {
-    pub level: Level,
-    pub audit_id: String,
-    pub stage: Stage,
-    pub request_uri: String,
-    pub verb: String,
-    /// The authenticated user (`None`: not authenticated, written `{}`).
-    pub user: Option<UserInfo>,
-    pub impersonated_user: Option<UserInfo>,
-    pub source_ips: Vec<String>,
-    pub user_agent: String,
-    pub object_ref: Option<ObjectRef>,
+    /// `"level":…,"auditID":…`.
+    head: String,
+    /// `,"requestURI":…,"verb":…,"user":{…}`.
+    request: String,
+    /// `,"impersonatedUser":{…}`, or nothing.
+    impersonated: String,
+    /// `,"sourceIPs":…,"userAgent":…,"objectRef":{…}` (those given).
+    origin: String,
+    /// `,"requestReceivedTimestamp":…`.
+    received: String,
+    received_at: SystemTime,
+    /// The answer's status (none before the answer).
     pub response_status: Option<ResponseStatus>,
     /// The response body as compact JSON, Go-escaped (at `RequestResponse`).
-    pub response_object: Option<Vec<u8>>,
-    pub request_received: SystemTime,
-    pub stage_timestamp: SystemTime,
+    pub response_object: Option<String>,
     pub annotations: BTreeMap<&'static str, String>,
 }
 
-/// The `kind` and `apiVersion` a log line starts with.
-pub const TYPE: &[u8] = br#""kind":"Event","apiVersion":"audit.k8s.io/v1""#;
+/// What every log line begins with: the event's braces and type.
+pub const LINE_START: &str = r#"{"kind":"Event","apiVersion":"audit.k8s.io/v1","#;
 
 impl Event {
-    /// The event's fields, comma-separated, without braces or type.
-    pub fn fields(&self) -> Vec<u8> {
-        let mut s = String::with_capacity(768);
-        s.push_str(r#""level":"#);
-        write_go_string(&mut s, self.level.as_str());
-        s.push_str(r#","auditID":"#);
-        write_go_string(&mut s, &self.audit_id);
-        s.push_str(r#","stage":"#);
-        write_go_string(&mut s, self.stage.as_str());
-        s.push_str(r#","requestURI":"#);
-        write_go_string(&mut s, &self.request_uri);
-        s.push_str(r#","verb":"#);
-        write_go_string(&mut s, &self.verb);
-        s.push_str(r#","user":"#);
-        user(&mut s, self.user.as_ref());
-        if let Some(u) = &self.impersonated_user {
-            s.push_str(r#","impersonatedUser":"#);
-            user(&mut s, Some(u));
+    /// The event of the request `r`.
+    pub fn new(r: &Requested<'_>) -> Event {
+        let mut head = String::with_capacity(80);
+        head.push_str(r#""level":"#);
+        write_go_string(&mut head, r.level.as_str());
+        head.push_str(r#","auditID":"#);
+        write_go_string(&mut head, r.audit_id);
+        let mut request = String::with_capacity(256);
+        request.push_str(r#","requestURI":"#);
+        write_go_string(&mut request, r.request_uri);
+        request.push_str(r#","verb":"#);
+        write_go_string(&mut request, r.verb);
+        request.push_str(r#","user":"#);
+        user(&mut request, r.user);
+        let mut origin = String::with_capacity(256);
+        if !r.source_ips.is_empty() {
+            origin.push_str(r#","sourceIPs":"#);
+            strings(&mut origin, r.source_ips);
         }
-        if !self.source_ips.is_empty() {
-            s.push_str(r#","sourceIPs":"#);
-            strings(&mut s, &self.source_ips);
+        if !r.user_agent.is_empty() {
+            origin.push_str(r#","userAgent":"#);
+            write_go_string(&mut origin, r.user_agent);
         }
-        if !self.user_agent.is_empty() {
-            s.push_str(r#","userAgent":"#);
-            write_go_string(&mut s, &self.user_agent);
-        }
-        if let Some(o) = &self.object_ref {
-            s.push_str(r#","objectRef":{"#);
+        if let Some(o) = &r.object_ref {
+            origin.push_str(r#","objectRef":{"#);
             let mut first = true;
             for (key, value) in [
-                ("resource", &o.resource),
-                ("namespace", &o.namespace),
-                ("name", &o.name),
-                ("apiGroup", &o.api_group),
-                ("apiVersion", &o.api_version),
-                ("subresource", &o.subresource),
+                ("resource", o.resource),
+                ("namespace", o.namespace),
+                ("name", o.name),
+                ("apiGroup", o.api_group),
+                ("apiVersion", o.api_version),
+                ("subresource", o.subresource),
             ] {
                 if !value.is_empty() {
-                    field(&mut s, &mut first, key);
-                    write_go_string(&mut s, value);
+                    field(&mut origin, &mut first, key);
+                    write_go_string(&mut origin, value);
                 }
             }
-            s.push('}');
+            origin.push('}');
         }
+        let mut received = String::with_capacity(64);
+        received.push_str(r#","requestReceivedTimestamp":"#);
+        micro_time(&mut received, r.received);
+        Event {
+            head,
+            request,
+            impersonated: String::new(),
+            origin,
+            received,
+            received_at: r.received,
+            response_status: None,
+            response_object: None,
+            annotations: BTreeMap::new(),
+        }
+    }
+
+    /// The user the request acts as.
+    pub fn impersonate(&mut self, u: &UserInfo) {
+        self.impersonated.clear();
+        self.impersonated.push_str(r#","impersonatedUser":"#);
+        user(&mut self.impersonated, Some(u));
+    }
+
+    /// The event at `stage` as a log line (`{"kind":"Event",…}` and a
+    /// newline), stamped `at` (`RequestReceived`: when the request arrived).
+    pub fn line(&self, stage: Stage, at: SystemTime) -> Vec<u8> {
+        let at = if stage == Stage::RequestReceived { self.received_at } else { at };
+        let body = self.response_object.as_ref().map_or(0, String::len);
+        let mut s = String::with_capacity(
+            LINE_START.len() + self.head.len() + self.request.len() + self.impersonated.len() + self.origin.len() + 320 + body,
+        );
+        s.push_str(LINE_START);
+        s.push_str(&self.head);
+        s.push_str(r#","stage":"#);
+        write_go_string(&mut s, stage.as_str());
+        s.push_str(&self.request);
+        s.push_str(&self.impersonated);
+        s.push_str(&self.origin);
         if let Some(r) = &self.response_status {
             s.push_str(r#","responseStatus":{"metadata":{}"#);
             let mut first = false;
@@ -238,32 +290,24 @@ impl Event {
             }
             s.push('}');
         }
-        let mut out = s.into_bytes();
         if let Some(body) = &self.response_object {
-            out.extend_from_slice(br#","responseObject":"#);
-            out.extend_from_slice(body);
+            s.push_str(r#","responseObject":"#);
+            s.push_str(body);
         }
-        let mut s = String::with_capacity(160);
-        s.push_str(r#","requestReceivedTimestamp":"#);
-        write_go_string(&mut s, &micro_time(self.request_received));
+        s.push_str(&self.received);
         s.push_str(r#","stageTimestamp":"#);
-        write_go_string(&mut s, &micro_time(self.stage_timestamp));
+        micro_time(&mut s, at);
         if !self.annotations.is_empty() {
             s.push_str(r#","annotations":{"#);
             let mut first = true;
             for (k, v) in &self.annotations {
-                if !first {
-                    s.push(',');
-                }
-                first = false;
-                write_go_string(&mut s, k);
-                s.push(':');
+                field(&mut s, &mut first, k);
                 write_go_string(&mut s, v);
             }
             s.push('}');
         }
-        out.extend_from_slice(s.as_bytes());
-        out
+        s.push_str("}\n");
+        s.into_bytes()
     }
 }
 
@@ -322,76 +366,10 @@ fn user(s: &mut String, u: Option<&UserInfo>) {
     s.push('}');
 }
 
-/// `v` as Go's `encoding/json` writes it (objects in their order).
-pub fn go_json(s: &mut String, v: &Value) {
-    match v {
-        Value::Null => s.push_str("null"),
-        Value::Bool(b) => s.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => s.push_str(&n.to_string()),
-        Value::String(t) => write_go_string(s, t),
-        Value::Array(items) => {
-            s.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    s.push(',');
-                }
-                go_json(s, item);
-            }
-            s.push(']');
-        }
-        Value::Object(m) => {
-            s.push('{');
-            for (i, (k, item)) in m.iter().enumerate() {
-                if i > 0 {
-                    s.push(',');
-                }
-                write_go_string(s, k);
-                s.push(':');
-                go_json(s, item);
-            }
-            s.push('}');
-        }
-    }
-}
-
-/// A JSON document as Go's `encoding/json` embeds a raw message: whitespace
-/// outside strings dropped, `<`, `>`, `&`, U+2028 and U+2029 escaped.
-pub fn compact(src: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(src.len());
-    let (mut in_string, mut escaped) = (false, false);
-    let mut i = 0;
-    while i < src.len() {
-        let c = src[i];
-        if in_string {
-            match c {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                b'<' | b'>' | b'&' => {
-                    out.extend_from_slice(format!("\\u{:04x}", c).as_bytes());
-                    i += 1;
-                    continue;
-                }
-                0xE2 if src.get(i + 1) == Some(&0x80) && matches!(src.get(i + 2), Some(0xA8 | 0xA9)) => {
-                    out.extend_from_slice(if src[i + 2] == 0xA8 { b"\\u2028" } else { b"\\u2029" });
-                    i += 3;
-                    continue;
-                }
-                _ => {}
-            }
-            out.push(c);
-        } else if !matches!(c, b' ' | b'\t' | b'\n' | b'\r') {
-            in_string = c == b'"';
-            out.push(c);
-        }
-        i += 1;
-    }
-    out
-}
-
-/// `t` as `metav1.MicroTime` writes it: `2006-01-02T15:04:05.000000Z`.
-pub fn micro_time(t: SystemTime) -> String {
-    humantime::format_rfc3339_micros(t).to_string()
+/// `t` as `metav1.MicroTime` writes it, quoted: `"2006-01-02T15:04:05.000000Z"`.
+fn micro_time(s: &mut String, t: SystemTime) {
+    use std::fmt::Write;
+    let _ = write!(s, "\"{}\"", humantime::format_rfc3339_micros(t));
 }
 
 /// A fresh audit ID, as the apiserver's `uuid.New()` makes it.
@@ -405,40 +383,44 @@ mod tests {
 
     use super::*;
 
-    fn event() -> Event {
+    fn event(user: Option<&UserInfo>) -> Event {
         let at = UNIX_EPOCH + Duration::from_micros(1_700_000_000_123_456);
-        Event {
+        Event::new(&Requested {
             level: Level::Metadata,
-            audit_id: "0f8b0f0e-5e8e-4c3c-9d7e-2a0b8f7c6d5e".into(),
-            stage: Stage::ResponseComplete,
-            request_uri: "/api/v1/pods?limit=500".into(),
-            verb: "list".into(),
-            user: Some(UserInfo { name: "alice".into(), groups: vec!["dev".into(), "system:authenticated".into()], ..UserInfo::default() }),
-            impersonated_user: None,
-            source_ips: vec!["127.0.0.1".into()],
-            user_agent: "kubectl/v1.36.2 (linux/amd64) kubernetes/98b3519".into(),
-            object_ref: Some(ObjectRef { resource: "pods".into(), api_version: "v1".into(), ..ObjectRef::default() }),
-            response_status: Some(ResponseStatus::code(200)),
-            response_object: None,
-            request_received: at,
-            stage_timestamp: at + Duration::from_millis(2),
-            annotations: [("authorization.k8s.io/decision", "allow".to_string()), ("authorization.k8s.io/reason", "<&>".to_string())]
-                .into(),
-        }
+            audit_id: "0f8b0f0e-5e8e-4c3c-9d7e-2a0b8f7c6d5e",
+            request_uri: "/api/v1/pods?limit=500",
+            verb: "list",
+            user,
+            source_ips: &["127.0.0.1".to_string()],
+            user_agent: "kubectl/v1.36.2 (linux/amd64) kubernetes/98b3519",
+            object_ref: Some(ObjectRef { resource: "pods", api_version: "v1", ..ObjectRef::default() }),
+            received: at,
+        })
+    }
+
+    fn alice() -> UserInfo {
+        UserInfo { name: "alice".into(), groups: vec!["dev".into(), "system:authenticated".into()], ..UserInfo::default() }
     }
 
     #[test]
     fn an_event_is_written_in_the_apiservers_field_order() {
-        let line = String::from_utf8(event().fields()).unwrap();
+        let mut e = event(Some(&alice()));
+        let at = UNIX_EPOCH + Duration::from_micros(1_700_000_000_125_456);
+        let received = String::from_utf8(e.line(Stage::RequestReceived, at)).unwrap();
+        assert!(received.ends_with("\"stageTimestamp\":\"2023-11-14T22:13:20.123456Z\"}\n"), "{received}");
+        e.response_status = Some(ResponseStatus::code(200));
+        e.annotations = [("authorization.k8s.io/decision", "allow".to_string()), ("authorization.k8s.io/reason", "<&>".to_string())].into();
+        let line = String::from_utf8(e.line(Stage::ResponseComplete, at)).unwrap();
         assert_eq!(
             line,
             concat!(
-                r#""level":"Metadata","auditID":"0f8b0f0e-5e8e-4c3c-9d7e-2a0b8f7c6d5e","stage":"ResponseComplete","#,
+                r#"{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"0f8b0f0e-5e8e-4c3c-9d7e-2a0b8f7c6d5e","stage":"ResponseComplete","#,
                 r#""requestURI":"/api/v1/pods?limit=500","verb":"list","user":{"username":"alice","groups":["dev","system:authenticated"]},"#,
                 r#""sourceIPs":["127.0.0.1"],"userAgent":"kubectl/v1.36.2 (linux/amd64) kubernetes/98b3519","#,
                 r#""objectRef":{"resource":"pods","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":200},"#,
                 r#""requestReceivedTimestamp":"2023-11-14T22:13:20.123456Z","stageTimestamp":"2023-11-14T22:13:20.125456Z","#,
-                r#""annotations":{"authorization.k8s.io/decision":"allow","authorization.k8s.io/reason":"\u003c\u0026\u003e"}"#
+                r#""annotations":{"authorization.k8s.io/decision":"allow","authorization.k8s.io/reason":"\u003c\u0026\u003e"}}"#,
+                "\n"
             )
         );
     }
@@ -446,21 +428,15 @@ mod tests {
     #[test]
     fn a_refusal_keeps_its_status_but_not_its_metadata() {
         let e = ApiError::forbidden_with("pods is forbidden: User \"bob\" cannot list".into(), serde_json::json!({"kind": "pods"}));
-        let mut ev = event();
+        let mut ev = event(None);
         ev.response_status = Some(ResponseStatus::refusal(&e));
-        ev.user = None;
-        let line = String::from_utf8(ev.fields()).unwrap();
-        assert!(line.contains(r#""user":{},"#), "{line}");
+        ev.impersonate(&alice());
+        let line = String::from_utf8(ev.line(Stage::ResponseComplete, SystemTime::now())).unwrap();
+        assert!(line.contains(r#""user":{},"impersonatedUser":{"username":"alice","#), "{line}");
         assert!(
             line.contains(r#""responseStatus":{"metadata":{},"status":"Failure","message":"pods is forbidden: User \"bob\" cannot list","reason":"Forbidden","details":{"kind":"pods"},"code":403}"#),
             "{line}"
         );
-    }
-
-    #[test]
-    fn bodies_are_compacted_and_escaped_as_go_embeds_them() {
-        let body = "{\n  \"a\": \"x <b> & \u{2028} \\\" y\",\n  \"n\": [1, 2]\n}\n";
-        assert_eq!(String::from_utf8(compact(body.as_bytes())).unwrap(), r#"{"a":"x \u003cb\u003e \u0026 \u2028 \" y","n":[1,2]}"#);
     }
 
     #[test]

@@ -4,7 +4,9 @@
 //! (`--audit-log-maxsize 0`) or a size-rotated one ([`super::rotate`]).
 //!
 //! Invariants: lines are written by one thread of their own, in the order
-//! the events were sent, in as few writes as the queue allows; a file that
+//! the events were sent, in as few writes as the queue allows (the thread
+//! takes what gathered every [`GATHERING`], so an event is written within
+//! about that, and no request wakes it while events flow); a file that
 //! cannot be written costs one error line when it starts failing and one
 //! when it recovers (never one per event), its events are counted
 //! `failed`, and it is opened again at most once a second — kache never
@@ -19,12 +21,16 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use tokio::sync::mpsc::Receiver;
 
-use super::event::TYPE;
 use super::rotate::Rotating;
 use super::sink::Counts;
 
 /// At most this many queued events are written at once.
 const GATHER: usize = 512;
+
+/// How long the writer lets events gather once one wakes it: the longest
+/// an event waits for its write (10,000 queued events last half a second
+/// at 20,000 events a second).
+const GATHERING: Duration = Duration::from_millis(10);
 
 /// How often a file that cannot be opened is tried again.
 const REOPEN: Duration = Duration::from_secs(1);
@@ -53,11 +59,17 @@ impl Output {
         }
     }
 
-    fn write(&mut self, lines: &[Vec<u8>]) -> io::Result<()> {
+    /// Writes `lines`, gathered in `buf` (kept from one batch to the next).
+    fn write(&mut self, lines: &[Bytes], buf: &mut Vec<u8>) -> io::Result<()> {
+        let gathered = |buf: &mut Vec<u8>| {
+            buf.clear();
+            lines.iter().for_each(|l| buf.extend_from_slice(l));
+        };
         match self {
             Output::Stdout => {
+                gathered(buf);
                 let mut out = io::stdout().lock();
-                lines.iter().try_for_each(|l| out.write_all(l))?;
+                out.write_all(buf)?;
                 out.flush()
             }
             Output::Plain { path, file } => {
@@ -65,7 +77,8 @@ impl Output {
                     Some(f) => f,
                     None => file.insert(OpenOptions::new().append(true).open(&*path)?),
                 };
-                let result = f.write_all(&lines.concat());
+                gathered(buf);
+                let result = f.write_all(buf);
                 if result.is_err() {
                     *file = None;
                 }
@@ -111,19 +124,28 @@ pub fn start(mut out: Output, mut rx: Receiver<Bytes>, counts: Counts) -> io::Re
             tracing::error!(output = %out.name(), error = %e, "the audit log cannot be written; events are counted as failed until it can");
             (failing, retry_at) = (true, Instant::now() + REOPEN);
         }
-        let mut lines: Vec<Vec<u8>> = Vec::with_capacity(GATHER);
-        while let Some(first) = rx.blocking_recv() {
-            lines.push(line(&first));
+        let (mut lines, mut buf) = (Vec::with_capacity(GATHER), Vec::new());
+        loop {
+            // Waiting on the queue (a sender wakes this thread) only when it was found empty: while
+            // events come, they are taken a pause apart, and no request pays for waking the writer.
             while lines.len() < GATHER {
                 match rx.try_recv() {
-                    Ok(fields) => lines.push(line(&fields)),
+                    Ok(line) => lines.push(line),
                     Err(_) => break,
                 }
+            }
+            if lines.is_empty() {
+                match rx.blocking_recv() {
+                    Some(line) => lines.push(line),
+                    None => return,
+                }
+                std::thread::sleep(GATHERING);
+                continue;
             }
             let n = lines.len() as u64;
             let result = match failing && Instant::now() < retry_at {
                 true => Err(io::Error::other("not retried yet")),
-                false => out.write(&lines),
+                false => out.write(&lines, &mut buf),
             };
             match result {
                 Ok(()) => {
@@ -144,17 +166,10 @@ pub fn start(mut out: Output, mut rx: Receiver<Bytes>, counts: Counts) -> io::Re
                 }
             }
             lines.clear();
+            if n < GATHER as u64 {
+                // The queue was emptied: let the next events gather without waking this thread for each.
+                std::thread::sleep(GATHERING);
+            }
         }
     })
-}
-
-/// An event's log line: `{"kind":"Event","apiVersion":"audit.k8s.io/v1",…}` and a newline.
-fn line(fields: &[u8]) -> Vec<u8> {
-    let mut l = Vec::with_capacity(TYPE.len() + fields.len() + 4);
-    l.push(b'{');
-    l.extend_from_slice(TYPE);
-    l.push(b',');
-    l.extend_from_slice(fields);
-    l.extend_from_slice(b"}\n");
-    l
 }

@@ -19,13 +19,16 @@
 //!   what does not fit is dropped and counted, never a blocked request.
 //!
 //! kache learns who answers a request only once it is routed, after the
-//! stage where the apiserver writes `RequestReceived`; so the policy is
-//! evaluated at that stage (after authentication, before impersonation,
-//! as the apiserver does) and the event kept, and `RequestReceived` is
-//! written once kache knows it answers itself — stamped with the time the
-//! request arrived, as the apiserver stamps it (`api::chain`'s audit stage).
+//! stage where the apiserver writes `RequestReceived`; so the audit stage
+//! keeps what the request was and who sent it, and once kache knows it
+//! answers itself the policy is asked — about the authenticated user, as
+//! the apiserver asks before impersonation — and `RequestReceived` written,
+//! stamped with the time the request arrived, as the apiserver stamps it
+//! (`api::chain`'s audit stage). What kache relays costs it no policy
+//! evaluation and no event.
 
 pub mod event;
+pub mod json;
 mod log;
 pub mod policy;
 pub mod record;

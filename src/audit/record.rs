@@ -19,7 +19,8 @@ use http::HeaderMap;
 use serde_json::Value;
 
 use super::Auditor;
-use super::event::{Event, Level, ObjectRef, ResponseStatus, Stage, Stages, compact, go_json, new_id};
+use super::event::{Event, Level, ObjectRef, Requested, ResponseStatus, Stage, Stages, new_id};
+use super::json::{compact, go_json};
 use super::policy::AuditConfig;
 
 /// The longest user agent kept whole (`maxUserAgentLength`).
@@ -134,37 +135,30 @@ impl Record {
         }
         let long_running = LONG_RUNNING_VERBS.contains(&attrs.verb.as_str())
             || (attrs.resource_request && LONG_RUNNING_SUBRESOURCES.contains(&attrs.subresource.as_str()));
-        let object_ref = attrs.resource_request.then_some(ObjectRef {
-            resource: attrs.resource,
-            namespace: attrs.namespace,
-            name: attrs.name,
-            api_group: attrs.group,
-            api_version: attrs.version,
-            subresource: attrs.subresource,
-        });
-        let event = Event {
+        let event = Event::new(&Requested {
             level: config.level,
-            audit_id: arrival.id.clone(),
-            stage: Stage::RequestReceived,
-            request_uri: arrival.uri(),
-            verb: attrs.verb,
-            user: user.cloned(),
-            impersonated_user: None,
-            source_ips: arrival.source_ips.clone(),
-            user_agent: arrival.user_agent.clone(),
-            object_ref,
-            response_status: None,
-            response_object: None,
-            request_received: arrival.received,
-            stage_timestamp: arrival.received,
-            annotations: Default::default(),
-        };
+            audit_id: &arrival.id,
+            request_uri: &arrival.uri(),
+            verb: &attrs.verb,
+            user,
+            source_ips: &arrival.source_ips,
+            user_agent: &arrival.user_agent,
+            object_ref: attrs.resource_request.then_some(ObjectRef {
+                resource: &attrs.resource,
+                namespace: &attrs.namespace,
+                name: &attrs.name,
+                api_group: &attrs.group,
+                api_version: &attrs.version,
+                subresource: &attrs.subresource,
+            }),
+            received: arrival.received,
+        });
         Some(Record { auditor: auditor.clone(), config, event, long_running, written: Stages::default() })
     }
 
     /// The user the request acts as (`LogImpersonatedUser`).
     pub fn impersonated(&mut self, user: &UserInfo) {
-        self.event.impersonated_user = Some(user.clone());
+        self.event.impersonate(user);
     }
 
     /// An annotation; the first value set for a key stays (`addAuditAnnotationLocked`).
@@ -195,7 +189,7 @@ impl Record {
                     without_managed_fields(&mut v);
                     let mut s = String::with_capacity(body.len());
                     go_json(&mut s, &v);
-                    s.into_bytes()
+                    s
                 }
                 Err(_) => compact(body),
             },
@@ -209,9 +203,7 @@ impl Record {
             return;
         }
         self.written = self.written.with(stage);
-        self.event.stage = stage;
-        self.event.stage_timestamp = if stage == Stage::RequestReceived { self.event.request_received } else { SystemTime::now() };
-        self.auditor.sink.send(self.event.fields());
+        self.auditor.sink.send(self.event.line(stage, SystemTime::now()));
     }
 
     /// Whether `stage` was written.

@@ -23,19 +23,29 @@ pub struct Rotating {
     max_age: Option<Duration>,
     file: Option<File>,
     size: u64,
+    /// Lines gathered for one write (kept from one call to the next).
+    chunk: Vec<u8>,
 }
 
 impl Rotating {
     /// The log at `path`, rotated past `max_size` bytes, keeping `max_backups` backups of at most `max_age_days`.
     pub fn new(path: PathBuf, max_size: u64, max_backups: usize, max_age_days: u64) -> Rotating {
         let max_age = (max_age_days > 0).then(|| Duration::from_secs(max_age_days * 24 * 3600));
-        Rotating { path, max_size, max_backups, max_age, file: None, size: 0 }
+        Rotating { path, max_size, max_backups, max_age, file: None, size: 0, chunk: Vec::new() }
     }
 
     /// Writes `lines`, rotating between lines as the size requires.
-    pub fn write_lines(&mut self, lines: &[Vec<u8>]) -> io::Result<()> {
-        let mut chunk: Vec<u8> = Vec::new();
+    pub fn write_lines<L: AsRef<[u8]>>(&mut self, lines: &[L]) -> io::Result<()> {
+        let mut chunk = std::mem::take(&mut self.chunk);
+        chunk.clear();
+        let result = self.write_gathered(lines, &mut chunk);
+        self.chunk = chunk;
+        result
+    }
+
+    fn write_gathered<L: AsRef<[u8]>>(&mut self, lines: &[L], chunk: &mut Vec<u8>) -> io::Result<()> {
         for line in lines {
+            let line = line.as_ref();
             let len = line.len() as u64;
             if len > self.max_size {
                 return Err(io::Error::other(format!("write length {len} exceeds maximum file size {}", self.max_size)));
@@ -44,12 +54,12 @@ impl Rotating {
                 self.open_existing_or_new(len)?;
             }
             if self.size + chunk.len() as u64 + len > self.max_size {
-                self.flush(&mut chunk)?;
+                self.flush(chunk)?;
                 self.rotate()?;
             }
             chunk.extend_from_slice(line);
         }
-        self.flush(&mut chunk)
+        self.flush(chunk)
     }
 
     /// The log's path.

@@ -18,6 +18,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use tokio::sync::mpsc::Receiver;
 
+use super::event::LINE_START;
 use super::sink::Counts;
 use crate::upstream::UpstreamError;
 use crate::upstream::client::Client;
@@ -66,7 +67,15 @@ impl Webhook {
             let mut closed = false;
             while batch.len() < max_size {
                 match tokio::time::timeout_at(deadline, rx.recv()).await {
-                    Ok(Some(fields)) => batch.push(fields),
+                    Ok(Some(line)) => {
+                        batch.push(line);
+                        // What is queued already, without waiting for each.
+                        while batch.len() < max_size
+                            && let Ok(line) = rx.try_recv()
+                        {
+                            batch.push(line);
+                        }
+                    }
                     Ok(None) => {
                         closed = true;
                         break;
@@ -110,17 +119,18 @@ impl Webhook {
     }
 }
 
-/// The `EventList` of events given by their fields.
+/// The `EventList` of events given by their log lines: each item the line's
+/// object without its type, as the apiserver's batches hold them.
 fn event_list(batch: &[Bytes]) -> Vec<u8> {
-    let mut body = Vec::with_capacity(batch.iter().map(|f| f.len() + 64).sum::<usize>() + 96);
+    let mut body = Vec::with_capacity(batch.iter().map(Bytes::len).sum::<usize>() + 96);
     body.extend_from_slice(br#"{"kind":"EventList","apiVersion":"audit.k8s.io/v1","metadata":{},"items":["#);
-    for (i, fields) in batch.iter().enumerate() {
+    for (i, line) in batch.iter().enumerate() {
         if i > 0 {
             body.push(b',');
         }
         body.push(b'{');
-        body.extend_from_slice(fields);
-        body.push(b'}');
+        // The fields after the type, and the closing brace (not the newline).
+        body.extend_from_slice(line.get(LINE_START.len()..line.len().saturating_sub(1)).unwrap_or_default());
     }
     body.extend_from_slice(b"]}");
     body

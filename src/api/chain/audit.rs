@@ -1,11 +1,11 @@
 //! Stage 2, audit (the apiserver's `WithAudit`, and
-//! `WithFailedAuthenticationAudit` for a 401): the policy is asked about
-//! the authenticated user's request and, when it audits it, the request's
-//! record ([`crate::audit::record`]) follows it to its answer. What kache
-//! answers itself is written there: `RequestReceived` (stamped with the
-//! arrival, as the apiserver stamps it), `ResponseStarted` once a watch's
-//! head goes out, `ResponseComplete` once the body ends — a watch's when
-//! its stream ends, whoever ends it. A 401 writes `ResponseStarted` only,
+//! `WithFailedAuthenticationAudit` for a 401): what the request was and
+//! who sent it are kept to its answer; if kache answers it itself, the
+//! policy is asked then (about the authenticated user) and, when it audits
+//! the request, its record ([`crate::audit::record`]) is written:
+//! `RequestReceived` (stamped with the arrival, as the apiserver stamps
+//! it), `ResponseStarted` once a watch's head goes out, `ResponseComplete`
+//! once the body ends — a watch's when its stream ends, whoever ends it. A 401 writes `ResponseStarted` only,
 //! as the apiserver's. The request's `Audit-ID` was set by the listener
 //! (`api::server`), so one ID names the request everywhere.
 //!
@@ -35,7 +35,8 @@ use crate::api::pass_through::Unreached;
 use crate::api::road::Road;
 use crate::api::server::Peer;
 use crate::audit::Auditor;
-use crate::audit::event::{ResponseStatus, Stage, go_json};
+use crate::audit::event::{ResponseStatus, Stage};
+use crate::audit::json::go_json;
 use crate::audit::record::{Arrival, Record};
 
 /// A request's audit, from its arrival to its answer.
@@ -50,13 +51,14 @@ enum State {
     Arrived(Arc<Auditor>, Box<Arrival>),
     /// Its credentials were refused.
     Unauthenticated(Arc<Auditor>, Box<Arrival>),
-    /// Audited.
-    Recording {
-        record: Box<Record>,
+    /// Authenticated: the policy is asked once kache knows it answers (what it relays costs nothing here).
+    Authenticated {
+        auditor: Arc<Auditor>,
+        arrival: Box<Arrival>,
+        /// Who authentication found (`None`: kache authenticates no one).
+        user: Option<UserInfo>,
         /// What later stages found, recorded after `RequestReceived` (written before them in the apiserver).
-        later: Later,
-        /// It asks to act as another user (`Impersonate-User`).
-        impersonating: bool,
+        later: Box<Later>,
         /// It goes to the apiserver, which audits it.
         relayed: bool,
     },
@@ -84,35 +86,33 @@ impl Audit {
         }
     }
 
-    /// Authentication found `user` (`None`: kache authenticates no one): the policy decides.
+    /// Authentication found `user` (`None`: kache authenticates no one), whom the policy asks about.
     pub fn authenticated(&mut self, user: Option<&UserInfo>) {
-        if let State::Arrived(a, arrival) = std::mem::replace(&mut self.0, State::Off) {
-            self.0 = match Record::start(&a, &arrival, user) {
-                Some(r) => {
-                    State::Recording { record: Box::new(r), later: Later::default(), impersonating: arrival.impersonating, relayed: false }
-                }
-                None => State::Off,
-            };
+        if let State::Arrived(auditor, arrival) = std::mem::replace(&mut self.0, State::Off) {
+            let user = user.cloned();
+            self.0 = State::Authenticated { auditor, arrival, user, later: Box::default(), relayed: false };
         }
     }
 
     /// The request acts as `user` by its own `Impersonate-*` headers.
     pub fn impersonated(&mut self, user: &UserInfo) {
-        if let State::Recording { later, impersonating: true, .. } = &mut self.0 {
+        if let State::Authenticated { arrival, later, .. } = &mut self.0
+            && arrival.impersonating
+        {
             later.impersonated = Some(user.clone());
         }
     }
 
     /// The request goes to the apiserver, which audits it.
     pub fn relayed(&mut self) {
-        if let State::Recording { relayed, .. } = &mut self.0 {
+        if let State::Authenticated { relayed, .. } = &mut self.0 {
             *relayed = true;
         }
     }
 
     /// The authorizer's verdict, kept for the apiserver's annotations; `result` as it was.
     pub fn authorized<T>(&mut self, (result, verdict): (Result<T, ApiError>, Option<Verdict>)) -> Result<T, ApiError> {
-        if let State::Recording { later, .. } = &mut self.0 {
+        if let State::Authenticated { later, .. } = &mut self.0 {
             later.verdict = verdict;
         }
         result
@@ -126,8 +126,11 @@ impl Audit {
         let status = refusal.map_or_else(|| ResponseStatus::code(resp.status().as_u16()), ResponseStatus::refusal);
         let (mut record, later) = match std::mem::replace(&mut self.0, State::Off) {
             State::Off => return resp,
-            State::Recording { .. } if reached_upstream => return resp,
-            State::Recording { record, later, .. } => (*record, later),
+            State::Authenticated { .. } if reached_upstream => return resp,
+            State::Authenticated { auditor, arrival, user, later, .. } => match Record::start(&auditor, &arrival, user.as_ref()) {
+                Some(r) => (r, *later),
+                None => return resp,
+            },
             State::Arrived(a, arrival) => match Record::start(&a, &arrival, None) {
                 Some(r) => (r, Later::default()),
                 None => return resp,
@@ -165,7 +168,9 @@ impl Audit {
 impl Drop for Audit {
     /// Dropped before an answer: the client went away, or kache panicked.
     fn drop(&mut self) {
-        let State::Recording { record: r, relayed: false, later, .. } = &mut self.0 else { return };
+        let State::Authenticated { auditor, arrival, user, later, relayed: false } = &mut self.0 else { return };
+        let Some(mut r) = Record::start(auditor, arrival, user.as_ref()) else { return };
+        let r = &mut r;
         let panicked = std::thread::panicking();
         r.write(Stage::RequestReceived);
         std::mem::take(later).record(r, Road::Kache);
