@@ -379,3 +379,17 @@ fn a_bad_policy_is_refused_in_the_apiservers_words_before_kache_listens() {
     );
     assert_eq!(stderr, want);
 }
+
+#[test]
+fn the_simulator_echoes_or_makes_an_audit_id_as_the_apiserver_does() {
+    let sim = Process::sim(&["--pods", "2"]);
+    for path in ["/api/v1/pods", "/livez", "/api/v1/nope"] {
+        assert_eq!(sim.request("GET", path, &[("audit-id", "mine")], None).header("audit-id"), Some("mine"), "{path}");
+        let made = sim.get(path);
+        assert!(made.header("audit-id").is_some_and(is_fresh_id), "{path}: {:?}", made.header("audit-id"));
+    }
+    let seen = sim.get("/_sim/audit").json();
+    let mine: Vec<&Value> = seen["requests"].as_array().unwrap().iter().filter(|r| r["auditID"] == "mine").collect();
+    assert_eq!(mine.len(), 3, "{seen}");
+    assert_eq!(mine[0]["verb"], "list");
+}
