@@ -3,13 +3,15 @@
 //! [`upstream`] follows the apiserver (credentials, discovery, one reflector
 //! per cached resource) into [`store`]s; [`cache`] holds them; [`api`]
 //! answers reads from memory and passes everything else through, with
-//! [`access`] deciding who a client is and what it may;
+//! [`access`] deciding who a client is and what it may and [`audit`] recording
+//! what kache answered;
 //! [`state`] saves and restores the stores for warm restarts; [`budget`]
 //! bounds the memory they hold; [`serve`] wires it together. See
 //! `DESIGN.md` for how the parts fit.
 
 pub mod access;
 pub mod api;
+pub mod audit;
 pub mod budget;
 pub mod cache;
 pub mod config;

@@ -13,6 +13,7 @@ use tokio_rustls::TlsAcceptor;
 use crate::api::starting::Starting;
 use crate::api::watch::WatchConfig;
 use crate::api::{self, Api, ApiConfig};
+use crate::audit::AuditArgs;
 use crate::budget::BudgetConfig;
 use crate::cache::Cache;
 use crate::state::{Kept, Saver, StateDir, Upstream};
@@ -125,18 +126,21 @@ pub struct ServeArgs {
     /// Where the apiserver is and how to authenticate.
     #[command(flatten)]
     pub upstream: ConnectArgs,
+    /// Auditing, as the apiserver's `--audit-*` flags.
+    #[command(flatten)]
+    pub audit: AuditArgs,
 }
 
 impl ServeArgs {
     /// Checks what can be checked without the apiserver: the serving
     /// certificate and CA files, client authentication against the listen
-    /// address, the values and the `--resources` entries (`kache config check`).
+    /// address, the values, the `--resources` entries and the audit policy (`kache config check`).
     pub fn check(&self) -> anyhow::Result<()> {
         self.tls()?;
         self.api()?;
         self.auth()?;
         self.resources()?;
-        Ok(())
+        self.audit.policy().map(drop)
     }
 
     /// Every `--resources` entry reads as a resource (the apiserver says later whether it has it).
@@ -365,6 +369,7 @@ pub async fn start(args: &ServeArgs, listening: impl FnOnce(&str)) -> anyhow::Re
     let config = args.api()?;
     let auth = args.auth()?;
     args.resources()?;
+    let audit = args.audit.start().await?;
     let creds = args.upstream.resolve().await?;
     let client = Client::new(&creds)?;
     // Discovery once before listening, so that an entry of --resources that
@@ -408,7 +413,7 @@ pub async fn start(args: &ServeArgs, listening: impl FnOnce(&str)) -> anyhow::Re
     let cache = Cache::start(&client, resources, &args.store(), &args.reflector(), state.as_ref());
     let kept = cache.resources().iter().map(|r| Kept { info: r.info().clone(), store: r.store().clone() }).collect();
     let saver = state.map(|dir| Saver::start(dir, kept, Duration::from_secs(args.state_interval)));
-    let api = Arc::new(Api::new(cache, client, config, auth));
+    let api = Arc::new(Api { audit, ..Api::new(cache, client, config, auth) });
     crate::budget::start(api.cache.resources(), api.config.budget, api.room.clone());
     api::health::log_changes(&api);
     starting.hand_over(&api);

@@ -58,10 +58,14 @@ fn exported(text: &str) -> BTreeMap<String, BTreeSet<String>> {
     out
 }
 
-/// kache's `/metrics` after it served a list from memory and passed a request through.
+/// kache's `/metrics` after it served a list from memory and passed a request through, auditing.
 fn kache_metrics() -> String {
     let sim = Process::sim(&["--pods", "20"]);
-    let kache = Process::kache(&sim.url, &["--resources", "pods,configmaps", "--memory-budget", "64"]);
+    let dir = tempfile::tempdir().unwrap();
+    let (policy, log) = (dir.path().join("policy.yaml"), dir.path().join("audit.log"));
+    std::fs::write(&policy, "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n").unwrap();
+    let audit = ["--audit-policy-file", policy.to_str().unwrap(), "--audit-log-path", log.to_str().unwrap()];
+    let kache = Process::kache(&sim.url, &[&["--resources", "pods,configmaps", "--memory-budget", "64"][..], &audit].concat());
     common::eventually(Duration::from_secs(60), "kache ready", || (kache.get("/readyz").status == 200).then_some(()));
     assert_eq!(kache.get("/api/v1/pods?resourceVersion=0").status, 200);
     assert_eq!(kache.get("/api/v1/secrets").status, 200);

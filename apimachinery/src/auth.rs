@@ -112,11 +112,11 @@ impl Attributes {
         a.resource = rest.first().copied().unwrap_or_default().to_string();
         a.name = rest.get(1).copied().unwrap_or_default().to_string();
         a.subresource = rest.get(2).copied().unwrap_or_default().to_string();
-        let params: Vec<(String, String)> = form_urlencoded::parse(query.as_bytes()).into_owned().collect();
-        let param = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        // Two parameters matter; read in place (every request's attributes are read, some several times).
+        let param = |k: &str| form_urlencoded::parse(query.as_bytes()).find(|(n, _)| n == k).map(|(_, v)| v);
         a.verb = match (verb.as_str(), a.name.is_empty()) {
             ("get", _) if watch_path => "watch".into(),
-            ("get", true) if param("watch").is_some_and(|w| matches!(w, "1" | "true" | "t" | "T" | "TRUE" | "True")) => "watch".into(),
+            ("get", true) if param("watch").is_some_and(|w| matches!(&*w, "1" | "true" | "t" | "T" | "TRUE" | "True")) => "watch".into(),
             ("get", true) => "list".into(),
             ("get", false) => "get".into(),
             ("post", _) => "create".into(),
@@ -135,7 +135,7 @@ impl Attributes {
             a.verb = "create".into();
         }
         if matches!(a.verb.as_str(), "list" | "watch")
-            && let Some(name) = param("fieldSelector").and_then(exact_name)
+            && let Some(name) = param("fieldSelector").and_then(|s| exact_name(&s))
         {
             a.name = name;
         }

@@ -93,8 +93,14 @@ pub fn indent(src: &[u8]) -> Vec<u8> {
 
 /// Appends `s` as a JSON string the way Go's `encoding/json` writes it.
 pub fn write_go_string(out: &mut String, s: &str) {
+    out.reserve(s.len() + 2);
     out.push('"');
-    for c in s.chars() {
+    // Runs of characters written as they are, copied whole; only what Go escapes is written one by one
+    // (U+2028 and U+2029 are the only escaped characters that are not ASCII, and start with 0xE2).
+    let mut rest = s;
+    while let Some(at) = rest.bytes().position(|b| b < 0x20 || matches!(b, b'"' | b'\\' | b'<' | b'>' | b'&' | 0xE2)) {
+        out.push_str(&rest[..at]);
+        let c = rest[at..].chars().next().unwrap_or_default();
         match c {
             '"' => out.push_str("\\\""),
             '\\' => out.push_str("\\\\"),
@@ -105,13 +111,22 @@ pub fn write_go_string(out: &mut String, s: &str) {
             c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
             c => out.push(c),
         }
+        rest = &rest[at + c.len_utf8()..];
     }
+    out.push_str(rest);
     out.push('"');
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn strings_are_escaped_as_go_escapes_them() {
+        let mut s = String::new();
+        write_go_string(&mut s, "plain é € \u{2029} <a&b> \"\\\u{7}\n");
+        assert_eq!(s, r#""plain é € \u2029 \u003ca\u0026b\u003e \"\\\u0007\n""#);
+    }
 
     #[test]
     fn indents_as_go_does() {

@@ -43,12 +43,14 @@
 //! - [`auth`]: who a client is and what it asks (`RequestInfo`), reviews, 401 and 403.
 //! - [`flowcontrol`]: API Priority and Fairness's bootstrap FlowSchemas and
 //!   priority levels, and the headers naming a request's classification.
+//! - [`audit`]: the `Audit-ID` header and the form of a fresh ID.
 //! - [`status`]: `metav1.Status` errors, field for field.
 //! - [`gostr`]: strings quoted the way the apiserver's Go code quotes them.
 //! - [`tls`]: the apiserver's TLS serving configuration.
 //! - [`yaml`]: YAML as the apiserver writes it (`JSONToYAML`), byte for byte
 //!   (go-yaml's emitter, its scalar styles, key order, YAML 1.1 typing).
 
+pub mod audit;
 pub mod auth;
 pub mod cbor;
 pub mod continue_token;

@@ -18,11 +18,14 @@
 //!   Table page, a GET kache relays, a PATCH), interleaved, p50/p90/p99.
 //! - `fairness`: a client flooding full lists beside one making small reads,
 //!   each a user of its own: the reader's latency quiet and flooded.
+//! - `audit`: kache's CPU with and without an audit policy, for thousands
+//!   of kubelets' lists and watches and relist storms.
 //!
 //! Bounded in count and time; without a kubeconfig, loopback only; the
 //! processes it starts are killed at the end, and what it creates on a
 //! cluster is deleted on every way out, Ctrl-C included (see `cleanup`).
 
+mod audit;
 mod auth;
 mod cleanup;
 mod consistent;
@@ -68,6 +71,8 @@ enum Cmd {
     Small(small::SmallArgs),
     /// A flooding client beside a well-behaved one: the latter's latency quiet and flooded, direct vs kache.
     Fairness(fairness::FairnessArgs),
+    /// What auditing (a Metadata policy, a log file) costs kache's CPU: kubelets' watches and relist storms.
+    Audit(audit::AuditArgs),
 }
 
 #[tokio::main]
@@ -86,5 +91,6 @@ async fn run(command: Cmd, cleanup: Cleanup) -> anyhow::Result<()> {
         Cmd::Auth(args) => auth::run_all(args).await,
         Cmd::Small(args) => small::run_all(args, cleanup).await,
         Cmd::Fairness(args) => fairness::run_all(args).await,
+        Cmd::Audit(args) => audit::run_all(args).await,
     }
 }

@@ -481,3 +481,20 @@ fn consistent_reads_and_streams_upstream_are_measured_over_https_both_ways() {
     assert!(line("kubectl paging", "kache").contains("pages"), "{stdout}");
     assert!(stdout.contains("freshness proofs of pods"), "{stdout}");
 }
+
+#[test]
+fn audit_compares_kaches_cpu_with_and_without_a_policy_and_every_event_is_written() {
+    let (bin, args) = (kache_bin(), ["audit", "--watchers", "20", "--storms", "1", "--watch-seconds", "1", "--rounds", "1", "--kache-bin"]);
+    let out = Command::new(env!("CARGO_BIN_EXE_loadtest")).args(args).arg(bin).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "loadtest audit failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let numbers = |start: &str| -> Vec<f64> {
+        let line = stdout.lines().find(|l| l.starts_with(start)).unwrap_or_else(|| panic!("no {start:?} in\n{stdout}"));
+        line.split(|c: char| !c.is_ascii_digit() && c != '.').filter_map(|w| w.parse().ok()).collect()
+    };
+    let rows = [numbers("1        plain").len(), numbers("1        audited").len(), numbers("CPU with auditing").len().min(2)];
+    assert_eq!(rows, [2, 3, 2], "{stdout}");
+    // 20 kubelets, 2 cycles each, 5 events a cycle (a list's 2, a watch's 3): all written, none dropped.
+    let events = numbers("audit events written");
+    assert!(events[0] >= 200.0 && events[1..] == [0.0, 200.0], "{stdout}");
+}

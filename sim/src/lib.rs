@@ -51,6 +51,9 @@
 //! - CBOR (`application/cbor`, watches as `application/cbor-seq`) with
 //!   `--cbor`, the apiserver's `CBORServingAndStorage` gate, and the
 //!   apiserver's 406 for CBOR without it (the gate's 1.36 default);
+//! - the apiserver's `Audit-ID` on every answer (the client's, else a fresh
+//!   UUID), and the latest API requests' audit IDs, verbs, URIs and
+//!   impersonated users at `GET /_sim/audit` (what its audit log would join on);
 //! - HTTPS without certificate files (`--https-ca-out`, [`loopback_tls`]):
 //!   a self-signed certificate for `127.0.0.1`, `::1` and `localhost`, made
 //!   at start, that clients trust as their CA.

@@ -76,7 +76,14 @@ where
             let client_cert = client_cert.clone();
             let stream = streams.open(req.version());
             async move {
+                // The apiserver's `WithAuditInit`: the client's Audit-ID (as sent) or a fresh one, echoed on every answer.
+                let id = match req.headers().get(apimachinery::audit::HEADER).filter(|v| !v.is_empty()) {
+                    Some(id) => id.clone(),
+                    None => http::HeaderValue::from_str(&apimachinery::audit::fresh(rand::random())).expect("a UUID is a header value"),
+                };
+                state.audited(&req, &id);
                 let mut resp = server::handle(state, req.map(request_body::Drained::new), server_address, client_cert).await;
+                resp.headers_mut().entry(apimachinery::audit::HEADER).or_insert(id);
                 // The apiserver's `WithCacheControl` filter: on every answer, unless the handler set one.
                 resp.headers_mut().entry(http::header::CACHE_CONTROL).or_insert(http::HeaderValue::from_static("no-cache, private"));
                 Ok::<_, std::convert::Infallible>(resp.map(|body| stream.hold(body)))

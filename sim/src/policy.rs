@@ -16,7 +16,9 @@
 //! resources (`pods/log` for a subresource) hold the request's or `*`;
 //! `namespaces` (absent: any, cluster scope included) and `names` (absent:
 //! any; present: the request must name one) narrow it; `paths` (with a
-//! trailing `*`) match non-resource requests. `system:masters` may do
+//! trailing `*`) match non-resource requests; `reason` is what a review
+//! says when the rule allows (RBAC's words, to compare audit annotations
+//! with the apiserver's). `system:masters` may do
 //! anything; every authenticated user may read discovery, version and
 //! health paths, as the apiserver's default roles allow. Nothing else is
 //! allowed.
@@ -65,6 +67,10 @@ struct Rule {
     names: Option<Vec<String>>,
     #[serde(default)]
     paths: Vec<String>,
+    /// What the authorizer says when this rule allows (a `SubjectAccessReview`'s
+    /// `status.reason`, e.g. RBAC's `allowed by RoleBinding …`); empty: nothing.
+    #[serde(default)]
+    reason: String,
 }
 
 fn holds(list: &[String], v: &str) -> bool {
@@ -117,8 +123,13 @@ impl Policy {
 
     /// Whether `user` may do `a`.
     pub fn allows(&self, user: &UserInfo, a: &Attributes) -> bool {
+        self.decide(user, a).is_some()
+    }
+
+    /// The reason `user` may do `a` (`None`: it may not), as an authorizer gives it.
+    pub fn decide(&self, user: &UserInfo, a: &Attributes) -> Option<&str> {
         if user.groups.iter().any(|g| g == "system:masters") {
-            return true;
+            return Some("");
         }
         let authenticated = user.groups.iter().any(|g| g == AUTHENTICATED);
         if authenticated
@@ -126,9 +137,9 @@ impl Policy {
             && a.verb == "get"
             && PUBLIC_PATHS.iter().any(|p| a.path == *p || a.path.starts_with(&format!("{p}/")))
         {
-            return true;
+            return Some("");
         }
-        self.rules.iter().any(|r| r.names(user) && r.allows(a))
+        self.rules.iter().find(|r| r.names(user) && r.allows(a)).map(|r| r.reason.as_str())
     }
 
     /// The user `requester` acts as after the request's `Impersonate-*`

@@ -17,6 +17,9 @@ use crate::policy::Policy;
 use crate::resources::Registry;
 use apimachinery::status::ApiError;
 
+/// How many requests' audit records the simulator keeps.
+const AUDITED: usize = 1000;
+
 /// Everything a request handler needs.
 #[derive(Debug)]
 pub struct State {
@@ -30,6 +33,8 @@ pub struct State {
     stall_until: Mutex<Option<Instant>>,
     initializing_until: Mutex<Option<Instant>>,
     counters: Mutex<BTreeMap<(String, &'static str), u64>>,
+    /// The latest API requests' audit IDs (`GET /_sim/audit`), at most [`AUDITED`].
+    audited: Mutex<std::collections::VecDeque<serde_json::Value>>,
     /// Objects of the start-up workload created so far (`usize::MAX` once complete).
     generated: AtomicUsize,
     /// Changes per second the churn driver writes (an `f64`'s bits).
@@ -54,6 +59,7 @@ impl State {
             stall_until: Mutex::new(None),
             initializing_until: Mutex::new(None),
             counters: Mutex::new(BTreeMap::new()),
+            audited: Mutex::default(),
             generated: AtomicUsize::new(0),
             churn: AtomicU64::new(0f64.to_bits()),
             policy: Mutex::new(config.policy.clone().map(Arc::new)),
@@ -179,5 +185,32 @@ impl State {
     /// Requests served so far, by resource and verb.
     pub fn counts(&self) -> BTreeMap<(String, &'static str), u64> {
         self.counters.lock().clone()
+    }
+
+    /// Keeps what the apiserver's audit event would say of an API request
+    /// (not of the harness's `/_sim/` paths): its audit ID, verb, URI and the
+    /// user it impersonates.
+    pub fn audited<B>(&self, req: &http::Request<B>, id: &http::HeaderValue) {
+        let (path, query) = (req.uri().path(), req.uri().query().unwrap_or(""));
+        if path.starts_with("/_sim/") {
+            return;
+        }
+        let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+        let record = serde_json::json!({
+            "auditID": String::from_utf8_lossy(id.as_bytes()),
+            "verb": apimachinery::auth::Attributes::of(req.method().as_str(), path, query).verb,
+            "requestURI": req.uri().path_and_query().map_or(path, |pq| pq.as_str()),
+            "impersonatedUser": header("impersonate-user"),
+        });
+        let mut audited = self.audited.lock();
+        if audited.len() == AUDITED {
+            audited.pop_front();
+        }
+        audited.push_back(record);
+    }
+
+    /// The latest API requests' audit records, oldest first.
+    pub fn audit_records(&self) -> Vec<serde_json::Value> {
+        self.audited.lock().iter().cloned().collect()
     }
 }

@@ -74,6 +74,14 @@ impl Certificate {
     }
 }
 
+/// What the authorizer said of one request: allowed or not, and why (the
+/// apiserver's `authorization.k8s.io/decision` and `…/reason` audit annotations).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verdict {
+    pub allowed: bool,
+    pub reason: String,
+}
+
 /// An authorizer's decision.
 #[derive(Debug, Clone)]
 struct Decision {
@@ -132,6 +140,11 @@ impl Gate {
 
     /// Whether `user` may do `attrs`; the apiserver's 403 if not.
     pub async fn authorize(&self, user: &UserInfo, attrs: &Attributes) -> Result<(), ApiError> {
+        self.decide(user, attrs).await.0
+    }
+
+    /// [`Gate::authorize`]'s answer, and the authorizer's [`Verdict`] (a failed review is a deny).
+    pub async fn decide(&self, user: &UserInfo, attrs: &Attributes) -> (Result<(), ApiError>, Verdict) {
         let key = (user.clone(), attrs.clone());
         let review = async {
             self.stats.access_reviews.fetch_add(1, Ordering::Relaxed);
@@ -151,14 +164,15 @@ impl Gate {
             }
         };
         match self.decisions.get(&key, review).await {
-            Some(Decision { allowed: true, .. }) => Ok(()),
+            Some(Decision { allowed: true, reason }) => (Ok(()), Verdict { allowed: true, reason }),
             Some(Decision { reason, .. }) => {
                 self.stats.forbidden.fetch_add(1, Ordering::Relaxed);
-                Err(attrs.forbidden(&user.name, &reason))
+                (Err(attrs.forbidden(&user.name, &reason)), Verdict { allowed: false, reason })
             }
             None => {
                 self.stats.forbidden.fetch_add(1, Ordering::Relaxed);
-                Err(attrs.forbidden(&user.name, "the authorization review failed"))
+                let reason = "the authorization review failed".to_string();
+                (Err(attrs.forbidden(&user.name, &reason)), Verdict { allowed: false, reason })
             }
         }
     }

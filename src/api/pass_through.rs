@@ -143,6 +143,11 @@ async fn splice(downstream: OnUpgrade, upstream: OnUpgrade) {
     }
 }
 
+/// Marks an answer kache made itself because the apiserver could not be
+/// reached: the apiserver never saw the request (so kache audits it).
+#[derive(Debug, Clone, Copy)]
+pub struct Unreached;
+
 /// What a client sees when the apiserver cannot be reached: a `Status` like
 /// the apiserver's own 503 for an unavailable backend.
 fn bad_gateway(why: &str) -> Response<ApiBody> {
@@ -154,6 +159,7 @@ fn bad_gateway(why: &str) -> Response<ApiBody> {
     let mut resp = Response::new(body::full(serde_json::to_vec(&status).unwrap_or_default()));
     *resp.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
     resp.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
+    resp.extensions_mut().insert(Unreached);
     resp
 }
 

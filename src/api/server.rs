@@ -3,14 +3,19 @@
 //! request path) or in plain text (HTTP/1.1 or h2c) — and a graceful stop.
 //!
 //! Invariants: a client that does not finish its TLS handshake within
-//! [`HANDSHAKE_TIMEOUT`] is dropped; every answer leaves with the
-//! apiserver's `Cache-Control` unless its handler set one (a relayed
-//! answer keeps upstream's); once shutdown begins no connection is
+//! [`HANDSHAKE_TIMEOUT`] is dropped; every request carries an `Audit-ID`
+//! (the client's, else a fresh one, as the apiserver's `WithAuditInit`)
+//! and its peer's address ([`Peer`]) into the answerer, so what it relays
+//! upstream carries the same ID; every answer leaves with that `Audit-ID`
+//! and the apiserver's `Cache-Control` unless its handler set them (a
+//! relayed answer keeps upstream's); once shutdown begins no connection is
 //! accepted, and open ones get the drain period.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use apimachinery::audit::HEADER as AUDIT_ID;
 use apimachinery::tls::ClientCertificates;
 use http::header::CACHE_CONTROL;
 use http::{HeaderValue, Request, Response};
@@ -23,9 +28,14 @@ use tokio_rustls::TlsAcceptor;
 
 use super::body::{ApiBody, BoxError};
 use crate::access::Certificate;
+use crate::audit::event::new_id;
 
 /// How long a client has to finish its TLS handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The address a request came from (a request extension).
+#[derive(Debug, Clone, Copy)]
+pub struct Peer(pub std::net::SocketAddr);
 
 /// The `Cache-Control` of every answer, as the apiserver's
 /// `WithCacheControl` filter sets it: each answer is private to its client,
@@ -76,11 +86,11 @@ pub async fn accept(
         let (answer, watcher, tls) = (answer.clone(), graceful.watcher(), tls.clone());
         tokio::spawn(async move {
             let result = match tls {
-                None => serve_connection(stream, answer, watcher, Arc::new(Certificate::None)).await,
+                None => serve_connection(stream, peer, answer, watcher, Arc::new(Certificate::None)).await,
                 Some((acceptor, clients)) => match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
                     Ok(Ok(stream)) => {
                         let certificate = Certificate::of(stream.get_ref().1.peer_certificates(), clients.as_deref());
-                        serve_connection(stream, answer, watcher, Arc::new(certificate)).await
+                        serve_connection(stream, peer, answer, watcher, Arc::new(certificate)).await
                     }
                     Ok(Err(e)) => Err(e.into()),
                     Err(_) => Err("TLS handshake timed out".into()),
@@ -99,16 +109,29 @@ pub async fn accept(
     None
 }
 
-/// `certificate`: the connection's client certificate.
-async fn serve_connection<I>(io: I, answer: Answerer, watcher: Watcher, certificate: Arc<Certificate>) -> Result<(), BoxError>
+/// `peer`: the client's address; `certificate`: the connection's client certificate.
+async fn serve_connection<I>(
+    io: I,
+    peer: SocketAddr,
+    answer: Answerer,
+    watcher: Watcher,
+    certificate: Arc<Certificate>,
+) -> Result<(), BoxError>
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    let service = hyper::service::service_fn(move |req| {
+    let service = hyper::service::service_fn(move |mut req: Request<Incoming>| {
         let answer = answer.clone();
         let certificate = certificate.clone();
         async move {
+            let id = match req.headers().get(AUDIT_ID).filter(|v| !v.is_empty()) {
+                Some(id) => id.clone(),
+                None => HeaderValue::from_str(&new_id()).unwrap_or(HeaderValue::from_static("")),
+            };
+            req.headers_mut().insert(AUDIT_ID, id.clone());
+            req.extensions_mut().insert(Peer(peer));
             let mut resp = answer(req, certificate).await;
+            resp.headers_mut().entry(AUDIT_ID).or_insert(id);
             resp.headers_mut().entry(CACHE_CONTROL).or_insert(PRIVATE);
             Ok::<_, std::convert::Infallible>(resp)
         }

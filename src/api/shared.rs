@@ -1,7 +1,7 @@
 //! What every stage of the request path shares: the cached resources and
 //! their watch dispatchers, the apiserver connection, the settings, the
-//! client gate, the room lists in flight take, priority and fairness, and
-//! the counters. Built once
+//! client gate, the auditor, the room lists in flight take, priority and
+//! fairness, and the counters. Built once
 //! when kache serves; read, never replaced, by every request.
 
 use std::sync::Arc;
@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use super::watch::{Dispatcher, WatchConfig};
 use crate::access::{AuthConfig, Gate};
+use crate::audit::Auditor;
 use crate::budget::{BudgetConfig, room};
 use crate::cache::Cache;
 use crate::flowcontrol::FlowControl;
@@ -81,6 +82,8 @@ pub struct Api {
     pub room: Arc<room::Room>,
     /// Priority and fairness for what kache answers itself (`None`: off).
     pub flow: Option<Arc<FlowControl>>,
+    /// The audit policy and backends (`None`: nothing is audited).
+    pub audit: Option<Arc<Auditor>>,
 }
 
 impl Api {
@@ -90,7 +93,7 @@ impl Api {
         let gate = auth.map(|a| Arc::new(Gate::new(client.clone(), a)));
         let (counters, stopping, room) = (Counters::default(), tokio::sync::watch::Sender::new(false), Arc::default());
         let flow = config.priority_and_fairness.map(|seats| FlowControl::start(seats, &cache));
-        Api { cache, dispatchers, client, config, counters, stopping, gate, room, flow }
+        Api { cache, dispatchers, client, config, counters, stopping, gate, room, flow, audit: None }
     }
 
     /// Ends every watch stream from memory (kache shuts down).

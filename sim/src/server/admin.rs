@@ -99,6 +99,7 @@ pub(super) async fn admin(state: &Arc<State>, req: Request<Drained>, op: &str, e
             Ok(enc.value(StatusCode::OK, &json!({"listMBPerSecond": slow.list_mb_per_second, "consistentReadLatencyMs": latency_ms})))
         }
         "stats" => Ok(enc.value(StatusCode::OK, &crate::faults::stats(state))),
+        "audit" => Ok(enc.value(StatusCode::OK, &json!({"requests": state.audit_records()}))),
         _ => Err(ApiError::no_such_path()),
     }
 }

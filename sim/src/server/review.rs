@@ -56,7 +56,11 @@ pub(super) async fn review(state: &State, req: Request<Drained>, enc: Writer, ki
             },
             (None, None) => return Err(ApiError::bad_request("a SubjectAccessReview needs resourceAttributes or nonResourceAttributes")),
         };
-        json!({"allowed": policy.allows(&user, &attrs)})
+        match policy.decide(&user, &attrs) {
+            Some(reason) if !reason.is_empty() => json!({"allowed": true, "reason": reason}),
+            Some(_) => json!({"allowed": true}),
+            None => json!({"allowed": false}),
+        }
     };
     review["status"] = status;
     review["metadata"] = json!({"creationTimestamp": null});

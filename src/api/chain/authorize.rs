@@ -13,13 +13,18 @@ use std::sync::Arc;
 use apimachinery::auth::{Attributes, UserInfo};
 use apimachinery::status::ApiError;
 
-use crate::access::{Access, Gate};
+use crate::access::{Access, Gate, Verdict};
 
 /// Whether `user` may do `attrs` (anyone may, without client
 /// authentication); for a user under review, the standing [`Access`] a
-/// watch re-checks while it lives.
-pub async fn authorize(gate: Option<&Arc<Gate>>, user: Option<&UserInfo>, attrs: Attributes) -> Result<Option<Access>, ApiError> {
-    let (Some(gate), Some(user)) = (gate, user) else { return Ok(None) };
-    gate.authorize(user, &attrs).await?;
-    Ok(Some(Access::new(gate.clone(), user.clone(), attrs)))
+/// watch re-checks while it lives — and the authorizer's [`Verdict`], for
+/// the audit.
+pub async fn authorize(
+    gate: Option<&Arc<Gate>>,
+    user: Option<&UserInfo>,
+    attrs: Attributes,
+) -> (Result<Option<Access>, ApiError>, Option<Verdict>) {
+    let (Some(gate), Some(user)) = (gate, user) else { return (Ok(None), None) };
+    let (allowed, verdict) = gate.decide(user, &attrs).await;
+    (allowed.map(|()| Some(Access::new(gate.clone(), user.clone(), attrs))), Some(verdict))
 }

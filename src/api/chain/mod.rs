@@ -2,7 +2,7 @@
 //! `DefaultBuildHandlerChain` runs its filters:
 //!
 //! 1. [`authenticate`]: who the client is (401 otherwise);
-//! 2. audit — to come, as one more stage here;
+//! 2. [`audit`]: whether the policy audits the request, and its record to the answer;
 //! 3. [`impersonate`]: whom the client acts as, by its own `Impersonate-*` headers;
 //! 4. [`priority`]: for what kache answers itself, its FlowSchema and level,
 //!    its seats (waited for in its queue, or 429), the `X-Kubernetes-PF-*`
@@ -26,6 +26,7 @@
 //! request, the user; stage 4 also the route); a new concern is a new
 //! stage, not an edit of the others.
 
+mod audit;
 mod authenticate;
 mod authorize;
 mod impersonate;
@@ -48,6 +49,7 @@ use super::server::Answerer;
 use super::shared::Api;
 use super::{health, pass_through, race};
 use crate::access::Certificate;
+use audit::Audit;
 use route::Route;
 
 /// The API's answers: every request handled and observed (metrics).
@@ -57,13 +59,15 @@ pub fn answerer(api: &Arc<Api>) -> Answerer {
         let api = api.clone();
         Box::pin(async move {
             let observed = metrics::Request::of(req.method().as_str(), req.uri().path(), req.uri().query().unwrap_or(""));
-            metrics::observe(observed, handle(&api, req, &certificate).await)
+            let mut audit = Audit::arrived(api.audit.as_ref(), &req);
+            let resp = handle(&api, req, &certificate, &mut audit).await;
+            metrics::observe(observed, audit.answered(resp))
         })
     })
 }
 
 /// One request through every stage.
-async fn handle(api: &Api, req: Request<Incoming>, certificate: &Certificate) -> Response<ApiBody> {
+async fn handle(api: &Api, req: Request<Incoming>, certificate: &Certificate, audit: &mut Audit) -> Response<ApiBody> {
     let path = req.uri().path().to_string();
     let query = req.uri().query().unwrap_or("").to_string();
     if req.method() == Method::GET
@@ -75,11 +79,18 @@ async fn handle(api: &Api, req: Request<Incoming>, certificate: &Certificate) ->
     let gate = api.gate.as_ref();
     let user = match authenticate::authenticate(gate.map(AsRef::as_ref), req.headers(), certificate).await {
         Ok(user) => user,
-        Err(e) => return refused(e),
+        Err(e) => {
+            audit.unauthenticated();
+            return refused(e);
+        }
     };
+    audit.authenticated(user.as_ref());
     let user = match (gate, user) {
         (Some(gate), Some(user)) => match impersonate::impersonate(gate, user, req.headers()).await {
-            Ok(user) => Some(user),
+            Ok(user) => {
+                audit.impersonated(&user);
+                Some(user)
+            }
             Err(e) => return refused(e),
         },
         (_, user) => user,
@@ -89,7 +100,7 @@ async fn handle(api: &Api, req: Request<Incoming>, certificate: &Certificate) ->
     match route::route(api, req.method(), &path, &query, req.headers()) {
         Route::Metrics => {
             let answer = async {
-                match authorize::authorize(gate, user.as_ref(), attributes.clone()).await {
+                match audit.authorized(authorize::authorize(gate, user.as_ref(), attributes.clone()).await) {
                     Ok(_) => metrics::response(api),
                     Err(e) => refused(e),
                 }
@@ -99,7 +110,7 @@ async fn handle(api: &Api, req: Request<Incoming>, certificate: &Certificate) ->
         Route::Memory(target, negotiated) => {
             let cost = priority::Cost::of(&target, &attributes, &query);
             let answer = async {
-                match authorize::authorize(gate, user.as_ref(), attributes.clone()).await {
+                match audit.authorized(authorize::authorize(gate, user.as_ref(), attributes.clone()).await) {
                     Ok(access) => race::read(api, &target, negotiated, req, user.as_ref(), access).await,
                     Err(e) => encode::error(negotiated, &e),
                 }
@@ -107,6 +118,7 @@ async fn handle(api: &Api, req: Request<Incoming>, certificate: &Certificate) ->
             priority::queued(flow, user.as_ref(), &attributes, cost, answer).await
         }
         Route::Upstream(why) => {
+            audit.relayed();
             api.counters.passed_through.fetch_add(1, Ordering::Relaxed);
             metrics::from(Road::Upstream(why), pass_through::forward(&api.client, req, user.as_ref()).await)
         }

@@ -207,6 +207,8 @@ pub fn error(negotiated: Negotiated, e: &ApiError) -> Response<ApiBody> {
     if let Some(s) = e.retry_after {
         resp.headers_mut().insert(RETRY_AFTER, HeaderValue::from(s));
     }
+    // The refusal itself, for the audit's `responseStatus`.
+    resp.extensions_mut().insert(e.clone());
     resp
 }
 

@@ -1,0 +1,180 @@
+//! `loadtest audit`: what auditing costs kache. One simulator (writing
+//! `--churn` changes a second) and two kaches in front of it — one without
+//! an audit policy, one with `--audit-policy-file` at `Metadata` for every
+//! request and `--audit-log-path` — take the same load in turn, `--rounds`
+//! times each, alternating: `--watchers` kubelets each list their node's
+//! pods and watch them; their watches end together (`timeoutSeconds`)
+//! and they all list and watch again — `--storms` relist storms. Reported:
+//! kache's CPU seconds for the whole load with and without auditing and
+//! their ratio, the events the audited kache wrote, and any it dropped
+//! (its log queue is made large enough that none should be).
+
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::Args;
+use http_body_util::BodyExt;
+
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+
+use crate::procs::{self, HttpClient, Proc, cpu_seconds, first_revision, get_with};
+
+/// Options of `loadtest audit`.
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    /// The kache binary (build it with `cargo build --release`).
+    #[arg(long, default_value = "target/release/kache")]
+    kache_bin: String,
+    /// Kubelets, one per node, each listing and watching its node's pods.
+    #[arg(long, default_value_t = 10_000)]
+    watchers: usize,
+    /// Pods per node.
+    #[arg(long, default_value_t = 3)]
+    pods_per_node: usize,
+    /// Relist storms: every kubelet's watch ends (kache ends them all within the same moments), and
+    /// every kubelet lists and watches again.
+    #[arg(long, default_value_t = 3)]
+    storms: usize,
+    /// Seconds each watch lasts (its `timeoutSeconds`) before the kubelet relists.
+    #[arg(long, default_value_t = 3)]
+    watch_seconds: u64,
+    /// Pod changes per second the simulator writes meanwhile.
+    #[arg(long, default_value_t = 100.0)]
+    churn: f64,
+    /// Runs of the load against each kache, alternating.
+    #[arg(long, default_value_t = 2)]
+    rounds: usize,
+}
+
+/// The policy of the audited kache: everything at `Metadata`.
+const POLICY: &str = "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n";
+
+/// A kubelet: `cycles` times, a list of its node's pods, then a watch from
+/// the list's revision until kache ends it (`timeoutSeconds`), as a
+/// kubelet relists when its watch ends. Its connection is kept between
+/// requests (an HTTP/1.1 connection a kubelet, as client-go's).
+async fn kubelet(client: HttpClient, kache: String, node: usize, cycles: usize, timeout: u64) -> anyhow::Result<()> {
+    let pods = format!("{kache}/api/v1/pods?fieldSelector=spec.nodeName%3Dnode-{node:04}");
+    for _ in 0..cycles {
+        let (status, body) = get_with(&client, &format!("{pods}&resourceVersion=0"), &[]).await?;
+        if status != 200 {
+            bail!("list of node-{node:04}: status {status}");
+        }
+        let rv = first_revision(&body).context("a list revision")?;
+        let watch = format!("{pods}&watch=true&allowWatchBookmarks=true&resourceVersion={rv}&timeoutSeconds={timeout}");
+        let resp = client.request(hyper::Request::get(watch).body(http_body_util::Empty::new())?).await?;
+        if resp.status() != 200 {
+            bail!("watch of node-{node:04}: status {}", resp.status());
+        }
+        let mut body = resp.into_body();
+        while body.frame().await.transpose()?.is_some() {}
+    }
+    Ok(())
+}
+
+/// A client whose connections come from the loopback address `127.0.0.N`:
+/// each load has its own, so the ports the one before left closing (its
+/// connections' TIME_WAIT, a minute) are not the ones it needs.
+fn client_from(n: u8) -> HttpClient {
+    let mut connector = HttpConnector::new();
+    connector.set_local_address(Some(std::net::IpAddr::from([127, 0, 0, n])));
+    Client::builder(TokioExecutor::new()).build(connector)
+}
+
+/// The load once against `kache`, its kubelets' connections from `127.0.0.N`: its CPU seconds,
+/// taken once its audit log holds `events` events (each load's own, and what came before; `None`: not audited).
+async fn load(args: &AuditArgs, n: u8, kache: &Proc, events: Option<f64>) -> anyhow::Result<f64> {
+    let client = client_from(n);
+    let cpu = cpu_seconds(kache.pid());
+    let kubelets: Vec<_> = (0..args.watchers)
+        .map(|n| tokio::spawn(kubelet(client.clone(), kache.url.clone(), n, 1 + args.storms, args.watch_seconds)))
+        .collect();
+    for k in kubelets {
+        k.await??;
+    }
+    if let Some(events) = events {
+        // The last events reach the log (its writer takes what gathered every few milliseconds).
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        let client = procs::client();
+        while recorded(&client, &kache.url).await.map(|(written, dropped)| written + dropped)? < events {
+            if tokio::time::Instant::now() > deadline {
+                bail!("the audited kache recorded fewer than {events} events in a minute");
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    Ok(cpu_seconds(kache.pid()) - cpu)
+}
+
+/// The events kache's log backend has written and dropped so far.
+async fn recorded(client: &HttpClient, kache: &str) -> anyhow::Result<(f64, f64)> {
+    let (_, body) = get_with(client, &format!("{kache}/metrics"), &[]).await?;
+    let text = String::from_utf8_lossy(&body).into_owned();
+    let sample = |result: &str| {
+        let series = format!("kache_audit_events_total{{backend=\"log\",result=\"{result}\"}}");
+        text.lines().find_map(|l| l.strip_prefix(series.as_str())?.trim().parse().ok()).unwrap_or(0.0)
+    };
+    Ok((sample("written"), sample("dropped")))
+}
+
+/// Runs the load against both kaches and prints the figures.
+pub async fn run_all(args: AuditArgs) -> anyhow::Result<()> {
+    let dir = tempfile::tempdir().context("a directory for the policy and the log")?;
+    let (policy, log) = (dir.path().join("policy.yaml"), dir.path().join("audit.log"));
+    std::fs::write(&policy, POLICY)?;
+    let path = |p: &std::path::Path| p.to_str().map(str::to_string).context("a UTF-8 path");
+    let sim = Proc::sim(&args.kache_bin, args.watchers * args.pods_per_node, args.watchers, &["--namespaces", "10"])?;
+    let plain = Proc::kache(&args.kache_bin, &sim.url, &[])?;
+    let (policy, log) = (path(&policy)?, path(&log)?);
+    let audited = Proc::kache(
+        &args.kache_bin,
+        &sim.url,
+        &[
+            "--audit-policy-file",
+            &policy,
+            "--audit-log-path",
+            &log,
+            // Room for a storm's events, so that the figure counts writing them all.
+            "--audit-log-batch-buffer-size",
+            "1000000",
+        ],
+    )?;
+    let client = procs::client();
+    for k in [&plain, &audited] {
+        procs::ready(&client, &format!("{}/readyz", k.url), Duration::from_secs(600)).await?;
+    }
+    let (status, _) = get_with(&client, &format!("{}/_sim/churn?rate={}", sim.url, args.churn), &[]).await?;
+    if status != 200 {
+        bail!("the simulator's churn: status {status}");
+    }
+    println!(
+        "{} kubelets ({} pods), {} relist storms, {} changes/s, {} rounds; audited kache: Metadata for every request, to a log file\n",
+        args.watchers,
+        args.watchers * args.pods_per_node,
+        args.storms,
+        args.churn,
+        args.rounds
+    );
+    println!("{:<8} {:<10} {:>10} {:>10}", "round", "kache", "cpu s", "÷ plain");
+    let (mut off, mut on) = (0.0, 0.0);
+    // A list's events (RequestReceived, ResponseComplete) and a watch's (and ResponseStarted), per kubelet and cycle.
+    let per_load = (args.watchers * (1 + args.storms) * 5) as f64;
+    for round in 1..=args.rounds {
+        let n = u8::try_from(2 * round).context("at most 120 rounds")?;
+        let base = load(&args, n, &plain, None).await?;
+        println!("{round:<8} {:<10} {base:>10.2}", "plain");
+        off += base;
+        let cpu = load(&args, n + 1, &audited, Some(per_load * round as f64)).await?;
+        println!("{round:<8} {:<10} {cpu:>10.2} {:>10.3}", "audited", cpu / base);
+        on += cpu;
+    }
+    let (written, dropped) = recorded(&client, &audited.url).await?;
+    println!("\nCPU with auditing / without: {:.3} ({on:.2} s / {off:.2} s)", on / off);
+    println!(
+        "audit events written {written:.0}, dropped {dropped:.0} (the load's {:.0}, and kache's health checks and metrics)",
+        per_load * args.rounds as f64
+    );
+    Ok(())
+}

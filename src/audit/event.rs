@@ -1,0 +1,448 @@
+//! An `audit.k8s.io/v1` `Event`, written as kube-apiserver writes it: the
+//! struct's fields in their Go order, empty optional fields left out
+//! (`omitempty`), strings escaped as Go's `encoding/json` escapes them
+//! (`<`, `>`, `&`, U+2028 and U+2029 too), timestamps as `metav1.MicroTime`
+//! (RFC 3339 in UTC with microseconds), annotations in key order.
+//!
+//! Invariant: [`Event::line`] is the log line (the object and a newline);
+//! a webhook batch holds the same bytes without the type ([`LINE_START`]).
+
+use std::collections::BTreeMap;
+use std::time::SystemTime;
+
+use apimachinery::auth::UserInfo;
+use apimachinery::json::write_go_string;
+use apimachinery::status::ApiError;
+use serde_json::Value;
+
+use super::json::go_json;
+
+/// How much of a request is recorded (`audit.Level`), in increasing order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    /// Nothing.
+    None,
+    /// Who, what, when, the answer's status: no bodies.
+    Metadata,
+    /// Also the request's body (kache's reads have none).
+    Request,
+    /// Also the response's body.
+    RequestResponse,
+}
+
+impl Level {
+    /// Every level, in the apiserver's order (its validation lists them so).
+    pub const ALL: [Level; 4] = [Level::None, Level::Metadata, Level::Request, Level::RequestResponse];
+
+    /// The level's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::None => "None",
+            Level::Metadata => "Metadata",
+            Level::Request => "Request",
+            Level::RequestResponse => "RequestResponse",
+        }
+    }
+
+    /// The level named `s`.
+    pub fn parse(s: &str) -> Option<Level> {
+        Level::ALL.into_iter().find(|l| l.as_str() == s)
+    }
+}
+
+/// When in a request's life an event is written (`audit.Stage`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// As soon as the request is received, before any answer.
+    RequestReceived,
+    /// Once the response head is sent, for long-running requests (watches).
+    ResponseStarted,
+    /// Once the response body has ended.
+    ResponseComplete,
+    /// When the handler panicked.
+    Panic,
+}
+
+impl Stage {
+    /// Every stage, in the apiserver's order.
+    pub const ALL: [Stage; 4] = [Stage::RequestReceived, Stage::ResponseStarted, Stage::ResponseComplete, Stage::Panic];
+
+    /// The stage's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stage::RequestReceived => "RequestReceived",
+            Stage::ResponseStarted => "ResponseStarted",
+            Stage::ResponseComplete => "ResponseComplete",
+            Stage::Panic => "Panic",
+        }
+    }
+
+    /// The stage named `s`.
+    pub fn parse(s: &str) -> Option<Stage> {
+        Stage::ALL.into_iter().find(|st| st.as_str() == s)
+    }
+}
+
+/// A set of stages (a rule's `omitStages`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stages(u8);
+
+impl Stages {
+    /// `self` with `stage`.
+    pub fn with(self, stage: Stage) -> Stages {
+        Stages(self.0 | 1 << stage as u8)
+    }
+
+    /// Both sets' stages.
+    pub fn union(self, other: Stages) -> Stages {
+        Stages(self.0 | other.0)
+    }
+
+    /// Whether `stage` is in the set.
+    pub fn has(self, stage: Stage) -> bool {
+        self.0 & 1 << stage as u8 != 0
+    }
+}
+
+impl FromIterator<Stage> for Stages {
+    fn from_iter<I: IntoIterator<Item = Stage>>(iter: I) -> Stages {
+        iter.into_iter().fold(Stages::default(), Stages::with)
+    }
+}
+
+/// The object a request names (`audit.ObjectReference`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ObjectRef<'a> {
+    pub resource: &'a str,
+    pub namespace: &'a str,
+    pub name: &'a str,
+    pub api_group: &'a str,
+    pub api_version: &'a str,
+    pub subresource: &'a str,
+}
+
+/// The answer's `metav1.Status` as the event holds it: the code, and for a
+/// refusal its status, message, reason and details (never its metadata).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ResponseStatus {
+    pub code: u16,
+    pub status: &'static str,
+    pub message: String,
+    pub reason: String,
+    pub details: Option<Value>,
+}
+
+impl ResponseStatus {
+    /// The status of an answer with `code` and no `Status` body.
+    pub fn code(code: u16) -> ResponseStatus {
+        ResponseStatus { code, ..ResponseStatus::default() }
+    }
+
+    /// The status of a refusal.
+    pub fn refusal(e: &ApiError) -> ResponseStatus {
+        ResponseStatus {
+            code: e.code,
+            status: "Failure",
+            message: e.message.clone(),
+            reason: e.reason.to_string(),
+            details: e.details.as_deref().cloned(),
+        }
+    }
+}
+
+/// What every event of a request says of the request itself.
+#[derive(Debug, Clone, Copy)]
+pub struct Requested<'a> {
+    pub level: Level,
+    pub audit_id: &'a str,
+    pub request_uri: &'a str,
+    pub verb: &'a str,
+    /// The authenticated user (`None`: not authenticated, written `{}`).
+    pub user: Option<&'a UserInfo>,
+    pub source_ips: &'a [String],
+    pub user_agent: &'a str,
+    pub object_ref: Option<ObjectRef<'a>>,
+    pub received: SystemTime,
+}
+
+/// One request's audit event, stage after stage. What does not change
+/// between stages is written once, as JSON, when the event is made
+/// (requests are many, and each writes two or three events).
+#[derive(Debug, Clone)]
+pub struct Event {
+    /// `"level":…,"auditID":…`.
+    head: String,
+    /// `,"requestURI":…,"verb":…,"user":{…}`.
+    request: String,
+    /// `,"impersonatedUser":{…}`, or nothing.
+    impersonated: String,
+    /// `,"sourceIPs":…,"userAgent":…,"objectRef":{…}` (those given).
+    origin: String,
+    /// `,"requestReceivedTimestamp":…`.
+    received: String,
+    received_at: SystemTime,
+    /// The answer's status (none before the answer).
+    pub response_status: Option<ResponseStatus>,
+    /// The response body as compact JSON, Go-escaped (at `RequestResponse`).
+    pub response_object: Option<String>,
+    pub annotations: BTreeMap<&'static str, String>,
+}
+
+/// What every log line begins with: the event's braces and type.
+pub const LINE_START: &str = r#"{"kind":"Event","apiVersion":"audit.k8s.io/v1","#;
+
+impl Event {
+    /// The event of the request `r`.
+    pub fn new(r: &Requested<'_>) -> Event {
+        let mut head = String::with_capacity(80);
+        head.push_str(r#""level":"#);
+        write_go_string(&mut head, r.level.as_str());
+        head.push_str(r#","auditID":"#);
+        write_go_string(&mut head, r.audit_id);
+        let mut request = String::with_capacity(256);
+        request.push_str(r#","requestURI":"#);
+        write_go_string(&mut request, r.request_uri);
+        request.push_str(r#","verb":"#);
+        write_go_string(&mut request, r.verb);
+        request.push_str(r#","user":"#);
+        user(&mut request, r.user);
+        let mut origin = String::with_capacity(256);
+        if !r.source_ips.is_empty() {
+            origin.push_str(r#","sourceIPs":"#);
+            strings(&mut origin, r.source_ips);
+        }
+        if !r.user_agent.is_empty() {
+            origin.push_str(r#","userAgent":"#);
+            write_go_string(&mut origin, r.user_agent);
+        }
+        if let Some(o) = &r.object_ref {
+            origin.push_str(r#","objectRef":{"#);
+            let mut first = true;
+            for (key, value) in [
+                ("resource", o.resource),
+                ("namespace", o.namespace),
+                ("name", o.name),
+                ("apiGroup", o.api_group),
+                ("apiVersion", o.api_version),
+                ("subresource", o.subresource),
+            ] {
+                if !value.is_empty() {
+                    field(&mut origin, &mut first, key);
+                    write_go_string(&mut origin, value);
+                }
+            }
+            origin.push('}');
+        }
+        let mut received = String::with_capacity(64);
+        received.push_str(r#","requestReceivedTimestamp":"#);
+        micro_time(&mut received, r.received);
+        Event {
+            head,
+            request,
+            impersonated: String::new(),
+            origin,
+            received,
+            received_at: r.received,
+            response_status: None,
+            response_object: None,
+            annotations: BTreeMap::new(),
+        }
+    }
+
+    /// The user the request acts as.
+    pub fn impersonate(&mut self, u: &UserInfo) {
+        self.impersonated.clear();
+        self.impersonated.push_str(r#","impersonatedUser":"#);
+        user(&mut self.impersonated, Some(u));
+    }
+
+    /// The event at `stage` as a log line (`{"kind":"Event",…}` and a
+    /// newline), stamped `at` (`RequestReceived`: when the request arrived).
+    pub fn line(&self, stage: Stage, at: SystemTime) -> Vec<u8> {
+        let at = if stage == Stage::RequestReceived { self.received_at } else { at };
+        let body = self.response_object.as_ref().map_or(0, String::len);
+        let mut s = String::with_capacity(
+            LINE_START.len() + self.head.len() + self.request.len() + self.impersonated.len() + self.origin.len() + 320 + body,
+        );
+        s.push_str(LINE_START);
+        s.push_str(&self.head);
+        s.push_str(r#","stage":"#);
+        write_go_string(&mut s, stage.as_str());
+        s.push_str(&self.request);
+        s.push_str(&self.impersonated);
+        s.push_str(&self.origin);
+        if let Some(r) = &self.response_status {
+            s.push_str(r#","responseStatus":{"metadata":{}"#);
+            let mut first = false;
+            for (key, value) in [("status", r.status), ("message", &r.message), ("reason", &r.reason)] {
+                if !value.is_empty() {
+                    field(&mut s, &mut first, key);
+                    write_go_string(&mut s, value);
+                }
+            }
+            if let Some(d) = &r.details {
+                field(&mut s, &mut first, "details");
+                go_json(&mut s, d);
+            }
+            if r.code != 0 {
+                field(&mut s, &mut first, "code");
+                s.push_str(&r.code.to_string());
+            }
+            s.push('}');
+        }
+        if let Some(body) = &self.response_object {
+            s.push_str(r#","responseObject":"#);
+            s.push_str(body);
+        }
+        s.push_str(&self.received);
+        s.push_str(r#","stageTimestamp":"#);
+        micro_time(&mut s, at);
+        if !self.annotations.is_empty() {
+            s.push_str(r#","annotations":{"#);
+            let mut first = true;
+            for (k, v) in &self.annotations {
+                field(&mut s, &mut first, k);
+                write_go_string(&mut s, v);
+            }
+            s.push('}');
+        }
+        s.push_str("}\n");
+        s.into_bytes()
+    }
+}
+
+/// `key` of an object being written, after a comma unless it is the first.
+fn field(s: &mut String, first: &mut bool, key: &str) {
+    if !*first {
+        s.push(',');
+    }
+    *first = false;
+    write_go_string(s, key);
+    s.push(':');
+}
+
+fn strings(s: &mut String, items: &[String]) {
+    s.push('[');
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        write_go_string(s, item);
+    }
+    s.push(']');
+}
+
+/// `authenticationv1.UserInfo`: every field `omitempty`.
+fn user(s: &mut String, u: Option<&UserInfo>) {
+    s.push('{');
+    if let Some(u) = u {
+        let mut first = true;
+        if !u.name.is_empty() {
+            field(s, &mut first, "username");
+            write_go_string(s, &u.name);
+        }
+        if !u.uid.is_empty() {
+            field(s, &mut first, "uid");
+            write_go_string(s, &u.uid);
+        }
+        if !u.groups.is_empty() {
+            field(s, &mut first, "groups");
+            strings(s, &u.groups);
+        }
+        if !u.extra.is_empty() {
+            field(s, &mut first, "extra");
+            s.push('{');
+            for (i, (k, vs)) in u.extra.iter().enumerate() {
+                if i > 0 {
+                    s.push(',');
+                }
+                write_go_string(s, k);
+                s.push(':');
+                strings(s, vs);
+            }
+            s.push('}');
+        }
+    }
+    s.push('}');
+}
+
+/// `t` as `metav1.MicroTime` writes it, quoted: `"2006-01-02T15:04:05.000000Z"`.
+fn micro_time(s: &mut String, t: SystemTime) {
+    use std::fmt::Write;
+    let _ = write!(s, "\"{}\"", humantime::format_rfc3339_micros(t));
+}
+
+/// A fresh audit ID, as the apiserver's `uuid.New()` makes it.
+pub fn new_id() -> String {
+    apimachinery::audit::fresh(rand::random())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, UNIX_EPOCH};
+
+    use super::*;
+
+    fn event(user: Option<&UserInfo>) -> Event {
+        let at = UNIX_EPOCH + Duration::from_micros(1_700_000_000_123_456);
+        Event::new(&Requested {
+            level: Level::Metadata,
+            audit_id: "0f8b0f0e-5e8e-4c3c-9d7e-2a0b8f7c6d5e",
+            request_uri: "/api/v1/pods?limit=500",
+            verb: "list",
+            user,
+            source_ips: &["127.0.0.1".to_string()],
+            user_agent: "kubectl/v1.36.2 (linux/amd64) kubernetes/98b3519",
+            object_ref: Some(ObjectRef { resource: "pods", api_version: "v1", ..ObjectRef::default() }),
+            received: at,
+        })
+    }
+
+    fn alice() -> UserInfo {
+        UserInfo { name: "alice".into(), groups: vec!["dev".into(), "system:authenticated".into()], ..UserInfo::default() }
+    }
+
+    #[test]
+    fn an_event_is_written_in_the_apiservers_field_order() {
+        let mut e = event(Some(&alice()));
+        let at = UNIX_EPOCH + Duration::from_micros(1_700_000_000_125_456);
+        let received = String::from_utf8(e.line(Stage::RequestReceived, at)).unwrap();
+        assert!(received.ends_with("\"stageTimestamp\":\"2023-11-14T22:13:20.123456Z\"}\n"), "{received}");
+        e.response_status = Some(ResponseStatus::code(200));
+        e.annotations = [("authorization.k8s.io/decision", "allow".to_string()), ("authorization.k8s.io/reason", "<&>".to_string())].into();
+        let line = String::from_utf8(e.line(Stage::ResponseComplete, at)).unwrap();
+        assert_eq!(
+            line,
+            concat!(
+                r#"{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"0f8b0f0e-5e8e-4c3c-9d7e-2a0b8f7c6d5e","stage":"ResponseComplete","#,
+                r#""requestURI":"/api/v1/pods?limit=500","verb":"list","user":{"username":"alice","groups":["dev","system:authenticated"]},"#,
+                r#""sourceIPs":["127.0.0.1"],"userAgent":"kubectl/v1.36.2 (linux/amd64) kubernetes/98b3519","#,
+                r#""objectRef":{"resource":"pods","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":200},"#,
+                r#""requestReceivedTimestamp":"2023-11-14T22:13:20.123456Z","stageTimestamp":"2023-11-14T22:13:20.125456Z","#,
+                r#""annotations":{"authorization.k8s.io/decision":"allow","authorization.k8s.io/reason":"\u003c\u0026\u003e"}}"#,
+                "\n"
+            )
+        );
+    }
+
+    #[test]
+    fn a_refusal_keeps_its_status_but_not_its_metadata() {
+        let e = ApiError::forbidden_with("pods is forbidden: User \"bob\" cannot list".into(), serde_json::json!({"kind": "pods"}));
+        let mut ev = event(None);
+        ev.response_status = Some(ResponseStatus::refusal(&e));
+        ev.impersonate(&alice());
+        let line = String::from_utf8(ev.line(Stage::ResponseComplete, SystemTime::now())).unwrap();
+        assert!(line.contains(r#""user":{},"impersonatedUser":{"username":"alice","#), "{line}");
+        assert!(
+            line.contains(r#""responseStatus":{"metadata":{},"status":"Failure","message":"pods is forbidden: User \"bob\" cannot list","reason":"Forbidden","details":{"kind":"pods"},"code":403}"#),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn stages_form_sets() {
+        let s: Stages = [Stage::RequestReceived, Stage::Panic].into_iter().collect();
+        assert!(s.has(Stage::RequestReceived) && s.has(Stage::Panic) && !s.has(Stage::ResponseComplete));
+        assert!(s.union(Stages::default().with(Stage::ResponseComplete)).has(Stage::ResponseComplete));
+    }
+}

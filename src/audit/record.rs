@@ -1,0 +1,281 @@
+//! One request's audit record, as the apiserver's `AuditContext` keeps it:
+//! what was known when it arrived ([`Arrival`]: `WithAuditInit`,
+//! `WithRequestReceivedTimestamp` and the inputs of `LogRequestMetadata`),
+//! then — once the policy said it is audited — the event each stage writes
+//! ([`Record`]).
+//!
+//! Invariants: a record writes each stage at most once, never a stage its
+//! policy omits, and every event of one request carries the same ID,
+//! arrival time, user and request fields; writing an event never blocks
+//! (`Sink::send`).
+
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use apimachinery::audit::HEADER as AUDIT_ID;
+use apimachinery::auth::{Attributes, UserInfo};
+use http::HeaderMap;
+use serde_json::Value;
+
+use super::Auditor;
+use super::event::{Event, Level, ObjectRef, Requested, ResponseStatus, Stage, Stages, new_id};
+use super::json::{compact, go_json};
+use super::policy::AuditConfig;
+
+/// The longest user agent kept whole (`maxUserAgentLength`).
+const MAX_USER_AGENT: usize = 1024;
+
+/// The request's audit ID: the client's own `Audit-ID` as sent, else a fresh one.
+pub fn audit_id(headers: &HeaderMap) -> String {
+    match headers.get(AUDIT_ID).map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned()) {
+        Some(id) if !id.is_empty() => id,
+        _ => new_id(),
+    }
+}
+
+/// What is known of a request when it arrives.
+#[derive(Debug, Clone)]
+pub struct Arrival {
+    /// Its audit ID.
+    pub id: String,
+    /// When it arrived.
+    pub received: SystemTime,
+    /// Its method, path and query (`RequestInfoFactory`'s inputs).
+    pub method: String,
+    pub path: String,
+    pub query: String,
+    /// `X-Forwarded-For`, then `X-Real-Ip`, then the peer (`utilnet.SourceIPs`).
+    pub source_ips: Vec<String>,
+    /// Its `User-Agent`, cut at 1,024 bytes.
+    pub user_agent: String,
+    /// Whether it asks to act as another user (`Impersonate-User`).
+    pub impersonating: bool,
+}
+
+impl Arrival {
+    /// A request with `headers` for `method path?query`, from `peer`.
+    pub fn of(headers: &HeaderMap, method: &str, path: &str, query: &str, peer: Option<IpAddr>) -> Arrival {
+        let ua = headers.get(http::header::USER_AGENT).map(|v| v.as_bytes()).unwrap_or_default();
+        let user_agent = match ua.len() > MAX_USER_AGENT {
+            true => format!("{}...TRUNCATED", String::from_utf8_lossy(&ua[..MAX_USER_AGENT])),
+            false => String::from_utf8_lossy(ua).into_owned(),
+        };
+        Arrival {
+            id: audit_id(headers),
+            received: SystemTime::now(),
+            method: method.to_string(),
+            path: path.to_string(),
+            query: query.to_string(),
+            source_ips: source_ips(headers, peer).iter().map(IpAddr::to_string).collect(),
+            user_agent,
+            impersonating: headers.contains_key("impersonate-user"),
+        }
+    }
+
+    /// Its request URI as sent (`req.URL.RequestURI()`).
+    fn uri(&self) -> String {
+        if self.query.is_empty() { self.path.clone() } else { format!("{}?{}", self.path, self.query) }
+    }
+
+    /// What it asks to do, as the authorizer and the policy see it.
+    pub fn attributes(&self) -> Attributes {
+        Attributes::of(&self.method, &self.path, &self.query)
+    }
+}
+
+/// `utilnet.SourceIPs`: every valid address of `X-Forwarded-For`, then
+/// `X-Real-Ip` unless already there, then the peer unless it is the last.
+pub fn source_ips(headers: &HeaderMap, peer: Option<IpAddr>) -> Vec<IpAddr> {
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let mut ips: Vec<IpAddr> = header("x-forwarded-for").split(',').filter_map(|p| parse_ip(p.trim())).collect();
+    if let Some(ip) = parse_ip(header("x-real-ip")).filter(|ip| !ips.contains(ip)) {
+        ips.push(ip);
+    }
+    if let Some(peer) = peer.map(|p| p.to_canonical()).filter(|p| ips.last() != Some(p)) {
+        ips.push(peer);
+    }
+    ips
+}
+
+/// `netutils.ParseIPSloppy`: IPv4 octets may have leading zeros (read as decimal).
+fn parse_ip(s: &str) -> Option<IpAddr> {
+    if let Ok(ip) = s.parse::<IpAddr>() {
+        return Some(ip.to_canonical());
+    }
+    let octets: Vec<u8> = s
+        .split('.')
+        .map(|o| if o.len() <= 3 && o.bytes().all(|b| b.is_ascii_digit()) { o.parse().ok() } else { None })
+        .collect::<Option<_>>()?;
+    <[u8; 4]>::try_from(octets).ok().map(IpAddr::from)
+}
+
+/// An audited request's event, written stage by stage.
+#[derive(Debug)]
+pub struct Record {
+    auditor: Arc<Auditor>,
+    config: AuditConfig,
+    event: Event,
+    /// A watch: `ResponseStarted` is written once its head is sent.
+    pub long_running: bool,
+    written: Stages,
+}
+
+/// Verbs and subresources whose requests are long-running (`BasicLongRunningRequestCheck` as kube-apiserver sets it up).
+const LONG_RUNNING_VERBS: &[&str] = &["watch", "proxy"];
+const LONG_RUNNING_SUBRESOURCES: &[&str] = &["attach", "exec", "proxy", "log", "portforward"];
+
+impl Record {
+    /// The record of `arrival` by `user` (`None`: unauthenticated), if the policy audits it.
+    pub fn start(auditor: &Arc<Auditor>, arrival: &Arrival, user: Option<&UserInfo>) -> Option<Record> {
+        let attrs = arrival.attributes();
+        let config = auditor.policy.evaluate(&attrs, user);
+        if config.level == Level::None {
+            return None;
+        }
+        let long_running = LONG_RUNNING_VERBS.contains(&attrs.verb.as_str())
+            || (attrs.resource_request && LONG_RUNNING_SUBRESOURCES.contains(&attrs.subresource.as_str()));
+        let event = Event::new(&Requested {
+            level: config.level,
+            audit_id: &arrival.id,
+            request_uri: &arrival.uri(),
+            verb: &attrs.verb,
+            user,
+            source_ips: &arrival.source_ips,
+            user_agent: &arrival.user_agent,
+            object_ref: attrs.resource_request.then_some(ObjectRef {
+                resource: &attrs.resource,
+                namespace: &attrs.namespace,
+                name: &attrs.name,
+                api_group: &attrs.group,
+                api_version: &attrs.version,
+                subresource: &attrs.subresource,
+            }),
+            received: arrival.received,
+        });
+        Some(Record { auditor: auditor.clone(), config, event, long_running, written: Stages::default() })
+    }
+
+    /// The user the request acts as (`LogImpersonatedUser`).
+    pub fn impersonated(&mut self, user: &UserInfo) {
+        self.event.impersonate(user);
+    }
+
+    /// An annotation; the first value set for a key stays (`addAuditAnnotationLocked`).
+    pub fn annotate(&mut self, key: &'static str, value: impl Into<String>) {
+        self.event.annotations.entry(key).or_insert_with(|| value.into());
+    }
+
+    /// The answer's status, as the response writer and `LogResponseObject` set it.
+    pub fn respond(&mut self, status: ResponseStatus) {
+        self.event.response_status = Some(status);
+    }
+
+    /// Whether the response body is recorded (`RequestResponse`; never a watch's).
+    pub fn wants_body(&self) -> bool {
+        self.config.level >= Level::RequestResponse && !self.long_running
+    }
+
+    /// `body`, a JSON document, as the event's `responseObject` (without
+    /// managed fields when the policy says so).
+    pub fn response_object(&mut self, body: &[u8]) {
+        if !self.wants_body() {
+            return;
+        }
+        self.event.response_object = Some(match self.config.omit_managed_fields {
+            false => compact(body),
+            true => match serde_json::from_slice::<Value>(body) {
+                Ok(mut v) => {
+                    without_managed_fields(&mut v);
+                    let mut s = String::with_capacity(body.len());
+                    go_json(&mut s, &v);
+                    s
+                }
+                Err(_) => compact(body),
+            },
+        });
+    }
+
+    /// Writes the event at `stage` (stamped now, or at arrival for
+    /// `RequestReceived`) unless the policy omits it or it was written.
+    pub fn write(&mut self, stage: Stage) {
+        if self.config.omit_stages.has(stage) || self.written.has(stage) {
+            return;
+        }
+        self.written = self.written.with(stage);
+        self.auditor.sink.send(self.event.line(stage, SystemTime::now()));
+    }
+
+    /// Whether `stage` was written.
+    pub fn wrote(&self, stage: Stage) -> bool {
+        self.written.has(stage)
+    }
+}
+
+/// `copyWithoutManagedFields`: an object's, a list's items' and a Table's rows' objects' `metadata.managedFields` removed.
+fn without_managed_fields(v: &mut Value) {
+    let strip = |o: &mut Value| {
+        if let Some(meta) = o.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.shift_remove("managedFields");
+        }
+    };
+    strip(v);
+    for key in ["items", "rows"] {
+        for item in v.get_mut(key).and_then(Value::as_array_mut).into_iter().flatten() {
+            match key {
+                "rows" => item.get_mut("object").into_iter().for_each(strip),
+                _ => strip(item),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
+        pairs.iter().map(|(k, v)| (k.parse().unwrap(), v.parse().unwrap())).collect()
+    }
+
+    #[test]
+    fn source_ips_are_read_as_the_apiserver_reads_them() {
+        let peer: IpAddr = "10.0.0.9".parse().unwrap();
+        let ips = |pairs: &[(&str, &str)], peer: Option<IpAddr>| -> Vec<String> {
+            source_ips(&headers(pairs), peer).iter().map(ToString::to_string).collect()
+        };
+        assert_eq!(ips(&[], Some(peer)), ["10.0.0.9"]);
+        assert_eq!(ips(&[("x-forwarded-for", "1.2.3.4, bogus, 010.0.0.1")], Some(peer)), ["1.2.3.4", "10.0.0.1", "10.0.0.9"]);
+        assert_eq!(ips(&[("x-forwarded-for", "1.2.3.4"), ("x-real-ip", "1.2.3.4")], Some(peer)), ["1.2.3.4", "10.0.0.9"]);
+        assert_eq!(ips(&[("x-real-ip", "5.6.7.8")], Some(peer)), ["5.6.7.8", "10.0.0.9"]);
+        assert_eq!(ips(&[("x-forwarded-for", "10.0.0.9")], Some(peer)), ["10.0.0.9"]);
+        assert_eq!(ips(&[], Some("::ffff:127.0.0.1".parse().unwrap())), ["127.0.0.1"]);
+        assert_eq!(ips(&[("x-forwarded-for", "2001:db8::1")], None), ["2001:db8::1"]);
+    }
+
+    #[test]
+    fn a_clients_audit_id_is_kept_and_a_missing_one_made() {
+        assert_eq!(audit_id(&headers(&[("audit-id", "my-id")])), "my-id");
+        assert_eq!(audit_id(&headers(&[])).len(), 36);
+    }
+
+    #[test]
+    fn long_user_agents_are_cut_as_the_apiserver_cuts_them() {
+        let long = "a".repeat(2000);
+        let a = Arrival::of(&headers(&[("user-agent", &long)]), "GET", "/api", "", None);
+        assert_eq!(a.user_agent, format!("{}...TRUNCATED", "a".repeat(1024)));
+    }
+
+    #[test]
+    fn managed_fields_leave_objects_lists_and_tables() {
+        let mut v: Value = serde_json::from_str(
+            r#"{"metadata":{"name":"a","managedFields":[1]},"items":[{"metadata":{"managedFields":[2],"uid":"u"}}],"rows":[{"cells":[],"object":{"metadata":{"managedFields":[3]}}}]}"#,
+        )
+        .unwrap();
+        without_managed_fields(&mut v);
+        assert_eq!(
+            v.to_string(),
+            r#"{"metadata":{"name":"a"},"items":[{"metadata":{"uid":"u"}}],"rows":[{"cells":[],"object":{"metadata":{}}}]}"#
+        );
+    }
+}
