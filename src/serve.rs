@@ -320,8 +320,8 @@ async fn with_crds(client: &Client, resources: &mut Vec<apimachinery::resource::
 
 /// Adds the cluster's FlowSchemas and PriorityLevelConfigurations to the
 /// cached resources: priority and fairness follows them as they change.
-/// Without them (not served, or not listable) it runs on the apiserver's
-/// bootstrap configuration.
+/// Without them (not served, or kache may not list them) it runs on the
+/// apiserver's bootstrap configuration.
 async fn with_flow_control(client: &Client, resources: &mut Vec<apimachinery::resource::Resource>) {
     use crate::flowcontrol::controller::{FLOW_SCHEMAS, GROUP, PRIORITY_LEVELS};
     let specs: Vec<String> = [FLOW_SCHEMAS, PRIORITY_LEVELS]
@@ -332,27 +332,19 @@ async fn with_flow_control(client: &Client, resources: &mut Vec<apimachinery::re
     if specs.is_empty() {
         return;
     }
-    match discovery::resolve(client, &specs).await {
+    // Cached only if kache may list them: one it may not list would keep
+    // kache from ever being ready (an upgrade without the new RBAC rules).
+    let listable = async {
+        let found = discovery::resolve(client, &specs).await?;
+        for r in &found {
+            client.get_bytes(&format!("{}?limit=1", r.collection_path())).await?;
+        }
+        Ok::<_, UpstreamError>(found)
+    };
+    match listable.await {
         Ok(found) => resources.extend(found),
         Err(e) => tracing::warn!(error = %e, "priority and fairness runs on the apiserver's bootstrap configuration"),
     }
-}
-
-/// A listener on `addr` whose accept queue holds what the kernel allows
-/// (`net.core.somaxconn`, 4096 by default), as Go's listeners ask for:
-/// tokio's default of 1,024 drops the SYNs of a burst of new clients (a
-/// relist storm, thousands of watchers at once), which then retry a second
-/// later.
-async fn listen(addr: &str) -> std::io::Result<TcpListener> {
-    let addr = tokio::net::lookup_host(addr)
-        .await?
-        .next()
-        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::AddrNotAvailable, "the address resolves to nothing"))?;
-    let socket = if addr.is_ipv4() { tokio::net::TcpSocket::new_v4()? } else { tokio::net::TcpSocket::new_v6()? };
-    socket.set_reuseaddr(true)?;
-    socket.bind(addr)?;
-    // The kernel caps the backlog at somaxconn.
-    socket.listen(u32::from(u16::MAX))
 }
 
 /// Connects, discovers, starts the reflectors and the server.
@@ -382,7 +374,7 @@ pub async fn start(args: &ServeArgs, listening: impl FnOnce(&str)) -> anyhow::Re
         Ok(Err(UpstreamError::Config(e))) => anyhow::bail!(e),
         Ok(Err(_)) | Err(_) => None,
     };
-    let listener = listen(&args.listen).await.map_err(|e| anyhow::anyhow!("--listen {}: {e}", args.listen))?;
+    let listener = api::server::listen(&args.listen).await.map_err(|e| anyhow::anyhow!("--listen {}: {e}", args.listen))?;
     let scheme = if tls.is_some() { "https" } else { "http" };
     let url = format!("{scheme}://{}", listener.local_addr()?);
     let probes = match &args.health_listen {

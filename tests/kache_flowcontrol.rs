@@ -37,9 +37,14 @@ const POLICY: &str = r#"{"anonymous": true,
 
 /// The simulator (with the policy and `pods` pods) and kache in front of it, ready.
 fn cluster(pods: &str, extra: &[&str]) -> (Process, Process, tempfile::TempDir) {
+    cluster_with(POLICY, pods, extra)
+}
+
+/// As [`cluster`], under `policy`.
+fn cluster_with(policy_json: &str, pods: &str, extra: &[&str]) -> (Process, Process, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let policy = dir.path().join("policy.json");
-    std::fs::write(&policy, POLICY).unwrap();
+    std::fs::write(&policy, policy_json).unwrap();
     let sim = Process::sim(&["--pods", pods, "--namespaces", "2", "--policy", policy.to_str().unwrap()]);
     let mut args = vec!["--token", "kache-token", "--token-review", "--resources", "pods", "--priority-and-fairness-seats", "100"];
     args.extend_from_slice(extra);
@@ -250,4 +255,24 @@ async fn a_reject_level_answers_429_with_retry_after_once_a_schema_sends_a_user_
     let rejected = tokio::task::spawn_blocking(move || figure(&url, "kache_flowcontrol_rejected_requests_total", "jail")).await.unwrap();
     assert_eq!(rejected, 1.0);
     drop((victim, again));
+}
+
+#[test]
+fn without_leave_to_list_the_configuration_kache_is_ready_and_queues_by_the_bootstrap_one() {
+    // kache may list pods but not FlowSchemas and levels: an upgrade without the new RBAC rules.
+    let everything = r#"{"subjects": ["user:kache"], "verbs": ["get", "list", "watch"], "groups": ["*"], "resources": ["*"]}"#;
+    let pods_only = r#"{"subjects": ["user:kache"], "verbs": ["get", "list", "watch"], "groups": [""], "resources": ["pods"]}"#;
+    assert!(POLICY.contains(everything));
+    let (sim, kache, _dir) = cluster_with(&POLICY.replace(everything, pods_only), "20", &[]);
+    let direct = as_user(&sim, "kache-token", &format!("{GROUP}/flowschemas"));
+    assert_eq!(direct.status, 403, "kache may not list the schemas");
+    let pods = "/api/v1/namespaces/ns-0001/pods?resourceVersion=0";
+    let lists = sim.served("pods", "list");
+    assert_eq!(as_user(&kache, "sa-token", pods).status, 200);
+    assert_eq!(sim.served("pods", "list"), lists, "answered from memory");
+    assert_eq!(
+        figure(&kache.url, "kache_flowcontrol_dispatched_requests_total", "service-accounts"),
+        1.0,
+        "queued by the bootstrap schemas"
+    );
 }

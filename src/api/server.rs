@@ -139,3 +139,20 @@ where
     let conn = auto::Builder::new(TokioExecutor::new()).serve_connection_with_upgrades(TokioIo::new(io), service).into_owned();
     watcher.watch(conn).await
 }
+
+/// A listener on `addr` whose accept queue holds what the kernel allows
+/// (`net.core.somaxconn`, 4096 by default), as Go's listeners ask for:
+/// tokio's default of 1,024 drops the SYNs of a burst of new clients (a
+/// relist storm, thousands of watchers at once), which then retry a second
+/// later.
+pub async fn listen(addr: &str) -> std::io::Result<TcpListener> {
+    let addr = tokio::net::lookup_host(addr)
+        .await?
+        .next()
+        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::AddrNotAvailable, "the address resolves to nothing"))?;
+    let socket = if addr.is_ipv4() { tokio::net::TcpSocket::new_v4()? } else { tokio::net::TcpSocket::new_v6()? };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    // The kernel caps the backlog at somaxconn.
+    socket.listen(u32::from(u16::MAX))
+}
