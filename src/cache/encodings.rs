@@ -179,14 +179,11 @@ impl CachedResource {
         let started = std::time::Instant::now();
         let view = self.store.view();
         let objects: Vec<&Arc<CachedObject>> = view.head().iter().collect();
-        // Half the cores, at the lowest priority: the read that asked meanwhile
-        // passes through, and neither its relay nor the apiserver answering it
-        // (on the same machine, as a sidecar's is) must wait for this.
+        // Half the cores: the read that asked meanwhile passes through, and its relay needs the rest.
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get().div_ceil(2));
         std::thread::scope(|s| {
             for chunk in objects.chunks(objects.len().div_ceil(threads).max(1)) {
                 s.spawn(move || {
-                    lowest_priority();
                     for o in chunk {
                         match encoding {
                             Encoding::Protobuf => drop(self.protobuf_of(o, None)),
@@ -267,18 +264,4 @@ impl Default for Warm {
     fn default() -> Self {
         Warm { epoch: AtomicU64::new(u64::MAX), running: AtomicBool::new(false) }
     }
-}
-
-/// Lowers the calling thread to the lowest scheduling priority (nice 19):
-/// it then runs on what the machine leaves idle. Best effort: a failure
-/// leaves the priority as it was. Measured on kube-apiserver 1.36.2 with
-/// 50,000 pods on 2 cores: the first protobuf list after kache starts, which
-/// passes through while the messages are made, took 1.85 s against 1.57 s
-/// direct with the warm-up at normal priority (it took a core from the
-/// apiserver and the relay).
-#[allow(unsafe_code)]
-fn lowest_priority() {
-    // SAFETY: setpriority only reads its integer arguments; on Linux the
-    // nice value is per thread, and `gettid` names this one.
-    let _ = unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, 19) };
 }
