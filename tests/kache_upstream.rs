@@ -117,3 +117,58 @@ async fn a_thousand_consistent_reads_at_once_are_answered_without_waiting_for_ea
     let probes = m.get(r#"kache_freshness_probes_total{resource="pods"}"#).copied().unwrap_or(0.0);
     assert!(probes < (AT_ONCE / 2) as f64, "{probes} probes for {AT_ONCE} reads");
 }
+
+/// The watch-list an informer starts with: every object, then the initial-events-end bookmark.
+const WATCH_LIST: &str = "/api/v1/pods?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true";
+
+/// Reads a relayed watch-list's initial events: every pod, then its bookmark.
+fn initial_events(watch: &common::Watch, pods: usize) {
+    for i in 0..pods {
+        let event = watch.next(HANG).unwrap_or_else(|| panic!("initial event {i} of {pods}"));
+        assert_eq!(event["type"], "ADDED", "{event}");
+    }
+    let bookmark = watch.next(HANG).expect("the initial-events-end bookmark");
+    assert_eq!(bookmark["type"], "BOOKMARK");
+    assert_eq!(bookmark["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"], "true");
+}
+
+#[test]
+fn relays_of_whole_collections_take_connections_of_their_own_at_most_four_and_give_them_back() {
+    const PODS: usize = 300;
+    let sim = Process::sim_https(&["--pods", &PODS.to_string(), "--configmaps", "3"]);
+    // Pods are not cached: every read of them is relayed.
+    let kache = Process::kache_over(&sim, &["--resources", "configmaps"]);
+    let lanes = || {
+        let m = common::scrape(&kache);
+        (m["kache_upstream_own_lanes"], m["kache_upstream_own_lanes_total"])
+    };
+    let list = kache.get("/api/v1/pods").json();
+    assert_eq!(list["items"].as_array().expect("items").len(), PODS, "the whole list, relayed");
+    assert_eq!(lanes(), (0.0, 1.0), "a whole list took a lane and gave it back at its end");
+    let page = kache.get("/api/v1/pods?limit=10").json();
+    assert_eq!(page["items"].as_array().expect("items").len(), 10);
+    assert_eq!(lanes(), (0.0, 1.0), "a page is no whole collection: it shares a connection");
+
+    // Six informers start at once: four lanes, two streams on the shared connection; all whole.
+    let watches: Vec<_> = (0..6).map(|_| kache.watch(WATCH_LIST)).collect();
+    for watch in &watches {
+        initial_events(watch, PODS);
+    }
+    assert_eq!(lanes(), (4.0, 5.0), "never more than four lanes");
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "late", "namespace": "ns-0000"},
+        "spec": {"containers": [{"name": "c", "image": "i"}]}});
+    assert_eq!(kache.post("/api/v1/namespaces/ns-0000/pods", &pod).status, 201);
+    for watch in &watches {
+        let event = watch.next(HANG).expect("the live event");
+        assert_eq!((event["type"].as_str(), event["object"]["metadata"]["name"].as_str()), (Some("ADDED"), Some("late")));
+    }
+    // The watchers go away (their readers end at the next event): every lane is given back.
+    drop(watches);
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "later", "namespace": "ns-0000"},
+        "spec": {"containers": [{"name": "c", "image": "i"}]}});
+    assert_eq!(kache.post("/api/v1/namespaces/ns-0000/pods", &pod).status, 201);
+    common::eventually(HANG, "every lane given back", || (lanes().0 == 0.0).then_some(()));
+    let list = kache.get("/api/v1/pods").json();
+    assert_eq!(list["items"].as_array().expect("items").len(), PODS + 2);
+    assert_eq!(lanes(), (0.0, 6.0));
+}

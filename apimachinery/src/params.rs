@@ -40,7 +40,7 @@ pub struct ListOptions {
 }
 
 /// The conversion `[]string → bool` of apimachinery: only `false` and `0` are false.
-fn parse_bool(v: &str) -> bool {
+pub fn parse_bool(v: &str) -> bool {
     !matches!(v.to_ascii_lowercase().as_str(), "false" | "0")
 }
 

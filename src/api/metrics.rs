@@ -195,6 +195,8 @@ fn describe() {
     );
     c!("kache_upstream_connections_opened_total", "HTTP/2 connections opened to the apiserver.");
     c!("kache_upstream_requests_resent_total", "Requests sent again on another connection because theirs ended before sending them.");
+    g!("kache_upstream_own_lanes", "Relays of whole collections in flight on an HTTP/1.1 connection of their own (at most 4).");
+    c!("kache_upstream_own_lanes_total", "Relays of whole collections that took an HTTP/1.1 connection of their own.");
     g!("process_resident_memory_bytes", metrics::Unit::Bytes, "Resident memory of the kache process.");
     g!(
         "kache_memory_pressure",
@@ -387,6 +389,10 @@ fn render(api: &Api) -> Bytes {
         gauge!("kache_upstream_streams").set(pool.streams.load(Ordering::Relaxed) as f64);
         counter!("kache_upstream_connections_opened_total").absolute(pool.opened.load(Ordering::Relaxed));
         counter!("kache_upstream_requests_resent_total").absolute(pool.resent.load(Ordering::Relaxed));
+    }
+    if let Some(lanes) = api.client.lanes() {
+        gauge!("kache_upstream_own_lanes").set(lanes.in_use() as f64);
+        counter!("kache_upstream_own_lanes_total").absolute(lanes.taken());
     }
     gauge!("process_resident_memory_bytes").set(resident_bytes() as f64);
     gauge!("kache_memory_budget_bytes").set(api.config.budget.total as f64);

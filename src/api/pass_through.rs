@@ -6,7 +6,8 @@
 //! headers (RFC 9110 §7.6.1) are dropped in both directions, except that a
 //! connection upgrade (exec, attach, port-forward: WebSocket or SPDY) keeps
 //! its `Connection: Upgrade` and `Upgrade` and, once upstream answers 101,
-//! becomes a byte tunnel between the client and the apiserver.
+//! becomes a byte tunnel between the client and the apiserver. A whole
+//! collection travels on a lane of its own ([`lane`]).
 
 use http::header::{CONNECTION, HOST, HeaderMap, HeaderName, HeaderValue, UPGRADE};
 use http::{Request, Response, StatusCode};
@@ -16,12 +17,12 @@ use hyper::body::Incoming;
 use hyper::upgrade::OnUpgrade;
 use hyper_util::rt::TokioIo;
 
-use apimachinery::auth::UserInfo;
+use apimachinery::auth::{Attributes, UserInfo};
 use apimachinery::negotiate::Negotiated;
 use apimachinery::status::ApiError;
 
 use super::body::{self, ApiBody, BoxError};
-use crate::upstream::client::Client;
+use crate::upstream::client::{Client, Lane};
 
 /// Headers that describe one connection, not the message.
 const HOP_BY_HOP: &[&str] = &["connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade"];
@@ -62,10 +63,27 @@ fn upgrade_protocol(req: &Request<Incoming>) -> Option<HeaderValue> {
 /// follow in a frame of its own, which the apiserver waits for.
 const WHOLE_BODY: u64 = 1 << 20;
 
-/// Forwards `req` upstream and streams the answer back.
+/// The lane a relay of `method` on `attributes` with `query` takes: its
+/// own connection for a whole collection — a list without a limit, or a
+/// watch that first sends every object (`sendInitialEvents`) — which may
+/// be many megabytes; else a stream of a shared connection.
+pub fn lane(method: &http::Method, attributes: &Attributes, query: &str) -> Lane {
+    let param = |name: &str| form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == name).map(|(_, v)| v);
+    let whole = match attributes.verb.as_str() {
+        "list" => param("limit").is_none_or(|l| l.parse::<i64>().is_ok_and(|l| l <= 0)),
+        "watch" => param("sendInitialEvents").is_some_and(|v| apimachinery::params::parse_bool(&v)),
+        _ => false,
+    };
+    match whole && method == http::Method::GET && attributes.resource_request {
+        true => Lane::Own,
+        false => Lane::Shared,
+    }
+}
+
+/// Forwards `req` upstream on `lane` and streams the answer back.
 /// `user`: the authenticated client, whom upstream then sees by impersonation
 /// (`None` only when kache authenticates no one and listens on loopback).
-pub async fn forward(client: &Client, mut req: Request<Incoming>, user: Option<&UserInfo>) -> Response<ApiBody> {
+pub async fn forward(client: &Client, mut req: Request<Incoming>, user: Option<&UserInfo>, lane: Lane) -> Response<ApiBody> {
     let upgrade = upgrade_protocol(&req).map(|protocol| (protocol, hyper::upgrade::on(&mut req)));
     let (mut parts, incoming) = req.into_parts();
     let stream = apimachinery::params::is_stream(parts.uri.path(), parts.uri.query().unwrap_or(""));
@@ -101,7 +119,7 @@ pub async fn forward(client: &Client, mut req: Request<Incoming>, user: Option<&
     };
     let sent = match upgrade {
         Some(_) => client.send_upgrade(up).await,
-        None => client.send(up).await,
+        None => client.send_on(up, lane).await,
     };
     let mut resp = match sent {
         Ok(resp) => resp,
@@ -200,6 +218,26 @@ pub fn impersonation_headers(headers: &mut HeaderMap, user: &UserInfo) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn whole_collections_take_a_lane_of_their_own() {
+        let lane = |method: http::Method, path: &str, query: &str| lane(&method, &Attributes::of(method.as_str(), path, query), query);
+        let informer = "watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true";
+        for (method, path, query, expected) in [
+            (http::Method::GET, "/api/v1/pods", "", Lane::Own),
+            (http::Method::GET, "/api/v1/pods", "limit=0&resourceVersion=0", Lane::Own),
+            (http::Method::GET, "/apis/apps/v1/namespaces/a/deployments", "labelSelector=x%3Dy", Lane::Own),
+            (http::Method::GET, "/api/v1/pods", informer, Lane::Own),
+            (http::Method::GET, "/api/v1/pods", "limit=500", Lane::Shared),
+            (http::Method::GET, "/api/v1/pods", "watch=1&resourceVersion=5", Lane::Shared),
+            (http::Method::GET, "/api/v1/pods", "watch=1&sendInitialEvents=false", Lane::Shared),
+            (http::Method::GET, "/api/v1/namespaces/a/pods/x", "", Lane::Shared),
+            (http::Method::POST, "/api/v1/namespaces/a/pods", "", Lane::Shared),
+            (http::Method::GET, "/version", "", Lane::Shared),
+        ] {
+            assert_eq!(lane(method.clone(), path, query), expected, "{method} {path}?{query}");
+        }
+    }
 
     #[test]
     fn passed_through_requests_impersonate_the_client() {

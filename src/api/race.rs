@@ -27,6 +27,7 @@ use super::shared::Api;
 use super::target::Target;
 use super::{memory, metrics, pass_through};
 use crate::access::Access;
+use crate::upstream::client::Lane;
 use crate::upstream::costs::{Class, Measure, Meter, Metered};
 use crate::upstream::freshness::NotFresh;
 use crate::upstream::plan::Plan;
@@ -37,7 +38,7 @@ pub async fn read(
     api: &Api,
     t: &Target<'_>,
     negotiated: Negotiated,
-    req: Request<Incoming>,
+    (req, lane): (Request<Incoming>, Lane),
     user: Option<&UserInfo>,
     access: Option<Access>,
 ) -> Response<ApiBody> {
@@ -45,11 +46,29 @@ pub async fn read(
     let stream = apimachinery::params::is_stream(&path, &query);
     let (road, resp, plan) = match memory::answer(api, t, negotiated, &query, access.clone(), None).await {
         Ok(resp) => (Road::Memory, resp, None),
-        Err(Unanswered::Upstream(why)) => (Road::Upstream(why), pass_through::forward(&api.client, req, user).await, None),
+        Err(Unanswered::Upstream(why)) => {
+            // The warm-up that made this read pass through yields the CPU to it while its bytes flow.
+            let warming = matches!(why, PassThrough::ProtobufBeingMade | PassThrough::CborBeingMade).then(|| t.res.clone());
+            if let Some(res) = &warming {
+                res.relaying(negotiated.encoding);
+            }
+            let resp = pass_through::forward(&api.client, req, user, lane).await;
+            let resp = match warming {
+                Some(res) => resp.map(|body| {
+                    body.map_frame(move |frame| {
+                        res.relaying(negotiated.encoding);
+                        frame
+                    })
+                    .boxed()
+                }),
+                None => resp,
+            };
+            (Road::Upstream(why), resp, None)
+        }
         Err(Unanswered::Unproven(read)) => {
             let class = Class::of(&negotiated, read.stream);
             let plan = t.res.fresh().plan(read, class);
-            let upstream = Upstream { api, req, user, measure: Measure::UpstreamRead(class, read.bytes) };
+            let upstream = Upstream { api, req, lane, user, measure: Measure::UpstreamRead(class, read.bytes) };
             let (road, resp) = match plan.from_memory() {
                 true => consistent(api, t, (negotiated, &query, access), plan, upstream).await,
                 false => {
@@ -80,6 +99,7 @@ pub async fn read(
 struct Upstream<'a> {
     api: &'a Api,
     req: Request<Incoming>,
+    lane: Lane,
     user: Option<&'a UserInfo>,
     measure: Measure,
 }
@@ -87,7 +107,7 @@ struct Upstream<'a> {
 impl Upstream<'_> {
     async fn ask(self) -> Response<ApiBody> {
         let sent = Instant::now();
-        let resp = pass_through::forward(&self.api.client, self.req, self.user).await;
+        let resp = pass_through::forward(&self.api.client, self.req, self.user, self.lane).await;
         let meter = Meter::new(self.api.client.costs().clone(), self.measure, sent);
         resp.map(|body| Metered::new(body, Some(meter)).boxed())
     }

@@ -11,8 +11,9 @@
 //! binary encoding is answered from memory only once every head object has
 //! it ([`CachedResource::warm`]).
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 use apimachinery::negotiate::Encoding;
 use apimachinery::resource::Resource;
@@ -175,16 +176,30 @@ impl CachedResource {
         false
     }
 
+    /// A read in `encoding` that passed through while its warm-up runs is
+    /// being relayed (called as it leaves and as each of its frames passes):
+    /// the warm-up pauses while the relay's bytes flow.
+    pub fn relaying(&self, encoding: Encoding) {
+        if let Some(warm) = warm_index(encoding).map(|i| &self.encodings.warm[i]) {
+            warm.relayed_at.store(millis(), Ordering::Relaxed);
+        }
+    }
+
     fn make_ahead(&self, encoding: Encoding) {
-        let started = std::time::Instant::now();
+        let started = Instant::now();
         let view = self.store.view();
         let objects: Vec<&Arc<CachedObject>> = view.head().iter().collect();
         // Half the cores: the read that asked meanwhile passes through, and its relay needs the rest.
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get().div_ceil(2));
+        let Some(warm) = warm_index(encoding).map(|i| &self.encodings.warm[i]) else { return };
         std::thread::scope(|s| {
             for chunk in objects.chunks(objects.len().div_ceil(threads).max(1)) {
                 s.spawn(move || {
-                    for o in chunk {
+                    let mut paused = Duration::ZERO;
+                    for (i, o) in chunk.iter().enumerate() {
+                        if i % YIELD_EVERY == 0 {
+                            warm.yield_to_relays(&mut paused);
+                        }
                         match encoding {
                             Encoding::Protobuf => drop(self.protobuf_of(o, None)),
                             Encoding::Cbor => drop(self.cbor_map(o, None, false)),
@@ -194,7 +209,6 @@ impl CachedResource {
                 });
             }
         });
-        let Some(warm) = warm_index(encoding).map(|i| &self.encodings.warm[i]) else { return };
         warm.epoch.store(view.epoch(), Ordering::Release);
         warm.running.store(false, Ordering::Release);
         tracing::info!(resource = %self.info.qualified(), objects = objects.len(), took = ?started.elapsed(), "{} made ahead of large reads", encoding.name());
@@ -251,6 +265,21 @@ fn warm_index(encoding: Encoding) -> Option<usize> {
     }
 }
 
+/// A warm-up looks for relays to yield to every this many objects (about a millisecond of work).
+const YIELD_EVERY: usize = 32;
+
+/// A relay counts as flowing this long after its last frame: the
+/// apiserver takes a few hundred milliseconds to gather a large list
+/// before its first byte.
+const RELAY_FLOWING: Duration = Duration::from_millis(500);
+
+/// The most a warm-up thread pauses for relays in all: it then finishes,
+/// so large reads stop passing through even while relays keep flowing.
+const MOST_PAUSED: Duration = Duration::from_secs(30);
+
+/// How long a paused warm-up sleeps before it looks again.
+const PAUSE: Duration = Duration::from_millis(10);
+
 /// Where the warm-up of one kept encoding stands.
 #[derive(Debug)]
 struct Warm {
@@ -258,10 +287,54 @@ struct Warm {
     epoch: AtomicU64,
     /// Set while a warm-up runs.
     running: AtomicBool,
+    /// When ([`millis`]) a relay of a read this warm-up made pass through last moved bytes (0: never).
+    relayed_at: AtomicU64,
 }
 
 impl Default for Warm {
     fn default() -> Self {
-        Warm { epoch: AtomicU64::new(u64::MAX), running: AtomicBool::new(false) }
+        Warm { epoch: AtomicU64::new(u64::MAX), running: AtomicBool::new(false), relayed_at: AtomicU64::new(0) }
+    }
+}
+
+impl Warm {
+    /// Sleeps while a relay flows, until `paused` (this thread's pauses so far) reaches [`MOST_PAUSED`]:
+    /// on a small machine the warm-up would take the relay's CPU and make
+    /// the read it passed through slower than asking the apiserver directly.
+    fn yield_to_relays(&self, paused: &mut Duration) {
+        let flowing = || {
+            let at = self.relayed_at.load(Ordering::Relaxed);
+            at > 0 && millis().saturating_sub(at) < RELAY_FLOWING.as_millis() as u64
+        };
+        while *paused < MOST_PAUSED && flowing() {
+            std::thread::sleep(PAUSE);
+            *paused += PAUSE;
+        }
+    }
+}
+
+/// Milliseconds on a monotonic clock, from 1 at its first reading.
+fn millis() -> u64 {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    EPOCH.get_or_init(|| Instant::now() - Duration::from_millis(1)).elapsed().as_millis() as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_warm_up_pauses_while_a_relay_flows_and_not_for_ever() {
+        let warm = Warm::default();
+        let mut paused = Duration::ZERO;
+        warm.yield_to_relays(&mut paused);
+        assert_eq!(paused, Duration::ZERO, "no relay: no pause");
+        warm.relayed_at.store(millis(), Ordering::Relaxed);
+        warm.yield_to_relays(&mut paused);
+        assert!(paused >= PAUSE, "a relay's bytes just moved: the warm-up paused");
+        let mut most = MOST_PAUSED;
+        warm.relayed_at.store(millis(), Ordering::Relaxed);
+        warm.yield_to_relays(&mut most);
+        assert_eq!(most, MOST_PAUSED, "a thread that paused its most goes on");
     }
 }

@@ -6,6 +6,9 @@
 //! limit needs ([`super::pool`]); HTTP/1.1 when the server is plain HTTP
 //! or ALPN chooses it (a connection per request in flight), and for
 //! connection upgrades (exec, attach, port-forward), an HTTP/1.1 mechanism.
+//! A relayed whole collection (a list without a limit, a watch sending
+//! every object first) takes a lane of its own when one is free
+//! ([`Lane::Own`], [`super::lane`]).
 //! No request waits for another to end.
 
 use std::sync::Arc;
@@ -26,7 +29,9 @@ use super::UpstreamError;
 use super::bearer::Bearer;
 use super::connect::Credentials;
 use super::costs::{Costs, Measure, Meter, Metered};
-use super::pool::{Held, Pool, PoolError, PoolStats};
+pub use super::lane::Lane;
+use super::lane::Lanes;
+use super::pool::{Held, Place, Pool, PoolError, PoolStats};
 use super::tls::client_config;
 
 /// A response body from the apiserver: it holds its HTTP/2 stream's place
@@ -60,6 +65,8 @@ pub struct Client {
     http1: HyperClient<HttpsConnector<HttpConnector>, UpBody>,
     /// What reads from the apiserver cost, measured on the documents it sends.
     costs: Arc<Costs>,
+    /// Connections of their own for large relays ([`Lane::Own`]), for an HTTPS server.
+    lanes: Option<Arc<Lanes>>,
 }
 
 impl Client {
@@ -78,9 +85,9 @@ impl Client {
             .pool_idle_timeout(super::pool::IDLE)
             .http1_read_buf_exact_size(READ_BUFFER)
             .build(http1);
-        let h2 = match creds.server.scheme_str() {
-            Some("https") => Some(Pool::new(&creds.server, tls)?),
-            _ => None,
+        let (h2, lanes) = match creds.server.scheme_str() {
+            Some("https") => (Some(Pool::new(&creds.server, tls.clone())?), Some(Arc::new(Lanes::new(&creds.server, tls)?))),
+            _ => (None, None),
         };
         Ok(Client {
             base: creds.server.clone(),
@@ -89,6 +96,7 @@ impl Client {
             http1_only: Arc::default(),
             http1,
             costs: Arc::default(),
+            lanes,
         })
     }
 
@@ -121,6 +129,11 @@ impl Client {
         self.h2.as_ref().filter(|_| !self.http1_only.load(Ordering::Relaxed)).map(|p| (p.stats(), p.connections()))
     }
 
+    /// The lanes large relays take (`None`: a plain-HTTP server, where every request has a connection of its own).
+    pub fn lanes(&self) -> Option<&Lanes> {
+        self.lanes.as_deref()
+    }
+
     /// The apiserver URL for `path_and_query` (which starts with `/`).
     pub fn uri(&self, path_and_query: &str) -> Result<Uri, UpstreamError> {
         let prefix = self.base.path().trim_end_matches('/');
@@ -134,16 +147,30 @@ impl Client {
 
     /// Sends `req` with kache's credentials in place of any the request had.
     pub async fn send(&self, req: Request<UpBody>) -> Result<Response<Body>, UpstreamError> {
+        self.send_on(req, Lane::Shared).await
+    }
+
+    /// [`Client::send`] on `lane`.
+    pub async fn send_on(&self, req: Request<UpBody>, lane: Lane) -> Result<Response<Body>, UpstreamError> {
         let mut req = self.credentials(req);
         let measures = Self::measures(&req);
-        if let Some(pool) = self.h2.as_ref().filter(|_| !self.http1_only.load(Ordering::Relaxed)) {
+        let h2 = self.h2.as_ref().filter(|_| !self.http1_only.load(Ordering::Relaxed));
+        if lane == Lane::Own
+            && h2.is_some()
+            && let Some(lanes) = &self.lanes
+            && let Some(permit) = lanes.take()
+        {
+            let (resp, own) = lanes.send(req, permit).await?;
+            return Ok(resp.map(|b| Metered::new(Held::new(b, Some(Place::Lane(own))), self.meter(measures))));
+        }
+        if let Some(pool) = h2 {
             // What it takes to send a body-less request again.
             let again =
                 hyper::body::Body::is_end_stream(req.body()).then(|| (req.method().clone(), req.uri().clone(), req.headers().clone()));
             let mut resent = 0;
             loop {
                 match pool.send(req).await {
-                    Ok((resp, slot)) => return Ok(resp.map(|b| Metered::new(Held::new(b, slot), self.meter(measures)))),
+                    Ok((resp, slot)) => return Ok(resp.map(|b| Metered::new(Held::new(b, slot.map(Place::Stream)), self.meter(measures)))),
                     Err(PoolError::NotHttp2(unsent)) => {
                         tracing::info!(upstream = %self.base, "the apiserver chose HTTP/1.1: a connection per request from now on");
                         self.http1_only.store(true, Ordering::Relaxed);

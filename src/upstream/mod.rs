@@ -14,6 +14,7 @@ pub mod consistency;
 pub mod costs;
 pub mod discovery;
 pub mod freshness;
+pub mod lane;
 pub mod plan;
 pub mod pool;
 pub mod reflector;

@@ -97,6 +97,7 @@ async fn handle(api: &Api, req: Request<Incoming>, certificate: &Certificate, au
     };
     let attributes = Attributes::of("GET", &path, &query);
     let flow = api.flow.as_ref();
+    let lane = pass_through::lane(req.method(), &attributes, &query);
     match route::route(api, req.method(), &path, &query, req.headers()) {
         Route::Metrics => {
             let answer = async {
@@ -111,7 +112,7 @@ async fn handle(api: &Api, req: Request<Incoming>, certificate: &Certificate, au
             let cost = priority::Cost::of(&target, &attributes, &query);
             let answer = async {
                 match audit.authorized(authorize::authorize(gate, user.as_ref(), attributes.clone()).await) {
-                    Ok(access) => race::read(api, &target, negotiated, req, user.as_ref(), access).await,
+                    Ok(access) => race::read(api, &target, negotiated, (req, lane), user.as_ref(), access).await,
                     Err(e) => encode::error(negotiated, &e),
                 }
             };
@@ -120,7 +121,7 @@ async fn handle(api: &Api, req: Request<Incoming>, certificate: &Certificate, au
         Route::Upstream(why) => {
             audit.relayed();
             api.counters.passed_through.fetch_add(1, Ordering::Relaxed);
-            metrics::from(Road::Upstream(why), pass_through::forward(&api.client, req, user.as_ref()).await)
+            metrics::from(Road::Upstream(why), pass_through::forward(&api.client, req, user.as_ref(), lane).await)
         }
     }
 }

@@ -70,8 +70,13 @@ use super::plan::{CATCH_UP, Measured, Plan, Read};
 use crate::store::StoreReader;
 
 /// A resource whose consistent reads pass through is probed for no read at
-/// most this often, to keep measuring how often its store is already fresh.
-pub const SAMPLE_EVERY: Duration = Duration::from_secs(10);
+/// most this often, to keep measuring how often its store is already fresh:
+/// a probe (a one-item list) costs the apiserver less than any read it
+/// rides beside, and the measure must follow within a few reads a quiet
+/// resource whose catch-ups, started by those reads, now keep it fresh —
+/// sampled every 10 s, a Table page of 500 (50 ms upstream) went upstream
+/// 150 times of 150 on kube-apiserver 1.36.2, its store fresh most of them.
+pub const SAMPLE_EVERY: Duration = Duration::from_secs(1);
 
 /// Longest a probe or a catch-up may take before it counts as failed.
 const UPSTREAM_TIMEOUT: Duration = Duration::from_secs(5);

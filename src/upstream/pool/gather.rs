@@ -9,7 +9,9 @@
 //! kube-apiserver 1.36.2: `finish_task_switch` alone 30%).
 //!
 //! So, while the socket streams — at least [`BUFFER`] bytes came in reads
-//! each within [`STREAMING`] of the one before — a read
+//! that each found bytes waiting or waited less than [`STREAMING`] (a
+//! reader back from writing to a slow client does not end the run), the
+//! last within [`STREAMING`] — a read
 //! that finds nothing there does not wait for the next byte: it waits
 //! [`HOLD`] (about 60–80 KB at the apiserver's pace), with the socket's
 //! receive low-water mark raised to [`BUFFER`] so the kernel wakes no one
@@ -64,7 +66,9 @@ pub struct Gathered<T> {
     end: usize,
     /// When the last read from the socket brought bytes.
     last: Option<Instant>,
-    /// Bytes of the current run: reads each within [`STREAMING`] of the one before.
+    /// Since when the reader waits for the socket (a read found nothing, and no hold was armed).
+    waiting: Option<Instant>,
+    /// Bytes of the current run: reads that each found bytes at once or within [`STREAMING`].
     run: usize,
     /// Armed while the next read waits.
     hold: Pin<Box<Sleep>>,
@@ -82,6 +86,7 @@ impl<T> Gathered<T> {
             start: 0,
             end: 0,
             last: None,
+            waiting: None,
             run: 0,
             hold: Box::pin(tokio::time::sleep(Duration::ZERO)),
             holding: false,
@@ -104,7 +109,7 @@ impl<T: AsyncRead + AsRawFd + Unpin> AsyncRead for Gathered<T> {
                         break;
                     }
                     // Nothing came for a whole hold: the stream paused.
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => this.last = None,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => (this.last, this.run) = (None, 0),
                     Err(e) => return Poll::Ready(Err(e)),
                 }
             }
@@ -131,6 +136,7 @@ impl<T: AsyncRead + AsRawFd + Unpin> AsyncRead for Gathered<T> {
                 this.low_water = false;
                 set_receive_low_water(this.inner.as_raw_fd(), 1)?;
             }
+            this.waiting.get_or_insert(now);
             return Poll::Pending;
         }
         let n = (this.end - this.start).min(out.remaining());
@@ -145,8 +151,9 @@ impl<T> Gathered<T> {
     fn took(&mut self, n: usize) {
         (self.start, self.end) = (0, n);
         if n > 0 {
+            // A reader back from elsewhere (writing what it read to a slow client) that finds bytes waiting: the run goes on.
             let now = Instant::now();
-            let runs_on = self.last.is_some_and(|last| now.duration_since(last) < STREAMING);
+            let runs_on = self.waiting.take().is_none_or(|since| now.duration_since(since) < STREAMING);
             self.run = if runs_on { self.run.saturating_add(n) } else { n };
             self.last = Some(now);
         }
@@ -305,6 +312,31 @@ mod tests {
             tail.extend_from_slice(&buf[..n]);
         }
         assert_eq!(tail, [4; 100]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_reader_back_from_a_slow_client_that_finds_bytes_waiting_keeps_gathering() {
+        let (mut writer, mut gathered) = pair().await;
+        let mut buf = vec![0u8; BUFFER];
+        stream(&mut writer, &mut gathered, BUFFER).await;
+        // The reader writes to its slow client for 10 ms; the stream flows meanwhile.
+        writer.write_all(&[2; 4096]).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        assert_eq!(gathered.read(&mut buf).await.unwrap(), 4096);
+        // Still a stream: the next read that finds nothing holds, and what came meanwhile is gathered.
+        let (read, ()) = tokio::join!(
+            async {
+                let started = Instant::now();
+                let n = gathered.read(&mut buf).await.unwrap();
+                (n, started.elapsed())
+            },
+            async {
+                for _ in 0..10 {
+                    writer.write_all(&[3; 4096]).await.unwrap();
+                }
+            }
+        );
+        assert_eq!(read, (40_960, HOLD));
     }
 
     #[tokio::test(start_paused = true)]

@@ -40,7 +40,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
-use std::task::{Context, Poll, ready};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -57,10 +57,13 @@ use tokio_rustls::client::TlsStream;
 
 pub use super::BoxError;
 use super::UpstreamError;
-use gather::Gathered;
+pub(crate) use gather::Gathered;
 
 mod frames;
 mod gather;
+mod held;
+
+pub use held::{Held, Place};
 
 /// The body type the client sends.
 pub type UpBody = http_body_util::combinators::BoxBody<Bytes, BoxError>;
@@ -450,41 +453,5 @@ async fn reap(pool: Weak<Inner>) {
         let now = Instant::now();
         // Dropping the last sender of a connection ends it.
         pool.conns.lock().retain(|c| c.usable() && c.idle_for(now).is_none_or(|idle| idle < IDLE));
-    }
-}
-
-/// A response body from an HTTP/2 stream: holds the stream's slot until it
-/// ends, fails or is dropped.
-#[derive(Debug)]
-pub struct Held {
-    inner: Incoming,
-    slot: Option<Slot>,
-}
-
-impl Held {
-    /// `inner`, holding `slot` (if any) until it ends.
-    pub fn new(inner: Incoming, slot: Option<Slot>) -> Held {
-        Held { inner, slot }
-    }
-}
-
-impl hyper::body::Body for Held {
-    type Data = Bytes;
-    type Error = hyper::Error;
-
-    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<hyper::body::Frame<Bytes>, hyper::Error>>> {
-        let frame = ready!(Pin::new(&mut self.inner).poll_frame(cx));
-        if !matches!(frame, Some(Ok(_))) || self.inner.is_end_stream() {
-            self.slot = None;
-        }
-        Poll::Ready(frame)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> hyper::body::SizeHint {
-        self.inner.size_hint()
     }
 }

@@ -82,7 +82,7 @@ fn get(addr: SocketAddr) -> Request<UpBody> {
 async fn open_all(pool: &Pool, addr: SocketAddr, n: usize) -> Vec<Response<Held>> {
     let sends = (0..n).map(|_| {
         let pool = pool.clone();
-        tokio::spawn(async move { pool.send(get(addr)).await.map(|(resp, slot)| resp.map(|b| Held::new(b, slot))) })
+        tokio::spawn(async move { pool.send(get(addr)).await.map(|(resp, slot)| resp.map(|b| Held::new(b, slot.map(Place::Stream)))) })
     });
     let heads = futures_util::future::join_all(sends);
     let heads = tokio::time::timeout(Duration::from_secs(10), heads).await.expect("every response head, none waiting for another");

@@ -1,0 +1,178 @@
+//! Own lanes: an HTTP/1.1 connection of its own for a relay whose answer
+//! may be many megabytes (a whole collection), driven by the body that
+//! reads it.
+//!
+//! Why. The apiserver streams a large answer faster over HTTP/1.1 than
+//! over HTTP/2 (Go's HTTP/2 server hands each 4 KiB frame from the handler
+//! to the connection's writer; 172 MB of protobuf pods, medians of 5:
+//! 1.39 s against 1.71 s). And a relayed body read through a connection
+//! driven in a task of its own crosses tasks once per chunk the apiserver
+//! writes (one per object: 50,000 for those pods), each a wake-up of
+//! another thread; here the task that writes the answer to the client
+//! also reads the apiserver's connection, so a chunk is a function call.
+//!
+//! Invariants: at most [`OWN_LANES`] at once, so the apiserver never sees
+//! a connection per relay (more go on the shared HTTP/2 connections); a
+//! lane's connection serves one request and closes when its answer ends or
+//! is dropped; its permit is given back then, exactly once.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use http::{HeaderValue, Request, Response, Uri};
+use hyper::body::Incoming;
+use hyper::client::conn::http1;
+use hyper_util::rt::TokioIo;
+use rustls::pki_types::ServerName;
+use tokio::net::TcpStream;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio_rustls::TlsConnector;
+
+use super::UpstreamError;
+use super::pool::{Gathered, UpBody};
+
+/// Lanes large relays may hold at once.
+pub const OWN_LANES: usize = 4;
+
+/// Bytes read from a lane's connection at a time.
+const READ_BUFFER: usize = 256 * 1024;
+
+/// Longest a TCP connect plus TLS handshake may take.
+const DIAL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How a request travels to the apiserver.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lane {
+    /// A stream on a shared HTTP/2 connection (HTTP/1.1 where the server speaks only that).
+    Shared,
+    /// A connection of its own while one of [`OWN_LANES`] is free, else [`Lane::Shared`]:
+    /// for answers of many megabytes.
+    Own,
+}
+
+/// The lanes to one apiserver.
+pub struct Lanes {
+    authority: String,
+    server_name: ServerName<'static>,
+    tls: TlsConnector,
+    permits: Arc<Semaphore>,
+    /// Lanes taken so far.
+    taken: AtomicU64,
+}
+
+/// The connection of a lane in use.
+type Connection = Pin<Box<dyn Future<Output = hyper::Result<()>> + Send + Sync>>;
+
+/// A lane in use: its connection, driven by its answer's body, and its permit.
+pub struct Own {
+    connection: Connection,
+    ended: bool,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl std::fmt::Debug for Lanes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lanes").field("authority", &self.authority).field("free", &self.permits.available_permits()).finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for Own {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Own").field("ended", &self.ended).finish_non_exhaustive()
+    }
+}
+
+impl Own {
+    /// Drives the connection: reads what the apiserver sent into the
+    /// body's channel. Ready once the connection ended (its body then ends
+    /// or fails on its own).
+    pub fn poll_connection(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        if !self.ended
+            && let Poll::Ready(outcome) = self.connection.as_mut().poll(cx)
+        {
+            if let Err(e) = outcome {
+                tracing::debug!(error = %e, "own lane's connection ended");
+            }
+            self.ended = true;
+        }
+        match self.ended {
+            true => Poll::Ready(()),
+            false => Poll::Pending,
+        }
+    }
+}
+
+impl Lanes {
+    /// Lanes to the HTTPS server `uri`, speaking HTTP/1.1 under `tls`.
+    pub fn new(uri: &Uri, mut tls: rustls::ClientConfig) -> Result<Lanes, UpstreamError> {
+        let host = uri.host().ok_or_else(|| UpstreamError::Config("no host in the upstream URL".into()))?;
+        let bare = host.trim_start_matches('[').trim_end_matches(']');
+        let server_name =
+            ServerName::try_from(bare.to_string()).map_err(|e| UpstreamError::Config(format!("upstream host {host:?}: {e}")))?;
+        tls.alpn_protocols = vec![b"http/1.1".to_vec()];
+        Ok(Lanes {
+            authority: format!("{host}:{}", uri.port_u16().unwrap_or(443)),
+            server_name,
+            tls: TlsConnector::from(Arc::new(tls)),
+            permits: Arc::new(Semaphore::new(OWN_LANES)),
+            taken: AtomicU64::new(0),
+        })
+    }
+
+    /// A free lane's permit, if one is free.
+    pub fn take(&self) -> Option<OwnedSemaphorePermit> {
+        let permit = self.permits.clone().try_acquire_owned().ok()?;
+        self.taken.fetch_add(1, Ordering::Relaxed);
+        Some(permit)
+    }
+
+    /// Lanes in use now.
+    pub fn in_use(&self) -> usize {
+        OWN_LANES - self.permits.available_permits()
+    }
+
+    /// Lanes taken so far.
+    pub fn taken(&self) -> u64 {
+        self.taken.load(Ordering::Relaxed)
+    }
+
+    /// Sends `req` on a connection of its own, holding `permit`; the
+    /// answer's body must drive the returned [`Own`].
+    pub async fn send(&self, mut req: Request<UpBody>, permit: OwnedSemaphorePermit) -> Result<(Response<Incoming>, Own), UpstreamError> {
+        // HTTP/1.1 wants the path alone on the request line, and the server in `Host`.
+        let origin = req.uri().path_and_query().map_or("/", |pq| pq.as_str());
+        *req.uri_mut() = origin.parse().map_err(|e| UpstreamError::Config(format!("bad upstream path {origin:?}: {e}")))?;
+        *req.version_mut() = http::Version::HTTP_11;
+        let host = HeaderValue::from_str(&self.authority).map_err(|e| UpstreamError::Config(format!("upstream host: {e}")))?;
+        req.headers_mut().insert(http::header::HOST, host);
+        let transport = |e: std::io::Error| UpstreamError::Transport(Box::new(e));
+        let dial = async {
+            let tcp = TcpStream::connect(&self.authority).await.map_err(transport)?;
+            let _ = tcp.set_nodelay(true);
+            self.tls.connect(self.server_name.clone(), Gathered::new(tcp)).await.map_err(transport)
+        };
+        let tls = tokio::time::timeout(DIAL_TIMEOUT, dial)
+            .await
+            .map_err(|_| UpstreamError::Transport(format!("connecting to {} timed out", self.authority).into()))??;
+        let (mut sender, connection) = http1::Builder::new()
+            .read_buf_exact_size(Some(READ_BUFFER))
+            .handshake(TokioIo::new(tls))
+            .await
+            .map_err(|e| UpstreamError::Transport(Box::new(e)))?;
+        let mut connection: Connection = Box::pin(connection);
+        let resp = tokio::select! {
+            resp = sender.send_request(req) => resp.map_err(|e| UpstreamError::Transport(Box::new(e)))?,
+            ended = connection.as_mut() => {
+                let why = ended.err().map_or_else(|| "closed".to_string(), |e| e.to_string());
+                return Err(UpstreamError::Transport(format!("the apiserver's connection ended before its answer: {why}").into()));
+            }
+        };
+        // Without its sender, the connection closes once this answer ends.
+        drop(sender);
+        Ok((resp, Own { connection, ended: false, _permit: permit }))
+    }
+}

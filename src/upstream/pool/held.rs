@@ -1,0 +1,66 @@
+//! A response body from the apiserver and the place it holds until it
+//! ends: its HTTP/2 stream's slot on a pooled connection, or a lane of its
+//! own (`crate::upstream::lane`), whose connection the body drives.
+//!
+//! Invariant: the place is given back exactly once — when the body ends or
+//! fails, or when it is dropped.
+
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+
+use super::Slot;
+use crate::upstream::lane::Own;
+use bytes::Bytes;
+use hyper::body::Incoming;
+
+/// What a response body holds while it streams.
+#[derive(Debug)]
+pub enum Place {
+    /// A stream's slot on a pooled HTTP/2 connection.
+    Stream(Slot),
+    /// A connection of its own, read as the body is.
+    Lane(Own),
+}
+
+/// A response body holding its [`Place`] until it ends, fails or is dropped.
+#[derive(Debug)]
+pub struct Held {
+    inner: Incoming,
+    place: Option<Place>,
+}
+
+impl Held {
+    /// `inner`, holding `place` (if any) until it ends.
+    pub fn new(inner: Incoming, place: Option<Place>) -> Held {
+        Held { inner, place }
+    }
+}
+
+impl hyper::body::Body for Held {
+    type Data = Bytes;
+    type Error = hyper::Error;
+
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<hyper::body::Frame<Bytes>, hyper::Error>>> {
+        let frame = match Pin::new(&mut self.inner).poll_frame(cx) {
+            Poll::Ready(frame) => frame,
+            Poll::Pending => {
+                let Some(Place::Lane(own)) = &mut self.place else { return Poll::Pending };
+                // Nothing in the body's channel: its own connection reads more into it.
+                let _ = own.poll_connection(cx);
+                ready!(Pin::new(&mut self.inner).poll_frame(cx))
+            }
+        };
+        if !matches!(frame, Some(Ok(_))) || self.inner.is_end_stream() {
+            self.place = None;
+        }
+        Poll::Ready(frame)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.inner.size_hint()
+    }
+}
