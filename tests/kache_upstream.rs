@@ -133,7 +133,7 @@ fn initial_events(watch: &common::Watch, pods: usize) {
 }
 
 #[test]
-fn relays_of_whole_collections_take_connections_of_their_own_at_most_four_and_give_them_back() {
+fn relays_take_lanes_small_ones_kept_connections_whole_collections_their_own_at_most_four() {
     const PODS: usize = 300;
     let sim = Process::sim_https(&["--pods", &PODS.to_string(), "--configmaps", "3"]);
     // Pods are not cached: every read of them is relayed.
@@ -145,9 +145,29 @@ fn relays_of_whole_collections_take_connections_of_their_own_at_most_four_and_gi
     let list = kache.get("/api/v1/pods").json();
     assert_eq!(list["items"].as_array().expect("items").len(), PODS, "the whole list, relayed");
     assert_eq!(lanes(), (0.0, 1.0), "a whole list took a lane and gave it back at its end");
+    let kept = || {
+        let m = common::scrape(&kache);
+        (m["kache_upstream_kept_lanes"], m["kache_upstream_kept_lanes_total"])
+    };
     let page = kache.get("/api/v1/pods?limit=10").json();
     assert_eq!(page["items"].as_array().expect("items").len(), 10);
-    assert_eq!(lanes(), (0.0, 1.0), "a page is no whole collection: it shares a connection");
+    assert_eq!(lanes(), (0.0, 1.0), "a page is no whole collection");
+    assert_eq!(kept(), (0.0, 1.0), "a page took a kept connection and gave it back");
+    // More small reads at once than kept lanes (32): every one answered, the rest on HTTP/2.
+    let names: Vec<String> =
+        page["items"].as_array().expect("items").iter().map(|p| p["metadata"]["name"].as_str().expect("a name").to_string()).collect();
+    std::thread::scope(|s| {
+        for i in 0..40 {
+            let (kache, name) = (&kache, &names[i % names.len()]);
+            s.spawn(move || {
+                let pod = kache.get(&format!("/api/v1/namespaces/ns-0000/pods/{name}"));
+                assert_eq!((pod.status, pod.json()["metadata"]["name"].as_str()), (200, Some(name.as_str())));
+            });
+        }
+    });
+    let (in_use, taken) = kept();
+    assert_eq!(in_use, 0.0, "every kept lane given back");
+    assert!((2.0..=41.0).contains(&taken), "{taken} small relays took kept lanes");
 
     // Six informers start at once: four lanes, two streams on the shared connection; all whole.
     let watches: Vec<_> = (0..6).map(|_| kache.watch(WATCH_LIST)).collect();

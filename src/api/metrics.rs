@@ -197,6 +197,8 @@ fn describe() {
     c!("kache_upstream_requests_resent_total", "Requests sent again on another connection because theirs ended before sending them.");
     g!("kache_upstream_own_lanes", "Relays of whole collections in flight on an HTTP/1.1 connection of their own (at most 4).");
     c!("kache_upstream_own_lanes_total", "Relays of whole collections that took an HTTP/1.1 connection of their own.");
+    g!("kache_upstream_kept_lanes", "Small relays in flight on kept-alive HTTP/1.1 connections (at most 32).");
+    c!("kache_upstream_kept_lanes_total", "Small relays that took a kept-alive HTTP/1.1 connection.");
     g!("process_resident_memory_bytes", metrics::Unit::Bytes, "Resident memory of the kache process.");
     g!(
         "kache_memory_pressure",
@@ -393,6 +395,8 @@ fn render(api: &Api) -> Bytes {
     if let Some(lanes) = api.client.lanes() {
         gauge!("kache_upstream_own_lanes").set(lanes.in_use() as f64);
         counter!("kache_upstream_own_lanes_total").absolute(lanes.taken());
+        gauge!("kache_upstream_kept_lanes").set(lanes.kept_in_use() as f64);
+        counter!("kache_upstream_kept_lanes_total").absolute(lanes.kept_taken());
     }
     gauge!("process_resident_memory_bytes").set(resident_bytes() as f64);
     gauge!("kache_memory_budget_bytes").set(api.config.budget.total as f64);

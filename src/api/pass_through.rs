@@ -66,17 +66,18 @@ const WHOLE_BODY: u64 = 1 << 20;
 /// The lane a relay of `method` on `attributes` with `query` takes: its
 /// own connection for a whole collection — a list without a limit, or a
 /// watch that first sends every object (`sendInitialEvents`) — which may
-/// be many megabytes; else a stream of a shared connection.
+/// be many megabytes; a stream of a shared connection for any other watch
+/// or stream (a followed log), which may last for hours; else a kept
+/// connection (an answer that ends soon).
 pub fn lane(method: &http::Method, attributes: &Attributes, query: &str) -> Lane {
     let param = |name: &str| form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == name).map(|(_, v)| v);
-    let whole = match attributes.verb.as_str() {
-        "list" => param("limit").is_none_or(|l| l.parse::<i64>().is_ok_and(|l| l <= 0)),
-        "watch" => param("sendInitialEvents").is_some_and(|v| apimachinery::params::parse_bool(&v)),
-        _ => false,
-    };
-    match whole && method == http::Method::GET && attributes.resource_request {
-        true => Lane::Own,
-        false => Lane::Shared,
+    let get = method == http::Method::GET && attributes.resource_request;
+    match attributes.verb.as_str() {
+        "list" if get && param("limit").is_none_or(|l| l.parse::<i64>().is_ok_and(|l| l <= 0)) => Lane::Own,
+        "watch" if get && param("sendInitialEvents").is_some_and(|v| apimachinery::params::parse_bool(&v)) => Lane::Own,
+        "watch" => Lane::Shared,
+        _ if method == http::Method::GET && apimachinery::params::is_stream(&attributes.path, query) => Lane::Shared,
+        _ => Lane::Kept,
     }
 }
 
@@ -220,7 +221,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn whole_collections_take_a_lane_of_their_own() {
+    fn whole_collections_take_a_lane_of_their_own_streams_share_and_the_rest_keep_one() {
         let lane = |method: http::Method, path: &str, query: &str| lane(&method, &Attributes::of(method.as_str(), path, query), query);
         let informer = "watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true";
         for (method, path, query, expected) in [
@@ -228,12 +229,15 @@ mod tests {
             (http::Method::GET, "/api/v1/pods", "limit=0&resourceVersion=0", Lane::Own),
             (http::Method::GET, "/apis/apps/v1/namespaces/a/deployments", "labelSelector=x%3Dy", Lane::Own),
             (http::Method::GET, "/api/v1/pods", informer, Lane::Own),
-            (http::Method::GET, "/api/v1/pods", "limit=500", Lane::Shared),
+            (http::Method::GET, "/api/v1/pods", "limit=500", Lane::Kept),
+            (http::Method::GET, "/api/v1/namespaces/a/pods/x", "", Lane::Kept),
+            (http::Method::POST, "/api/v1/namespaces/a/pods", "", Lane::Kept),
+            (http::Method::PATCH, "/api/v1/namespaces/a/configmaps/c", "", Lane::Kept),
+            (http::Method::GET, "/version", "", Lane::Kept),
             (http::Method::GET, "/api/v1/pods", "watch=1&resourceVersion=5", Lane::Shared),
             (http::Method::GET, "/api/v1/pods", "watch=1&sendInitialEvents=false", Lane::Shared),
-            (http::Method::GET, "/api/v1/namespaces/a/pods/x", "", Lane::Shared),
-            (http::Method::POST, "/api/v1/namespaces/a/pods", "", Lane::Shared),
-            (http::Method::GET, "/version", "", Lane::Shared),
+            (http::Method::GET, "/api/v1/watch/pods", "", Lane::Shared),
+            (http::Method::GET, "/api/v1/namespaces/a/pods/x/log", "follow=true", Lane::Shared),
         ] {
             assert_eq!(lane(method.clone(), path, query), expected, "{method} {path}?{query}");
         }

@@ -6,9 +6,8 @@
 //! limit needs ([`super::pool`]); HTTP/1.1 when the server is plain HTTP
 //! or ALPN chooses it (a connection per request in flight), and for
 //! connection upgrades (exec, attach, port-forward), an HTTP/1.1 mechanism.
-//! A relayed whole collection (a list without a limit, a watch sending
-//! every object first) takes a lane of its own when one is free
-//! ([`Lane::Own`], [`super::lane`]).
+//! Relays choose their lane ([`super::lane`]): a small request a kept-alive
+//! HTTP/1.1 connection, a whole collection one of its own, while one is free.
 //! No request waits for another to end.
 
 use std::sync::Arc;
@@ -163,6 +162,12 @@ impl Client {
             let (resp, own) = lanes.send(req, permit).await?;
             return Ok(resp.map(|b| Metered::new(Held::new(b, Some(Place::Lane(own))), self.meter(measures))));
         }
+        if lane == Lane::Kept
+            && h2.is_some()
+            && let Some(permit) = self.lanes.as_ref().and_then(|lanes| lanes.take_kept())
+        {
+            return self.send_http1(req, measures, Some(Place::Kept(permit))).await;
+        }
         if let Some(pool) = h2 {
             // What it takes to send a body-less request again.
             let again =
@@ -190,18 +195,19 @@ impl Client {
                 }
             }
         }
-        self.send_http1(req, measures).await
+        self.send_http1(req, measures, None).await
     }
 
     /// Sends a connection-upgrade request over HTTP/1.1, with kache's credentials.
     pub async fn send_upgrade(&self, req: Request<UpBody>) -> Result<Response<Body>, UpstreamError> {
-        self.send_http1(self.credentials(req), false).await
+        self.send_http1(self.credentials(req), false, None).await
     }
 
-    async fn send_http1(&self, mut req: Request<UpBody>, measures: bool) -> Result<Response<Body>, UpstreamError> {
+    /// Sends `req` over a kept-alive HTTP/1.1 connection; its body holds `place` until it ends.
+    async fn send_http1(&self, mut req: Request<UpBody>, measures: bool, place: Option<Place>) -> Result<Response<Body>, UpstreamError> {
         *req.version_mut() = http::Version::HTTP_11;
         let resp = self.http1.request(req).await.map_err(|e| UpstreamError::Transport(Box::new(e)))?;
-        Ok(resp.map(|b| Metered::new(Held::new(b, None), self.meter(measures))))
+        Ok(resp.map(|b| Metered::new(Held::new(b, place), self.meter(measures))))
     }
 
     /// `req` with kache's credentials in place of any it had.

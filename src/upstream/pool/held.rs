@@ -1,12 +1,15 @@
 //! A response body from the apiserver and the place it holds until it
-//! ends: its HTTP/2 stream's slot on a pooled connection, or a lane of its
-//! own (`crate::upstream::lane`), whose connection the body drives.
+//! ends: its HTTP/2 stream's slot on a pooled connection, a kept lane, or
+//! a lane of its own, whose connection the body drives
+//! (`crate::upstream::lane`).
 //!
 //! Invariant: the place is given back exactly once — when the body ends or
 //! fails, or when it is dropped.
 
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
+
+use tokio::sync::OwnedSemaphorePermit;
 
 use super::Slot;
 use crate::upstream::lane::Own;
@@ -20,6 +23,8 @@ pub enum Place {
     Stream(Slot),
     /// A connection of its own, read as the body is.
     Lane(Own),
+    /// A kept-alive HTTP/1.1 connection's lane.
+    Kept(OwnedSemaphorePermit),
 }
 
 /// A response body holding its [`Place`] until it ends, fails or is dropped.
