@@ -26,11 +26,9 @@
 //! request and closes when its answer ends or is dropped; a lane's permit
 //! is given back when its answer ends or is dropped, exactly once.
 
-use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use http::{HeaderValue, Request, Response, Uri};
@@ -43,7 +41,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_rustls::TlsConnector;
 
 use super::UpstreamError;
-use super::pool::{Gathered, UpBody};
+use super::pool::{Gathered, Own, UpBody};
 
 /// Lanes large relays may hold at once.
 pub const OWN_LANES: usize = 4;
@@ -84,45 +82,9 @@ pub struct Lanes {
     kept_taken: AtomicU64,
 }
 
-/// The connection of a lane in use.
-type Connection = Pin<Box<dyn Future<Output = hyper::Result<()>> + Send + Sync>>;
-
-/// A lane in use: its connection, driven by its answer's body, and its permit.
-pub struct Own {
-    connection: Connection,
-    ended: bool,
-    _permit: OwnedSemaphorePermit,
-}
-
 impl std::fmt::Debug for Lanes {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Lanes").field("authority", &self.authority).field("free", &self.permits.available_permits()).finish_non_exhaustive()
-    }
-}
-
-impl std::fmt::Debug for Own {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Own").field("ended", &self.ended).finish_non_exhaustive()
-    }
-}
-
-impl Own {
-    /// Drives the connection: reads what the apiserver sent into the
-    /// body's channel. Ready once the connection ended (its body then ends
-    /// or fails on its own).
-    pub fn poll_connection(&mut self, cx: &mut Context<'_>) -> Poll<()> {
-        if !self.ended
-            && let Poll::Ready(outcome) = self.connection.as_mut().poll(cx)
-        {
-            if let Err(e) = outcome {
-                tracing::debug!(error = %e, "own lane's connection ended");
-            }
-            self.ended = true;
-        }
-        match self.ended {
-            true => Poll::Ready(()),
-            false => Poll::Pending,
-        }
     }
 }
 
@@ -202,7 +164,7 @@ impl Lanes {
             .handshake(TokioIo::new(tls))
             .await
             .map_err(|e| UpstreamError::Transport(Box::new(e)))?;
-        let mut connection: Connection = Box::pin(connection);
+        let mut connection: Pin<Box<_>> = Box::pin(connection);
         let resp = tokio::select! {
             resp = sender.send_request(req) => resp.map_err(|e| UpstreamError::Transport(Box::new(e)))?,
             ended = connection.as_mut() => {
@@ -212,6 +174,6 @@ impl Lanes {
         };
         // Without its sender, the connection closes once this answer ends.
         drop(sender);
-        Ok((resp, Own { connection, ended: false, _permit: permit }))
+        Ok((resp, Own::new(connection, permit)))
     }
 }

@@ -279,16 +279,12 @@ mod tests {
         assert_eq!(read, (9, written), "read as soon as it came, not after a hold");
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn while_bytes_stream_a_read_that_finds_nothing_waits_the_hold_so_they_gather() {
-        let (mut writer, mut gathered) = pair().await;
-        let mut buf = vec![0u8; BUFFER];
-        stream(&mut writer, &mut gathered, BUFFER).await;
-        // What comes within the hold is read at its end, at once.
+    /// One read while ten 4 KiB records are written: the bytes it took, and how long it waited.
+    async fn read_while_ten_records_come(writer: &mut TcpStream, gathered: &mut Gathered<TcpStream>, buf: &mut [u8]) -> (usize, Duration) {
         let (read, ()) = tokio::join!(
             async {
                 let started = Instant::now();
-                let n = gathered.read(&mut buf).await.unwrap();
+                let n = gathered.read(buf).await.unwrap();
                 (n, started.elapsed())
             },
             async {
@@ -297,6 +293,16 @@ mod tests {
                 }
             }
         );
+        read
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn while_bytes_stream_a_read_that_finds_nothing_waits_the_hold_so_they_gather() {
+        let (mut writer, mut gathered) = pair().await;
+        let mut buf = vec![0u8; BUFFER];
+        stream(&mut writer, &mut gathered, BUFFER).await;
+        // What comes within the hold is read at its end, at once.
+        let read = read_while_ten_records_come(&mut writer, &mut gathered, &mut buf).await;
         assert_eq!(read.1, HOLD);
         assert!(read.0 > 4096, "{} bytes: not gathered", read.0);
         let mut rest = read.0;
@@ -324,18 +330,7 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(10)).await;
         assert_eq!(gathered.read(&mut buf).await.unwrap(), 4096);
         // Still a stream: the next read that finds nothing holds, and what came meanwhile is gathered.
-        let (read, ()) = tokio::join!(
-            async {
-                let started = Instant::now();
-                let n = gathered.read(&mut buf).await.unwrap();
-                (n, started.elapsed())
-            },
-            async {
-                for _ in 0..10 {
-                    writer.write_all(&[3; 4096]).await.unwrap();
-                }
-            }
-        );
+        let read = read_while_ten_records_come(&mut writer, &mut gathered, &mut buf).await;
         assert_eq!(read, (40_960, HOLD));
     }
 

@@ -1,18 +1,18 @@
 //! A response body from the apiserver and the place it holds until it
 //! ends: its HTTP/2 stream's slot on a pooled connection, a kept lane, or
 //! a lane of its own, whose connection the body drives
-//! (`crate::upstream::lane`).
+//! (`crate::upstream::lane`): [`Own`].
 //!
 //! Invariant: the place is given back exactly once — when the body ends or
 //! fails, or when it is dropped.
 
+use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
 use tokio::sync::OwnedSemaphorePermit;
 
 use super::Slot;
-use crate::upstream::lane::Own;
 use bytes::Bytes;
 use hyper::body::Incoming;
 
@@ -67,5 +67,47 @@ impl hyper::body::Body for Held {
 
     fn size_hint(&self) -> hyper::body::SizeHint {
         self.inner.size_hint()
+    }
+}
+
+/// The connection of a lane of its own.
+type Connection = Pin<Box<dyn Future<Output = hyper::Result<()>> + Send + Sync>>;
+
+/// A lane of its own in use (`crate::upstream::lane`): its connection,
+/// driven by its answer's body, and the lane's permit.
+pub struct Own {
+    connection: Connection,
+    ended: bool,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl std::fmt::Debug for Own {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Own").field("ended", &self.ended).finish_non_exhaustive()
+    }
+}
+
+impl Own {
+    /// `connection`, which carries one answer, holding `permit`.
+    pub fn new(connection: Connection, permit: OwnedSemaphorePermit) -> Own {
+        Own { connection, ended: false, _permit: permit }
+    }
+
+    /// Drives the connection: reads what the apiserver sent into the
+    /// body's channel. Ready once the connection ended (its body then ends
+    /// or fails on its own).
+    fn poll_connection(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        if !self.ended
+            && let Poll::Ready(outcome) = self.connection.as_mut().poll(cx)
+        {
+            if let Err(e) = outcome {
+                tracing::debug!(error = %e, "own lane's connection ended");
+            }
+            self.ended = true;
+        }
+        match self.ended {
+            true => Poll::Ready(()),
+            false => Poll::Pending,
+        }
     }
 }

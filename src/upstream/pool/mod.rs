@@ -63,7 +63,7 @@ mod frames;
 mod gather;
 mod held;
 
-pub use held::{Held, Place};
+pub use held::{Held, Own, Place};
 
 /// The body type the client sends.
 pub type UpBody = http_body_util::combinators::BoxBody<Bytes, BoxError>;
