@@ -64,7 +64,7 @@ pub struct Client {
     http1: HyperClient<HttpsConnector<HttpConnector>, UpBody>,
     /// What reads from the apiserver cost, measured on the documents it sends.
     costs: Arc<Costs>,
-    /// Connections of their own for large relays ([`Lane::Own`]), for an HTTPS server.
+    /// The lanes relays take besides HTTP/2 ([`Lane::Kept`], [`Lane::Own`]), for an HTTPS server.
     lanes: Option<Arc<Lanes>>,
 }
 
@@ -128,7 +128,7 @@ impl Client {
         self.h2.as_ref().filter(|_| !self.http1_only.load(Ordering::Relaxed)).map(|p| (p.stats(), p.connections()))
     }
 
-    /// The lanes large relays take (`None`: a plain-HTTP server, where every request has a connection of its own).
+    /// The lanes relays take besides HTTP/2 (`None`: a plain-HTTP server, where every request is HTTP/1.1).
     pub fn lanes(&self) -> Option<&Lanes> {
         self.lanes.as_deref()
     }
