@@ -29,19 +29,15 @@
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
 use http::{HeaderValue, Request, Response, Uri};
 use hyper::body::Incoming;
 use hyper::client::conn::http1;
 use hyper_util::rt::TokioIo;
-use rustls::pki_types::ServerName;
-use tokio::net::TcpStream;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
-use tokio_rustls::TlsConnector;
 
 use super::UpstreamError;
-use super::pool::{Gathered, Own, UpBody};
+use super::pool::{DIAL_TIMEOUT, DialError, Dialer, Own, UpBody};
 
 /// Lanes large relays may hold at once.
 pub const OWN_LANES: usize = 4;
@@ -51,9 +47,6 @@ pub const KEPT_LANES: usize = 32;
 
 /// Bytes read from a lane's connection at a time.
 const READ_BUFFER: usize = 256 * 1024;
-
-/// Longest a TCP connect plus TLS handshake may take.
-const DIAL_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How a request travels to the apiserver.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,9 +63,7 @@ pub enum Lane {
 
 /// The lanes to one apiserver.
 pub struct Lanes {
-    authority: String,
-    server_name: ServerName<'static>,
-    tls: TlsConnector,
+    dialer: Dialer,
     permits: Arc<Semaphore>,
     /// Own lanes taken so far.
     taken: AtomicU64,
@@ -84,22 +75,18 @@ pub struct Lanes {
 
 impl std::fmt::Debug for Lanes {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Lanes").field("authority", &self.authority).field("free", &self.permits.available_permits()).finish_non_exhaustive()
+        f.debug_struct("Lanes")
+            .field("authority", &self.dialer.authority)
+            .field("free", &self.permits.available_permits())
+            .finish_non_exhaustive()
     }
 }
 
 impl Lanes {
     /// Lanes to the HTTPS server `uri`, speaking HTTP/1.1 under `tls`.
-    pub fn new(uri: &Uri, mut tls: rustls::ClientConfig) -> Result<Lanes, UpstreamError> {
-        let host = uri.host().ok_or_else(|| UpstreamError::Config("no host in the upstream URL".into()))?;
-        let bare = host.trim_start_matches('[').trim_end_matches(']');
-        let server_name =
-            ServerName::try_from(bare.to_string()).map_err(|e| UpstreamError::Config(format!("upstream host {host:?}: {e}")))?;
-        tls.alpn_protocols = vec![b"http/1.1".to_vec()];
+    pub fn new(uri: &Uri, tls: rustls::ClientConfig) -> Result<Lanes, UpstreamError> {
         Ok(Lanes {
-            authority: format!("{host}:{}", uri.port_u16().unwrap_or(443)),
-            server_name,
-            tls: TlsConnector::from(Arc::new(tls)),
+            dialer: Dialer::new(uri, tls, &[b"http/1.1"])?,
             permits: Arc::new(Semaphore::new(OWN_LANES)),
             taken: AtomicU64::new(0),
             kept: Arc::new(Semaphore::new(KEPT_LANES)),
@@ -148,17 +135,12 @@ impl Lanes {
         let origin = req.uri().path_and_query().map_or("/", |pq| pq.as_str());
         *req.uri_mut() = origin.parse().map_err(|e| UpstreamError::Config(format!("bad upstream path {origin:?}: {e}")))?;
         *req.version_mut() = http::Version::HTTP_11;
-        let host = HeaderValue::from_str(&self.authority).map_err(|e| UpstreamError::Config(format!("upstream host: {e}")))?;
+        let host = HeaderValue::from_str(&self.dialer.authority).map_err(|e| UpstreamError::Config(format!("upstream host: {e}")))?;
         req.headers_mut().insert(http::header::HOST, host);
-        let transport = |e: std::io::Error| UpstreamError::Transport(Box::new(e));
-        let dial = async {
-            let tcp = TcpStream::connect(&self.authority).await.map_err(transport)?;
-            let _ = tcp.set_nodelay(true);
-            self.tls.connect(self.server_name.clone(), Gathered::new(tcp)).await.map_err(transport)
+        let tls = match tokio::time::timeout(DIAL_TIMEOUT, self.dialer.connect()).await {
+            Ok(dialed) => dialed.map_err(|e| UpstreamError::Transport(Box::new(e)))?,
+            Err(_) => return Err(UpstreamError::Transport(Box::new(DialError::Timeout(self.dialer.authority.clone())))),
         };
-        let tls = tokio::time::timeout(DIAL_TIMEOUT, dial)
-            .await
-            .map_err(|_| UpstreamError::Transport(format!("connecting to {} timed out", self.authority).into()))??;
         let (mut sender, connection) = http1::Builder::new()
             .read_buf_exact_size(Some(READ_BUFFER))
             .handshake(TokioIo::new(tls))

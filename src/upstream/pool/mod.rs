@@ -49,19 +49,20 @@ use hyper::body::Incoming;
 use hyper::client::conn::http2;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use parking_lot::Mutex;
-use rustls::pki_types::ServerName;
 use tokio::net::TcpStream;
 use tokio::sync::watch;
-use tokio_rustls::TlsConnector;
 use tokio_rustls::client::TlsStream;
 
 pub use super::BoxError;
 use super::UpstreamError;
 pub(crate) use gather::Gathered;
 
+mod dialer;
 mod frames;
 mod gather;
 mod held;
+
+pub use dialer::{DIAL_TIMEOUT, Dialer};
 
 pub use held::{Held, Own, Place};
 
@@ -76,9 +77,6 @@ const ASSUMED_LIMIT: usize = 100;
 /// A connection idle this long is closed: client-go's `IdleConnTimeout`,
 /// and the apiserver's own HTTP/2 idle timeout.
 pub const IDLE: Duration = Duration::from_secs(90);
-
-/// Longest a TCP connect plus TLS handshake may take.
-const DIAL_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Pings on a quiet connection, and how long an answer may take before the
 /// connection counts as dead (client-go: `ReadIdleTimeout` 30 s, `PingTimeout` 15 s).
@@ -131,10 +129,8 @@ pub struct Pool {
 
 #[derive(Debug)]
 struct Inner {
-    /// `host:port` and the name the certificate must carry.
-    authority: String,
-    server_name: ServerName<'static>,
-    tls: Arc<rustls::ClientConfig>,
+    /// How its connections are made.
+    dialer: Dialer,
     conns: Mutex<Vec<Arc<Conn>>>,
     /// The limit the last connection heard; what a new one is assumed to allow.
     assumed: Arc<AtomicUsize>,
@@ -248,17 +244,9 @@ impl Drop for Slot {
 
 impl Pool {
     /// A pool for the HTTPS server at `uri`, with `tls` (whose ALPN is set here).
-    pub fn new(uri: &Uri, mut tls: rustls::ClientConfig) -> Result<Pool, UpstreamError> {
-        let host = uri.host().ok_or_else(|| UpstreamError::Config("no host in the upstream URL".into()))?;
-        let port = uri.port_u16().unwrap_or(443);
-        let bare = host.trim_start_matches('[').trim_end_matches(']');
-        let server_name =
-            ServerName::try_from(bare.to_string()).map_err(|e| UpstreamError::Config(format!("upstream host {host:?}: {e}")))?;
-        tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    pub fn new(uri: &Uri, tls: rustls::ClientConfig) -> Result<Pool, UpstreamError> {
         let inner = Inner {
-            authority: format!("{host}:{port}"),
-            server_name,
-            tls: Arc::new(tls),
+            dialer: Dialer::new(uri, tls, &[b"h2", b"http/1.1"])?,
             conns: Mutex::new(Vec::new()),
             assumed: Arc::new(AtomicUsize::new(ASSUMED_LIMIT)),
             reaper: std::sync::Once::new(),
@@ -353,10 +341,10 @@ impl Pool {
 /// entry, so dropping the entry (idle, or the pool gone) drops the last
 /// sender and ends the connection.
 async fn dial(pool: Arc<Inner>, conn: Arc<Conn>, assumed: usize) {
-    let tls = match tokio::time::timeout(DIAL_TIMEOUT, handshake_tls(&pool)).await {
+    let tls = match tokio::time::timeout(DIAL_TIMEOUT, pool.dialer.connect()).await {
         Ok(Ok(tls)) => tls,
         Ok(Err(e)) => return fail(&conn, e),
-        Err(_) => return fail(&conn, DialError::Timeout(pool.authority.clone())),
+        Err(_) => return fail(&conn, DialError::Timeout(pool.dialer.authority.clone())),
     };
     if tls.get_ref().1.alpn_protocol() != Some(b"h2") {
         conn.dial.send_replace(Dial::NotHttp2);
@@ -377,10 +365,10 @@ async fn dial(pool: Arc<Inner>, conn: Arc<Conn>, assumed: usize) {
         .max_local_error_reset_streams(None);
     let (sender, connection) = match builder.handshake(TokioIo::new(io)).await {
         Ok(pair) => pair,
-        Err(source) => return fail(&conn, DialError::Http2 { authority: pool.authority.clone(), source }),
+        Err(source) => return fail(&conn, DialError::Http2 { authority: pool.dialer.authority.clone(), source }),
     };
     let driven = Driven { connection, heard: assumed, limit: conn.limit.clone(), assumed: pool.assumed.clone() };
-    let (closed, authority) = (conn.closed.clone(), pool.authority.clone());
+    let (closed, authority) = (conn.closed.clone(), pool.dialer.authority.clone());
     tokio::spawn(async move {
         if let Err(e) = driven.await {
             tracing::debug!(upstream = %authority, error = %e, "upstream connection ended");
@@ -395,7 +383,7 @@ async fn dial(pool: Arc<Inner>, conn: Arc<Conn>, assumed: usize) {
         }
         _ => {
             conn.closed.store(true, Ordering::Release);
-            fail(&conn, DialError::NoSettings(pool.authority.clone()));
+            fail(&conn, DialError::NoSettings(pool.dialer.authority.clone()));
         }
     }
 }
@@ -403,17 +391,6 @@ async fn dial(pool: Arc<Inner>, conn: Arc<Conn>, assumed: usize) {
 fn fail(conn: &Conn, why: DialError) {
     tracing::debug!(error = %why, "upstream dial failed");
     conn.dial.send_replace(Dial::Failed(Arc::new(why)));
-}
-
-async fn handshake_tls(pool: &Inner) -> Result<TlsStream<Gathered<TcpStream>>, DialError> {
-    let authority = || pool.authority.clone();
-    let tcp = TcpStream::connect(&pool.authority).await.map_err(|source| DialError::Connect { authority: authority(), source })?;
-    // Small writes (a watch's frames) go out at once.
-    let _ = tcp.set_nodelay(true);
-    TlsConnector::from(pool.tls.clone())
-        .connect(pool.server_name.clone(), Gathered::new(tcp))
-        .await
-        .map_err(|source| DialError::Tls { authority: authority(), source })
 }
 
 type H2Connection = http2::Connection<TokioIo<frames::Frames<TlsStream<Gathered<TcpStream>>>>, UpBody, TokioExecutor>;
