@@ -91,6 +91,23 @@ pub fn indent(src: &[u8]) -> Vec<u8> {
     out
 }
 
+/// The bytes [`write_go_string`] stops at: controls, `"`, `\`, `<`, `>`, `&`, and 0xE2 (which begins U+2028 and U+2029).
+const GO_ESCAPES: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        table[b] = true;
+        b += 1;
+    }
+    let others = [b'"', b'\\', b'<', b'>', b'&', 0xE2];
+    let mut i = 0;
+    while i < others.len() {
+        table[others[i] as usize] = true;
+        i += 1;
+    }
+    table
+};
+
 /// Appends `s` as a JSON string the way Go's `encoding/json` writes it.
 pub fn write_go_string(out: &mut String, s: &str) {
     out.reserve(s.len() + 2);
@@ -98,7 +115,7 @@ pub fn write_go_string(out: &mut String, s: &str) {
     // Runs of characters written as they are, copied whole; only what Go escapes is written one by one
     // (U+2028 and U+2029 are the only escaped characters that are not ASCII, and start with 0xE2).
     let mut rest = s;
-    while let Some(at) = rest.bytes().position(|b| b < 0x20 || matches!(b, b'"' | b'\\' | b'<' | b'>' | b'&' | 0xE2)) {
+    while let Some(at) = rest.bytes().position(|b| GO_ESCAPES[usize::from(b)]) {
         out.push_str(&rest[..at]);
         let c = rest[at..].chars().next().unwrap_or_default();
         match c {

@@ -223,16 +223,15 @@ pub struct Request {
 }
 
 impl Request {
-    /// The labels of a request to `method path?query`, from now.
-    pub fn of(method: &str, path: &str, query: &str) -> Request {
-        let a = apimachinery::auth::Attributes::of(method, path, query);
+    /// The labels of a request asking for `a`, from now.
+    pub fn of(a: &apimachinery::auth::Attributes) -> Request {
         let resource = if a.resource_request {
-            let qualified = if a.group.is_empty() { a.resource } else { format!("{}.{}", a.resource, a.group) };
+            let qualified = if a.group.is_empty() { a.resource.clone() } else { format!("{}.{}", a.resource, a.group) };
             if a.subresource.is_empty() { qualified } else { format!("{qualified}/{}", a.subresource) }
         } else {
             String::new()
         };
-        Request { verb: a.verb, resource, started: Instant::now() }
+        Request { verb: a.verb.clone(), resource, started: Instant::now() }
     }
 }
 

@@ -7,8 +7,10 @@
 //! Invariant: [`Event::line`] is the log line (the object and a newline);
 //! a webhook batch holds the same bytes without the type ([`LINE_START`]).
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::time::SystemTime;
+use std::fmt::Write;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use apimachinery::auth::UserInfo;
 use apimachinery::json::write_go_string;
@@ -256,18 +258,14 @@ impl Event {
         user(&mut self.impersonated, Some(u));
     }
 
-    /// The event at `stage` as a log line (`{"kind":"Event",…}` and a
-    /// newline), stamped `at` (`RequestReceived`: when the request arrived).
-    pub fn line(&self, stage: Stage, at: SystemTime) -> Vec<u8> {
+    /// Appends the event at `stage` as a log line (`{"kind":"Event",…}` and
+    /// a newline) to `s`, stamped `at` (`RequestReceived`: when the request arrived).
+    pub fn write_line(&self, stage: Stage, at: SystemTime, s: &mut String) {
         let at = if stage == Stage::RequestReceived { self.received_at } else { at };
-        let body = self.response_object.as_ref().map_or(0, String::len);
-        let mut s = String::with_capacity(
-            LINE_START.len() + self.head.len() + self.request.len() + self.impersonated.len() + self.origin.len() + 320 + body,
-        );
         s.push_str(LINE_START);
         s.push_str(&self.head);
         s.push_str(r#","stage":"#);
-        write_go_string(&mut s, stage.as_str());
+        write_go_string(s, stage.as_str());
         s.push_str(&self.request);
         s.push_str(&self.impersonated);
         s.push_str(&self.origin);
@@ -276,17 +274,17 @@ impl Event {
             let mut first = false;
             for (key, value) in [("status", r.status), ("message", &r.message), ("reason", &r.reason)] {
                 if !value.is_empty() {
-                    field(&mut s, &mut first, key);
-                    write_go_string(&mut s, value);
+                    field(s, &mut first, key);
+                    write_go_string(s, value);
                 }
             }
             if let Some(d) = &r.details {
-                field(&mut s, &mut first, "details");
-                go_json(&mut s, d);
+                field(s, &mut first, "details");
+                go_json(s, d);
             }
             if r.code != 0 {
-                field(&mut s, &mut first, "code");
-                s.push_str(&r.code.to_string());
+                field(s, &mut first, "code");
+                let _ = write!(s, "{}", r.code);
             }
             s.push('}');
         }
@@ -296,17 +294,24 @@ impl Event {
         }
         s.push_str(&self.received);
         s.push_str(r#","stageTimestamp":"#);
-        micro_time(&mut s, at);
+        micro_time(s, at);
         if !self.annotations.is_empty() {
             s.push_str(r#","annotations":{"#);
             let mut first = true;
             for (k, v) in &self.annotations {
-                field(&mut s, &mut first, k);
-                write_go_string(&mut s, v);
+                field(s, &mut first, k);
+                write_go_string(s, v);
             }
             s.push('}');
         }
         s.push_str("}\n");
+    }
+
+    /// The event at `stage` as a log line ([`Event::write_line`]).
+    #[cfg(test)]
+    pub fn line(&self, stage: Stage, at: SystemTime) -> Vec<u8> {
+        let mut s = String::new();
+        self.write_line(stage, at, &mut s);
         s.into_bytes()
     }
 }
@@ -368,8 +373,29 @@ fn user(s: &mut String, u: Option<&UserInfo>) {
 
 /// `t` as `metav1.MicroTime` writes it, quoted: `"2006-01-02T15:04:05.000000Z"`.
 fn micro_time(s: &mut String, t: SystemTime) {
-    use std::fmt::Write;
-    let _ = write!(s, "\"{}\"", humantime::format_rfc3339_micros(t));
+    let since = t.duration_since(UNIX_EPOCH).unwrap_or_default();
+    SECOND.with_borrow_mut(|(secs, text)| {
+        // Events come many a second: the date and time of day are written once for each.
+        if *secs != since.as_secs() || text.is_empty() {
+            *secs = since.as_secs();
+            text.clear();
+            let _ = write!(text, "{}", humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_secs(*secs)));
+            text.pop(); // Its `Z`.
+        }
+        s.push('"');
+        s.push_str(text);
+        let micros = since.subsec_micros();
+        s.push('.');
+        for digit in (0..6).rev().map(|i| micros / 10u32.pow(i) % 10) {
+            s.push(char::from(b'0' + digit as u8));
+        }
+        s.push_str("Z\"");
+    });
+}
+
+thread_local! {
+    /// The second last written by [`micro_time`] on this thread, and its text up to the fraction.
+    static SECOND: RefCell<(u64, String)> = const { RefCell::new((0, String::new())) };
 }
 
 /// A fresh audit ID, as the apiserver's `uuid.New()` makes it.
@@ -379,8 +405,6 @@ pub fn new_id() -> String {
 
 #[cfg(test)]
 mod tests {
-    use std::time::{Duration, UNIX_EPOCH};
-
     use super::*;
 
     fn event(user: Option<&UserInfo>) -> Event {
@@ -437,6 +461,17 @@ mod tests {
             line.contains(r#""responseStatus":{"metadata":{},"status":"Failure","message":"pods is forbidden: User \"bob\" cannot list","reason":"Forbidden","details":{"kind":"pods"},"code":403}"#),
             "{line}"
         );
+    }
+
+    #[test]
+    fn micro_times_are_written_as_rfc_3339_with_microseconds_whatever_second_came_before() {
+        for micros in [1_700_000_000_123_456u64, 1_700_000_000_999_999, 1_700_000_001_000_000, 1_600_000_000_000_007, 1_700_000_000_000_010]
+        {
+            let t = UNIX_EPOCH + Duration::from_micros(micros);
+            let mut s = String::new();
+            micro_time(&mut s, t);
+            assert_eq!(s, format!("\"{}\"", humantime::format_rfc3339_micros(t)));
+        }
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! (`--audit-log-maxsize 0`) or a size-rotated one ([`super::rotate`]).
 //!
 //! Invariants: lines are written by one thread of their own, in the order
-//! the events were sent, in as few writes as the queue allows (the thread
+//! the events were sent, in as few writes as the buffer allows (the thread
 //! takes what gathered every [`GATHERING`], so an event is written within
 //! about that, and no request wakes it while events flow); a file that
 //! cannot be written costs one error line when it starts failing and one
@@ -18,17 +18,11 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use tokio::sync::mpsc::Receiver;
-
 use super::rotate::Rotating;
-use super::sink::Counts;
-
-/// At most this many queued events are written at once.
-const GATHER: usize = 512;
+use super::sink::{Counts, Lines, Receiver};
 
 /// How long the writer lets events gather once one wakes it: the longest
-/// an event waits for its write (10,000 queued events last half a second
+/// an event waits for its write (10,000 buffered events last half a second
 /// at 20,000 events a second).
 const GATHERING: Duration = Duration::from_millis(10);
 
@@ -59,17 +53,12 @@ impl Output {
         }
     }
 
-    /// Writes `lines`, gathered in `buf` (kept from one batch to the next).
-    fn write(&mut self, lines: &[Bytes], buf: &mut Vec<u8>) -> io::Result<()> {
-        let gathered = |buf: &mut Vec<u8>| {
-            buf.clear();
-            lines.iter().for_each(|l| buf.extend_from_slice(l));
-        };
+    /// Writes `lines`.
+    fn write(&mut self, lines: &Lines) -> io::Result<()> {
         match self {
             Output::Stdout => {
-                gathered(buf);
                 let mut out = io::stdout().lock();
-                out.write_all(buf)?;
+                out.write_all(lines.bytes())?;
                 out.flush()
             }
             Output::Plain { path, file } => {
@@ -77,8 +66,7 @@ impl Output {
                     Some(f) => f,
                     None => file.insert(OpenOptions::new().append(true).open(&*path)?),
                 };
-                gathered(buf);
-                let result = f.write_all(buf);
+                let result = f.write_all(lines.bytes());
                 if result.is_err() {
                     *file = None;
                 }
@@ -117,35 +105,21 @@ impl Output {
 }
 
 /// Starts the writer thread: it writes what `rx` brings to `out` until every sender is gone.
-pub fn start(mut out: Output, mut rx: Receiver<Bytes>, counts: Counts) -> io::Result<std::thread::JoinHandle<()>> {
+pub fn start(mut out: Output, rx: Receiver, counts: Counts) -> io::Result<std::thread::JoinHandle<()>> {
     std::thread::Builder::new().name("audit-log".into()).spawn(move || {
         let (mut failing, mut retry_at) = (false, Instant::now());
         if let Err(e) = out.ensure() {
             tracing::error!(output = %out.name(), error = %e, "the audit log cannot be written; events are counted as failed until it can");
             (failing, retry_at) = (true, Instant::now() + REOPEN);
         }
-        let (mut lines, mut buf) = (Vec::with_capacity(GATHER), Vec::new());
-        loop {
-            // Waiting on the queue (a sender wakes this thread) only when it was found empty: while
-            // events come, they are taken a pause apart, and no request pays for waking the writer.
-            while lines.len() < GATHER {
-                match rx.try_recv() {
-                    Ok(line) => lines.push(line),
-                    Err(_) => break,
-                }
-            }
-            if lines.is_empty() {
-                match rx.blocking_recv() {
-                    Some(line) => lines.push(line),
-                    None => return,
-                }
-                std::thread::sleep(GATHERING);
-                continue;
-            }
+        let mut lines = Lines::default();
+        // Waits on the buffer (a request wakes this thread) only when it was found empty: while
+        // events come, they are taken a pause apart, and no request pays for waking the writer.
+        while rx.take_blocking(&mut lines) {
             let n = lines.len() as u64;
             let result = match failing && Instant::now() < retry_at {
                 true => Err(io::Error::other("not retried yet")),
-                false => out.write(&lines, &mut buf),
+                false => out.write(&lines),
             };
             match result {
                 Ok(()) => {
@@ -166,10 +140,8 @@ pub fn start(mut out: Output, mut rx: Receiver<Bytes>, counts: Counts) -> io::Re
                 }
             }
             lines.clear();
-            if n < GATHER as u64 {
-                // The queue was emptied: let the next events gather without waking this thread for each.
-                std::thread::sleep(GATHERING);
-            }
+            // Let the next events gather without waking this thread for each.
+            std::thread::sleep(GATHERING);
         }
     })
 }

@@ -28,9 +28,17 @@ const MAX_USER_AGENT: usize = 1024;
 
 /// The request's audit ID: the client's own `Audit-ID` as sent, else a fresh one.
 pub fn audit_id(headers: &HeaderMap) -> String {
-    match headers.get(AUDIT_ID).map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned()) {
+    match headers.get(AUDIT_ID).map(|v| text(v.as_bytes())) {
         Some(id) if !id.is_empty() => id,
         _ => new_id(),
+    }
+}
+
+/// `bytes` as text, anything not UTF-8 replaced (as Go's JSON writes a string of such bytes).
+fn text(bytes: &[u8]) -> String {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => s.to_owned(),
+        Err(_) => String::from_utf8_lossy(bytes).into_owned(),
     }
 }
 
@@ -41,9 +49,9 @@ pub struct Arrival {
     pub id: String,
     /// When it arrived.
     pub received: SystemTime,
-    /// Its method, path and query (`RequestInfoFactory`'s inputs).
-    pub method: String,
-    pub path: String,
+    /// What it asks to do, as the authorizer and the policy see it (`RequestInfoFactory`'s reading).
+    pub attributes: Arc<Attributes>,
+    /// Its query, as sent.
     pub query: String,
     /// `X-Forwarded-For`, then `X-Real-Ip`, then the peer (`utilnet.SourceIPs`).
     pub source_ips: Vec<String>,
@@ -54,18 +62,17 @@ pub struct Arrival {
 }
 
 impl Arrival {
-    /// A request with `headers` for `method path?query`, from `peer`.
-    pub fn of(headers: &HeaderMap, method: &str, path: &str, query: &str, peer: Option<IpAddr>) -> Arrival {
+    /// A request with `headers` asking for `attributes` with `query`, from `peer`.
+    pub fn of(headers: &HeaderMap, attributes: Arc<Attributes>, query: &str, peer: Option<IpAddr>) -> Arrival {
         let ua = headers.get(http::header::USER_AGENT).map(|v| v.as_bytes()).unwrap_or_default();
         let user_agent = match ua.len() > MAX_USER_AGENT {
             true => format!("{}...TRUNCATED", String::from_utf8_lossy(&ua[..MAX_USER_AGENT])),
-            false => String::from_utf8_lossy(ua).into_owned(),
+            false => text(ua),
         };
         Arrival {
             id: audit_id(headers),
             received: SystemTime::now(),
-            method: method.to_string(),
-            path: path.to_string(),
+            attributes,
             query: query.to_string(),
             source_ips: source_ips(headers, peer).iter().map(IpAddr::to_string).collect(),
             user_agent,
@@ -75,12 +82,13 @@ impl Arrival {
 
     /// Its request URI as sent (`req.URL.RequestURI()`).
     fn uri(&self) -> String {
-        if self.query.is_empty() { self.path.clone() } else { format!("{}?{}", self.path, self.query) }
-    }
-
-    /// What it asks to do, as the authorizer and the policy see it.
-    pub fn attributes(&self) -> Attributes {
-        Attributes::of(&self.method, &self.path, &self.query)
+        let mut uri = self.attributes.path.clone();
+        if !self.query.is_empty() {
+            uri.reserve(1 + self.query.len());
+            uri.push('?');
+            uri.push_str(&self.query);
+        }
+        uri
     }
 }
 
@@ -128,8 +136,8 @@ const LONG_RUNNING_SUBRESOURCES: &[&str] = &["attach", "exec", "proxy", "log", "
 impl Record {
     /// The record of `arrival` by `user` (`None`: unauthenticated), if the policy audits it.
     pub fn start(auditor: &Arc<Auditor>, arrival: &Arrival, user: Option<&UserInfo>) -> Option<Record> {
-        let attrs = arrival.attributes();
-        let config = auditor.policy.evaluate(&attrs, user);
+        let attrs = &arrival.attributes;
+        let config = auditor.policy.evaluate(attrs, user);
         if config.level == Level::None {
             return None;
         }
@@ -203,7 +211,8 @@ impl Record {
             return;
         }
         self.written = self.written.with(stage);
-        self.auditor.sink.send(self.event.line(stage, SystemTime::now()));
+        let now = SystemTime::now();
+        self.auditor.sink.send(|line| self.event.write_line(stage, now, line));
     }
 
     /// Whether `stage` was written.
@@ -262,7 +271,7 @@ mod tests {
     #[test]
     fn long_user_agents_are_cut_as_the_apiserver_cuts_them() {
         let long = "a".repeat(2000);
-        let a = Arrival::of(&headers(&[("user-agent", &long)]), "GET", "/api", "", None);
+        let a = Arrival::of(&headers(&[("user-agent", &long)]), Arc::new(Attributes::of("GET", "/api", "")), "", None);
         assert_eq!(a.user_agent, format!("{}...TRUNCATED", "a".repeat(1024)));
     }
 

@@ -14,6 +14,8 @@ use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+use super::sink::Lines;
+
 /// A size-rotated log file.
 #[derive(Debug)]
 pub struct Rotating {
@@ -34,8 +36,16 @@ impl Rotating {
         Rotating { path, max_size, max_backups, max_age, file: None, size: 0, chunk: Vec::new() }
     }
 
-    /// Writes `lines`, rotating between lines as the size requires.
-    pub fn write_lines<L: AsRef<[u8]>>(&mut self, lines: &[L]) -> io::Result<()> {
+    /// Writes `lines`, rotating between lines as the size requires: in one
+    /// write when they fit the open file, else gathered line by line.
+    pub fn write_lines(&mut self, lines: &Lines) -> io::Result<()> {
+        if let Some(f) = &mut self.file
+            && self.size + lines.bytes().len() as u64 <= self.max_size
+        {
+            f.write_all(lines.bytes())?;
+            self.size += lines.bytes().len() as u64;
+            return Ok(());
+        }
         let mut chunk = std::mem::take(&mut self.chunk);
         chunk.clear();
         let result = self.write_gathered(lines, &mut chunk);
@@ -43,9 +53,8 @@ impl Rotating {
         result
     }
 
-    fn write_gathered<L: AsRef<[u8]>>(&mut self, lines: &[L], chunk: &mut Vec<u8>) -> io::Result<()> {
-        for line in lines {
-            let line = line.as_ref();
+    fn write_gathered(&mut self, lines: &Lines, chunk: &mut Vec<u8>) -> io::Result<()> {
+        for line in lines.iter() {
             let len = line.len() as u64;
             if len > self.max_size {
                 return Err(io::Error::other(format!("write length {len} exceeds maximum file size {}", self.max_size)));
@@ -194,6 +203,12 @@ mod tests {
 
     use super::*;
 
+    fn lines(ls: &[&str]) -> Lines {
+        let mut l = Lines::default();
+        ls.iter().for_each(|s| l.push(s.as_bytes()));
+        l
+    }
+
     fn files(dir: &Path) -> Vec<String> {
         let mut names: Vec<String> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
         names.sort();
@@ -217,17 +232,16 @@ mod tests {
         std::fs::write(dir.path().join("audit-2001-01-01T00-00-00.000.log"), "old\n").unwrap();
         std::fs::write(dir.path().join("audit-notes.log"), "keep\n").unwrap();
         let mut log = Rotating::new(path.clone(), 10, 1, 0);
-        let line = |s: &str| s.as_bytes().to_vec();
-        log.write_lines(&[line("aaaa\n"), line("bbbb\n")]).unwrap();
+        log.write_lines(&lines(&["aaaa\n", "bbbb\n"])).unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "aaaa\nbbbb\n");
-        log.write_lines(&[line("cccc\n")]).unwrap();
+        log.write_lines(&lines(&["cccc\n"])).unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "cccc\n");
         let names = files(dir.path());
         assert_eq!(names.len(), 3, "{names:?}");
         assert!(names.contains(&"audit-notes.log".to_string()) && names.contains(&"audit.log".to_string()));
         let backup = names.iter().find(|n| n.starts_with("audit-2") && !n.starts_with("audit-2001")).expect("the new backup");
         assert_eq!(std::fs::read_to_string(dir.path().join(backup)).unwrap(), "aaaa\nbbbb\n");
-        assert!(log.write_lines(&[line("a line of more than ten bytes\n")]).is_err());
+        assert!(log.write_lines(&lines(&["a line of more than ten bytes\n"])).is_err());
     }
 
     #[test]
@@ -236,8 +250,11 @@ mod tests {
         let path = dir.path().join("audit.log");
         std::fs::write(&path, "1234\n").unwrap();
         let mut log = Rotating::new(path.clone(), 20, 0, 0);
-        log.write_lines(&[b"5678\n".to_vec()]).unwrap();
+        log.write_lines(&lines(&["5678\n"])).unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "1234\n5678\n");
+        log.write_lines(&lines(&["abcd\n", "efgh\n", "ijkl\n"])).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "ijkl\n", "a batch that does not fit is split between lines");
+        assert_eq!(files(dir.path()).len(), 2);
     }
 
     #[test]
@@ -249,7 +266,7 @@ mod tests {
         std::fs::write(&old, "").unwrap();
         std::fs::write(&recent, "").unwrap();
         let mut log = Rotating::new(path.clone(), 100, 0, 2);
-        log.write_lines(&[b"x\n".to_vec()]).unwrap();
+        log.write_lines(&lines(&["x\n"])).unwrap();
         assert!(!old.exists() && recent.exists());
     }
 }

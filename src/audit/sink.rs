@@ -1,17 +1,30 @@
-//! Where events go: each backend's bounded queue, fed without ever waiting
-//! (the apiserver's `buffered` backend), and the counts of what became of
-//! every event — `kache_audit_events_total{backend, result}` with result
-//! `written`, `dropped` (its queue was full: the backend is slower than
-//! the requests, as `apiserver_audit_error_total{plugin="buffered"}`
-//! counts) or `failed` (the backend could not take it: the file cannot be
-//! written, the webhook refused the batch).
+//! Where events go: each backend's bounded buffer of lines, appended to
+//! without ever waiting (the apiserver's `buffered` backend) and taken
+//! whole by the backend, and the counts of what became of every event —
+//! `kache_audit_events_total{backend, result}` with result `written`,
+//! `dropped` (its buffer was full: the backend is slower than the
+//! requests, as `apiserver_audit_error_total{plugin="buffered"}` counts)
+//! or `failed` (the backend could not take it: the file cannot be written,
+//! the webhook refused the batch).
 //!
-//! Invariant: [`Sink::send`] takes constant time and never blocks; an event
-//! is counted exactly once per backend.
+//! An event is written once, into a buffer of the thread that makes it,
+//! and copied from there into each backend's [`Lines`]; the backend swaps
+//! that buffer for its own emptied one. So no event costs an allocation,
+//! and nothing allocated by a request's thread is freed by a backend's (a
+//! line a request, freed by the writer, took malloc's one arena lock on
+//! both sides).
+//!
+//! Invariants: [`Sink::send`] takes constant time and never blocks (a copy
+//! under a lock no one holds longer than a copy or a swap); a backend is
+//! woken only when it waits for an empty buffer; an event is counted
+//! exactly once per backend; a buffer holds at most its size in events.
 
-use bytes::Bytes;
+use std::cell::RefCell;
+use std::sync::Arc;
+
 use metrics::Counter;
-use tokio::sync::mpsc;
+use parking_lot::{Condvar, Mutex};
+use tokio::sync::Notify;
 
 /// Which backend a count is of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,23 +65,191 @@ impl Counts {
     }
 }
 
-/// One backend's queue.
-#[derive(Debug)]
-pub struct Queue {
-    tx: mpsc::Sender<Bytes>,
-    counts: Counts,
+/// Log lines (each an event and its newline), one after the other in one buffer.
+#[derive(Debug, Default)]
+pub struct Lines {
+    bytes: Vec<u8>,
+    /// Where each line ends in `bytes`.
+    ends: Vec<usize>,
 }
 
-impl Queue {
-    /// A queue of at most `size` events for `backend`, and its receiving end.
-    pub fn new(backend: Backend, size: usize) -> (Queue, mpsc::Receiver<Bytes>, Counts) {
-        let (tx, rx) = mpsc::channel(size.max(1));
-        let counts = Counts::of(backend);
-        (Queue { tx, counts: counts.clone() }, rx, counts)
+impl Lines {
+    /// The number of lines.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Every line, one after the other.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// Each line.
+    pub fn iter(&self) -> impl Iterator<Item = &[u8]> {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        starts.zip(&self.ends).map(|(start, &end)| &self.bytes[start..end])
+    }
+
+    /// `line` after the others.
+    pub fn push(&mut self, line: &[u8]) {
+        self.bytes.extend_from_slice(line);
+        self.ends.push(self.bytes.len());
+    }
+
+    /// No lines (the buffers kept).
+    pub fn clear(&mut self) {
+        self.bytes.clear();
+        self.ends.clear();
+    }
+
+    /// Removes the first `n` lines.
+    pub fn remove_first(&mut self, n: usize) {
+        let Some(&cut) = n.checked_sub(1).and_then(|i| self.ends.get(i)) else {
+            if n > 0 {
+                self.clear();
+            }
+            return;
+        };
+        self.bytes.drain(..cut);
+        self.ends.drain(..n);
+        self.ends.iter_mut().for_each(|e| *e -= cut);
+    }
+
+    /// At most `max` of `other`'s first lines after these, and gone from
+    /// `other` (all of them moved without a copy when `self` is empty).
+    fn take_from(&mut self, other: &mut Lines, max: usize) {
+        if max >= other.len() && self.is_empty() {
+            std::mem::swap(self, other);
+            return;
+        }
+        let n = max.min(other.len());
+        let cut = n.checked_sub(1).map_or(0, |i| other.ends[i]);
+        let base = self.bytes.len();
+        self.bytes.extend_from_slice(&other.bytes[..cut]);
+        self.ends.extend(other.ends[..n].iter().map(|e| e + base));
+        other.remove_first(n);
     }
 }
 
-/// Every backend's queue.
+/// A backend's buffer, shared by the requests that fill it and the backend that empties it.
+#[derive(Debug)]
+struct Shared {
+    state: Mutex<State>,
+    /// The most events the buffer holds.
+    size: usize,
+    /// Wakes a backend thread waiting for events ([`Receiver::take_blocking`]).
+    thread: Condvar,
+    /// Wakes a backend task waiting for events ([`Receiver::take`]).
+    task: Notify,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    lines: Lines,
+    /// The backend waits for the buffer to hold something.
+    waiting: bool,
+    /// The sink is gone: nothing more comes.
+    closed: bool,
+}
+
+/// One backend's buffer, as the sink fills it.
+#[derive(Debug)]
+pub struct Queue {
+    shared: Arc<Shared>,
+    counts: Counts,
+}
+
+/// One backend's buffer, as the backend empties it.
+#[derive(Debug)]
+pub struct Receiver {
+    shared: Arc<Shared>,
+}
+
+impl Queue {
+    /// A buffer of at most `size` events for `backend`, and its receiving end.
+    pub fn new(backend: Backend, size: usize) -> (Queue, Receiver, Counts) {
+        let shared =
+            Arc::new(Shared { state: Mutex::new(State::default()), size: size.max(1), thread: Condvar::new(), task: Notify::new() });
+        let counts = Counts::of(backend);
+        (Queue { shared: shared.clone(), counts: counts.clone() }, Receiver { shared }, counts)
+    }
+
+    /// Appends `line` unless the buffer is full (then counted dropped); wakes a waiting backend.
+    fn push(&self, line: &[u8]) {
+        let mut state = self.shared.state.lock();
+        if state.lines.len() >= self.shared.size {
+            drop(state);
+            self.counts.dropped.increment(1);
+            return;
+        }
+        state.lines.push(line);
+        if std::mem::take(&mut state.waiting) {
+            drop(state);
+            self.shared.wake();
+        }
+    }
+}
+
+impl Shared {
+    fn wake(&self) {
+        self.thread.notify_one();
+        self.task.notify_one();
+    }
+}
+
+impl Drop for Queue {
+    /// Nothing more comes: the backend writes what is left and ends.
+    fn drop(&mut self) {
+        self.shared.state.lock().closed = true;
+        self.shared.wake();
+    }
+}
+
+impl Receiver {
+    /// Moves all that gathered to the end of `into`, waiting (the thread
+    /// blocked) while nothing has; `false` once nothing more will come.
+    pub fn take_blocking(&self, into: &mut Lines) -> bool {
+        let mut state = self.shared.state.lock();
+        while state.lines.is_empty() && !state.closed {
+            state.waiting = true;
+            self.shared.thread.wait(&mut state);
+        }
+        state.waiting = false;
+        let taken = !state.lines.is_empty();
+        into.take_from(&mut state.lines, usize::MAX);
+        taken
+    }
+
+    /// As [`Receiver::take_blocking`], for a task, moving at most `max`
+    /// lines (the rest stay in the bounded buffer).
+    pub async fn take(&self, into: &mut Lines, max: usize) -> bool {
+        loop {
+            {
+                let mut state = self.shared.state.lock();
+                if !state.lines.is_empty() || state.closed {
+                    state.waiting = false;
+                    let taken = !state.lines.is_empty();
+                    into.take_from(&mut state.lines, max);
+                    return taken;
+                }
+                state.waiting = true;
+            }
+            // A wake between the unlock and this wait is kept by `Notify` (a permit).
+            self.shared.task.notified().await;
+        }
+    }
+}
+
+thread_local! {
+    /// The line being made, on each thread that makes events.
+    static LINE: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+/// Every backend's buffer.
 #[derive(Debug, Default)]
 pub struct Sink {
     queues: Vec<Queue>,
@@ -80,15 +261,81 @@ impl Sink {
         Sink { queues }
     }
 
-    /// Hands an event (its [`super::event::Event::line`]) to every backend, dropping it where the queue is full.
-    pub fn send(&self, line: Vec<u8>) {
-        let mut line = Some(Bytes::from(line));
-        for (i, q) in self.queues.iter().enumerate() {
-            // The last backend takes the line itself: a clone shares it, at the cost of an allocation.
-            let this = if i + 1 == self.queues.len() { line.take() } else { line.clone() };
-            if this.is_some_and(|l| q.tx.try_send(l).is_err()) {
-                q.counts.dropped.increment(1);
-            }
+    /// Hands the line `write` makes (an event, [`super::event::Event::write_line`]) to
+    /// every backend, dropping it where the buffer is full.
+    pub fn send(&self, write: impl FnOnce(&mut String)) {
+        LINE.with_borrow_mut(|line| {
+            line.clear();
+            write(line);
+            self.queues.iter().for_each(|q| q.push(line.as_bytes()));
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(ls: &[&str]) -> Lines {
+        let mut l = Lines::default();
+        ls.iter().for_each(|s| l.push(s.as_bytes()));
+        l
+    }
+
+    fn strings(l: &Lines) -> Vec<String> {
+        l.iter().map(|b| String::from_utf8(b.to_vec()).unwrap()).collect()
+    }
+
+    #[test]
+    fn lines_are_kept_apart_taken_and_removed_from_the_front() {
+        let mut a = lines(&["a\n", "bb\n"]);
+        let mut b = lines(&["ccc\n", "d\n", "e\n"]);
+        a.take_from(&mut b, 2);
+        assert_eq!(strings(&a), ["a\n", "bb\n", "ccc\n", "d\n"]);
+        assert_eq!(strings(&b), ["e\n"]);
+        a.take_from(&mut b, 9);
+        assert_eq!(strings(&a), ["a\n", "bb\n", "ccc\n", "d\n", "e\n"]);
+        assert!(b.is_empty());
+        assert_eq!(a.bytes(), b"a\nbb\nccc\nd\ne\n");
+        a.remove_first(4);
+        assert_eq!(strings(&a), ["e\n"]);
+        a.remove_first(5);
+        assert!(a.is_empty() && a.bytes().is_empty());
+    }
+
+    #[test]
+    fn a_full_buffer_drops_and_counts_and_a_taker_empties_it() {
+        let (queue, rx, _) = Queue::new(Backend::Log, 2);
+        let sink = Sink::new(vec![queue]);
+        for line in ["1\n", "2\n", "3\n"] {
+            sink.send(|out| out.push_str(line));
         }
+        let mut taken = Lines::default();
+        assert!(rx.take_blocking(&mut taken));
+        assert_eq!(strings(&taken), ["1\n", "2\n"], "the third did not fit");
+        sink.send(|out| out.push_str("4\n"));
+        assert!(rx.take_blocking(&mut taken));
+        assert_eq!(strings(&taken), ["1\n", "2\n", "4\n"]);
+        drop(sink);
+        assert!(!rx.take_blocking(&mut taken), "closed and empty");
+    }
+
+    #[test]
+    fn a_waiting_backend_thread_is_woken_by_the_first_event() {
+        let (queue, rx, _) = Queue::new(Backend::Log, 10);
+        let backend = std::thread::spawn(move || {
+            let mut taken = Lines::default();
+            let mut got = Vec::new();
+            while rx.take_blocking(&mut taken) {
+                got.extend(strings(&taken));
+                taken.clear();
+            }
+            got
+        });
+        let sink = Sink::new(vec![queue]);
+        sink.send(|out| out.push_str("x\n"));
+        sink.send(|out| out.push_str("y\n"));
+        drop(sink);
+        assert_eq!(backend.join().unwrap(), ["x\n", "y\n"]);
     }
 }

@@ -9,17 +9,14 @@
 //! counted `failed`.
 //!
 //! Invariant: one batch is in flight at a time; what arrives meanwhile
-//! waits in the bounded queue, and what does not fit there is dropped and
+//! waits in the bounded buffer, and what does not fit there is dropped and
 //! counted (`super::sink`) — a slow webhook never slows a request.
 
 use std::path::Path;
 use std::time::Duration;
 
-use bytes::Bytes;
-use tokio::sync::mpsc::Receiver;
-
 use super::event::LINE_START;
-use super::sink::Counts;
+use super::sink::{Counts, Lines, Receiver};
 use crate::upstream::UpstreamError;
 use crate::upstream::client::Client;
 use crate::upstream::connect::ConnectArgs;
@@ -59,43 +56,32 @@ impl Webhook {
     }
 
     /// Sends batches of what `rx` brings until every sender is gone.
-    pub async fn run(self, mut rx: Receiver<Bytes>, batching: Batching, counts: Counts) {
+    pub async fn run(self, rx: Receiver, batching: Batching, counts: Counts) {
         let max_size = batching.max_size.max(1);
-        loop {
+        // The batch being made: at most `max_size` events taken from the buffer, as the apiserver's.
+        let mut pending = Lines::default();
+        let mut closed = false;
+        while !(closed && pending.is_empty()) {
+            if pending.is_empty() && !rx.take(&mut pending, max_size).await {
+                return;
+            }
             let deadline = tokio::time::Instant::now() + batching.max_wait;
-            let mut batch = Vec::with_capacity(max_size.min(1024));
-            let mut closed = false;
-            while batch.len() < max_size {
-                match tokio::time::timeout_at(deadline, rx.recv()).await {
-                    Ok(Some(line)) => {
-                        batch.push(line);
-                        // What is queued already, without waiting for each.
-                        while batch.len() < max_size
-                            && let Ok(line) = rx.try_recv()
-                        {
-                            batch.push(line);
-                        }
-                    }
-                    Ok(None) => {
-                        closed = true;
-                        break;
-                    }
+            while pending.len() < max_size && !closed {
+                let room = max_size - pending.len();
+                match tokio::time::timeout_at(deadline, rx.take(&mut pending, room)).await {
+                    Ok(taken) => closed = !taken,
                     Err(_) => break,
                 }
             }
-            if !batch.is_empty() {
-                let n = batch.len() as u64;
-                match self.send(&event_list(&batch), batching.initial_backoff).await {
-                    Ok(()) => counts.written.increment(n),
-                    Err(e) => {
-                        tracing::error!(events = n, error = %e, "the audit webhook did not take a batch");
-                        counts.failed.increment(n);
-                    }
+            let n = pending.len() as u64;
+            match self.send(&event_list(pending.iter()), batching.initial_backoff).await {
+                Ok(()) => counts.written.increment(n),
+                Err(e) => {
+                    tracing::error!(events = n, error = %e, "the audit webhook did not take a batch");
+                    counts.failed.increment(n);
                 }
             }
-            if closed {
-                return;
-            }
+            pending.clear();
         }
     }
 
@@ -121,10 +107,10 @@ impl Webhook {
 
 /// The `EventList` of events given by their log lines: each item the line's
 /// object without its type, as the apiserver's batches hold them.
-fn event_list(batch: &[Bytes]) -> Vec<u8> {
-    let mut body = Vec::with_capacity(batch.iter().map(Bytes::len).sum::<usize>() + 96);
+fn event_list<'a>(batch: impl Iterator<Item = &'a [u8]>) -> Vec<u8> {
+    let mut body = Vec::new();
     body.extend_from_slice(br#"{"kind":"EventList","apiVersion":"audit.k8s.io/v1","metadata":{},"items":["#);
-    for (i, line) in batch.iter().enumerate() {
+    for (i, line) in batch.enumerate() {
         if i > 0 {
             body.push(b',');
         }

@@ -21,7 +21,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, ready};
 
-use apimachinery::auth::UserInfo;
+use apimachinery::auth::{Attributes, UserInfo};
 use apimachinery::status::ApiError;
 use bytes::Bytes;
 use http::header::{CONTENT_ENCODING, CONTENT_TYPE};
@@ -71,12 +71,12 @@ const INCOMPLETE: &str = "kache.dev/response-incomplete";
 const NOT_RECORDED: &str = "kache.dev/response-object";
 
 impl Audit {
-    /// A request as it arrives (`None`: kache audits nothing).
-    pub fn arrived(auditor: Option<&Arc<Auditor>>, req: &Request<Incoming>) -> Audit {
+    /// A request asking for `attributes`, as it arrives (`None`: kache audits nothing).
+    pub fn arrived(auditor: Option<&Arc<Auditor>>, req: &Request<Incoming>, attributes: &Arc<Attributes>) -> Audit {
         let Some(auditor) = auditor else { return Audit(State::Off) };
         let peer = req.extensions().get::<Peer>().map(|p| p.0.ip());
-        let (path, query) = (req.uri().path(), req.uri().query().unwrap_or(""));
-        Audit(State::Arrived(auditor.clone(), Box::new(Arrival::of(req.headers(), req.method().as_str(), path, query, peer))))
+        let arrival = Arrival::of(req.headers(), attributes.clone(), req.uri().query().unwrap_or(""), peer);
+        Audit(State::Arrived(auditor.clone(), Box::new(arrival)))
     }
 
     /// Authentication refused the request.

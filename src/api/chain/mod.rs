@@ -1,5 +1,8 @@
 //! The request path, one stage a module, in the order kube-apiserver's
-//! `DefaultBuildHandlerChain` runs its filters:
+//! `DefaultBuildHandlerChain` runs its filters. What the request asks
+//! (its `Attributes`: verb, resource, namespace, name) is read once, as the
+//! apiserver's `WithRequestInfo` reads it before every filter, and every
+//! stage uses that reading:
 //!
 //! 1. [`authenticate`]: who the client is (401 otherwise);
 //! 2. [`audit`]: whether the policy audits the request, and its record to the answer;
@@ -58,16 +61,24 @@ pub fn answerer(api: &Arc<Api>) -> Answerer {
     Arc::new(move |req, certificate| {
         let api = api.clone();
         Box::pin(async move {
-            let observed = metrics::Request::of(req.method().as_str(), req.uri().path(), req.uri().query().unwrap_or(""));
-            let mut audit = Audit::arrived(api.audit.as_ref(), &req);
-            let resp = handle(&api, req, &certificate, &mut audit).await;
+            // What the request asks, read once for every stage (the apiserver's `WithRequestInfo`).
+            let attributes = Arc::new(Attributes::of(req.method().as_str(), req.uri().path(), req.uri().query().unwrap_or("")));
+            let observed = metrics::Request::of(&attributes);
+            let mut audit = Audit::arrived(api.audit.as_ref(), &req, &attributes);
+            let resp = handle(&api, req, &attributes, &certificate, &mut audit).await;
             metrics::observe(observed, audit.answered(resp))
         })
     })
 }
 
-/// One request through every stage.
-async fn handle(api: &Api, req: Request<Incoming>, certificate: &Certificate, audit: &mut Audit) -> Response<ApiBody> {
+/// One request, asking for `attributes`, through every stage.
+async fn handle(
+    api: &Api,
+    req: Request<Incoming>,
+    attributes: &Attributes,
+    certificate: &Certificate,
+    audit: &mut Audit,
+) -> Response<ApiBody> {
     let path = req.uri().path().to_string();
     let query = req.uri().query().unwrap_or("").to_string();
     if req.method() == Method::GET
@@ -95,9 +106,8 @@ async fn handle(api: &Api, req: Request<Incoming>, certificate: &Certificate, au
         },
         (_, user) => user,
     };
-    let attributes = Attributes::of("GET", &path, &query);
     let flow = api.flow.as_ref();
-    let lane = pass_through::lane(req.method(), &attributes, &query);
+    let lane = pass_through::lane(req.method(), attributes, &query);
     match route::route(api, req.method(), &path, &query, req.headers()) {
         Route::Metrics => {
             let answer = async {
@@ -106,17 +116,17 @@ async fn handle(api: &Api, req: Request<Incoming>, certificate: &Certificate, au
                     Err(e) => refused(e),
                 }
             };
-            priority::queued(flow, user.as_ref(), &attributes, priority::Cost::one(), answer).await
+            priority::queued(flow, user.as_ref(), attributes, priority::Cost::one(), answer).await
         }
         Route::Memory(target, negotiated) => {
-            let cost = priority::Cost::of(&target, &attributes, &query);
+            let cost = priority::Cost::of(&target, attributes, &query);
             let answer = async {
                 match audit.authorized(authorize::authorize(gate, user.as_ref(), attributes.clone()).await) {
                     Ok(access) => race::read(api, &target, negotiated, (req, lane), user.as_ref(), access).await,
                     Err(e) => encode::error(negotiated, &e),
                 }
             };
-            priority::queued(flow, user.as_ref(), &attributes, cost, answer).await
+            priority::queued(flow, user.as_ref(), attributes, cost, answer).await
         }
         Route::Upstream(why) => {
             audit.relayed();
