@@ -24,6 +24,7 @@ use apimachinery::resource::{Fields, Resource, field_or_default};
 use apimachinery::selector::{FieldOp, FieldSelector, LabelSelector};
 use apimachinery::shard::ShardSelector;
 use apimachinery::status::ApiError;
+use imbl::OrdSet;
 
 use super::road::PassThrough;
 use crate::store::{CachedObject, Event, EventType, IndexKey, Snapshot};
@@ -144,13 +145,7 @@ impl Filter {
         prefix: &'a str,
         start: Bound<&'a str>,
     ) -> Box<dyn Iterator<Item = &'a Arc<CachedObject>> + 'a> {
-        let labels = self.label.iter().flat_map(|s| s.equalities()).map(|(k, v)| IndexKey::Label(k.into(), v.into()));
-        let fields = self
-            .fields
-            .iter()
-            .enumerate()
-            .filter_map(|(pos, (name, _))| Some(IndexKey::Field(snapshot.indexed_field(pos)?, self.equality(name)?.into())));
-        let smallest = labels.chain(fields).map(|k| snapshot.indexed(&k)).min_by_key(|set| set.map_or(0, |s| s.len()));
+        let smallest = self.smallest_index(snapshot);
         let in_scope = move |k: &str| k.starts_with(prefix);
         match smallest {
             None => Box::new(
@@ -162,6 +157,24 @@ impl Filter {
                 Box::new(keys.range::<_, str>((start, Bound::Unbounded)).take_while(move |k| in_scope(k)).filter_map(|k| snapshot.get(k)))
             }
         }
+    }
+
+    /// The most objects the request can match, when a selector names an
+    /// indexed value: the smallest such index set's size (`None`: no index
+    /// narrows it, every object in scope is a candidate).
+    pub fn most_matches(&self, snapshot: &Snapshot) -> Option<usize> {
+        self.smallest_index(snapshot).map(|set| set.map_or(0, |s| s.len()))
+    }
+
+    /// The smallest index set a selector names (`Some(None)`: a value no object has; `None`: no index applies).
+    fn smallest_index<'a>(&self, snapshot: &'a Snapshot) -> Option<Option<&'a OrdSet<Arc<str>>>> {
+        let labels = self.label.iter().flat_map(|s| s.equalities()).map(|(k, v)| IndexKey::Label(k.into(), v.into()));
+        let fields = self
+            .fields
+            .iter()
+            .enumerate()
+            .filter_map(|(pos, (name, _))| Some(IndexKey::Field(snapshot.indexed_field(pos)?, self.equality(name)?.into())));
+        labels.chain(fields).map(|k| snapshot.indexed(&k)).min_by_key(|set| set.map_or(0, |s| s.len()))
     }
 
     /// How `e` reaches a watcher with this filter, if it does.

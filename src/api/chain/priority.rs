@@ -34,10 +34,11 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, ready};
 
 use apimachinery::auth::{Attributes, UserInfo};
 use apimachinery::flowcontrol::{FLOW_SCHEMA_UID, PRIORITY_LEVEL_UID};
+use apimachinery::params::ListOptions;
 use bytes::Bytes;
 use http::header::RETRY_AFTER;
 use http::{HeaderValue, Response};
@@ -46,6 +47,7 @@ use hyper::body::{Body, Frame, SizeHint};
 
 use crate::api::body::{ApiBody, BoxError};
 use crate::api::encode;
+use crate::api::filter::Filter;
 use crate::api::road::Road;
 use crate::api::target::Target;
 use crate::flowcontrol::width::{self, Stats};
@@ -64,10 +66,23 @@ impl<'a> Cost<'a> {
         Cost { request: width::Request { verb: "get", single: true, query: "" }, stats: Stats::default() }
     }
 
-    /// A read of `target` with `query`, as `attributes` describe it.
+    /// A read of `target` with `query`, as `attributes` describe it: the
+    /// objects it may return are the collection's, as the apiserver counts
+    /// them — or, where a selector names a value kache indexes (a pod's
+    /// node, a label), that index's objects, which is all kache reads (the
+    /// apiserver's estimator leaves this to caches with indexes, its TODO).
     pub fn of(target: &Target<'_>, attributes: &'a Attributes, query: &'a str) -> Cost<'a> {
         let head = target.res.store().view().head().clone();
-        let stats = Stats { count: head.len() as u64, bytes: head.bytes() as u64 };
+        let (count, bytes) = (head.len() as u64, head.bytes() as u64);
+        let indexed = ListOptions::decode(query).ok().and_then(|opts| {
+            let filter = Filter::new(target.res.info(), target.namespace, &opts, None);
+            filter.has_selectors().then(|| filter.most_matches(&head)).flatten()
+        });
+        let stats = match indexed.map(|n| n as u64) {
+            // As many objects of the collection's average size.
+            Some(n) if n < count => Stats { count: n, bytes: bytes.checked_div(count).unwrap_or(0) * n },
+            _ => Stats { count, bytes },
+        };
         Cost { request: width::Request { verb: &attributes.verb, single: !attributes.name.is_empty(), query }, stats }
     }
 }
@@ -100,7 +115,7 @@ pub async fn queued(
         return resp;
     }
     let watch = request.verb == "watch";
-    let mut resp = resp.map(|body| Holding { inner: body, seat: Some(seat), until_idle: watch }.boxed());
+    let mut resp = resp.map(|body| Holding { inner: body, seat: Some(seat), until_idle: watch, sent: 0, turn: None }.boxed());
     name(&mut resp, &class);
     resp
 }
@@ -126,22 +141,45 @@ fn name(resp: &mut Response<ApiBody>, class: &Classified) {
 /// A body holding its request's seats until it ends — a watch's only until
 /// it first has nothing to send: its initial events written, it waits for
 /// live ones (the apiserver's watch initialization signal).
+///
+/// Past [`BULK`] bytes it gives its thread up between frames: a full list
+/// from memory is written as fast as the socket takes it, a whole frame a
+/// turn, and otherwise holds a worker for as many frames as the socket
+/// takes at once (megabytes on loopback) while a small read waits behind
+/// it. Seats share who may run; this shares the threads between what runs.
 struct Holding {
     inner: ApiBody,
     seat: Option<Seat>,
     until_idle: bool,
+    /// Bytes sent so far.
+    sent: usize,
+    /// The turn given up before the next frame.
+    turn: Option<Pin<Box<dyn Future<Output = ()> + Send + Sync>>>,
 }
+
+/// A body that has sent this many bytes yields between frames.
+const BULK: usize = 256 * 1024;
 
 impl Body for Holding {
     type Data = Bytes;
     type Error = BoxError;
 
     fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        if let Some(turn) = &mut self.turn {
+            ready!(turn.as_mut().poll(cx));
+            self.turn = None;
+        }
         let polled = Pin::new(&mut self.inner).poll_frame(cx);
         match &polled {
             Poll::Ready(None | Some(Err(_))) => self.seat = None,
             Poll::Pending if self.until_idle => self.seat = None,
-            _ => {}
+            Poll::Ready(Some(Ok(frame))) => {
+                self.sent += frame.data_ref().map_or(0, Bytes::len);
+                if self.sent >= BULK && !self.inner.is_end_stream() {
+                    self.turn = Some(Box::pin(tokio::task::yield_now()));
+                }
+            }
+            Poll::Pending => {}
         }
         polled
     }
@@ -152,5 +190,78 @@ impl Body for Holding {
 
     fn size_hint(&self) -> SizeHint {
         self.inner.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use apimachinery::resource::Resource;
+
+    use super::*;
+    use crate::api::body::chunks;
+    use crate::cache::CachedResource;
+    use crate::store::{CachedObject, StoreConfig, StoreWriter};
+    use crate::upstream::client::Client;
+    use crate::upstream::connect::ConnectArgs;
+    use crate::upstream::freshness::Freshness;
+
+    /// 300 pods of about 4 kB, 100 on each of three nodes.
+    async fn pods() -> (StoreWriter, Arc<CachedResource>) {
+        let info = Resource::new("", "v1", "pods", "Pod", true);
+        let config = CachedResource::store_config(&info, &StoreConfig::default());
+        let (mut writer, reader) = StoreWriter::new(config);
+        let pod = |i: usize| {
+            let json = format!(
+                r#"{{"metadata":{{"name":"p{i}","namespace":"ns","resourceVersion":"{i}"}},"spec":{{"nodeName":"n{}"}},"pad":"{}"}}"#,
+                i % 3,
+                "x".repeat(4000)
+            );
+            CachedObject::parse(Bytes::from(json), &info.field_paths()).expect("a pod")
+        };
+        writer.replace((1..=300).map(pod).collect(), 300);
+        writer.publish();
+        let nowhere = ConnectArgs { server: Some("http://127.0.0.1:9".into()), ..ConnectArgs::default() };
+        let client = Client::new(&nowhere.resolve().await.expect("credentials")).expect("a client");
+        let fresh = Arc::new(Freshness::new(client, info.clone(), reader.clone(), tokio::sync::mpsc::unbounded_channel().0));
+        (writer, Arc::new(CachedResource::new(info, reader, Arc::default(), fresh)))
+    }
+
+    #[tokio::test]
+    async fn a_list_by_an_indexed_value_costs_the_seats_of_the_objects_it_reads() {
+        let (_writer, res) = pods().await;
+        let target = Target { index: 0, res: &res, namespace: None, name: None };
+        let seats = |query: &str| {
+            let attributes = Attributes::of("GET", "/api/v1/pods", query);
+            let cost = Cost::of(&target, &attributes, query);
+            width::seats(cost.request, cost.stats, 0)
+        };
+        // The whole collection: 1.2 MB, held at most 1 MB at once.
+        assert_eq!(seats("resourceVersion=0"), 10);
+        // One node's 100 pods: 400 kB; a node with none: one seat.
+        assert_eq!(seats("resourceVersion=0&fieldSelector=spec.nodeName%3Dn1"), 5);
+        assert_eq!(seats("resourceVersion=0&fieldSelector=spec.nodeName%3Dnowhere"), 1);
+        // A selector no index narrows reads every object, as the apiserver counts it.
+        assert_eq!(seats("resourceVersion=0&fieldSelector=spec.nodeName%21%3Dn1"), 10);
+    }
+
+    #[tokio::test]
+    async fn a_bulk_answer_gives_its_thread_up_between_frames() {
+        let frames = (0..10).map(|_| Bytes::from(vec![b'x'; 64 * 1024]));
+        let mut body = Holding { inner: chunks(frames), seat: None, until_idle: false, sent: 0, turn: None };
+        let (mut sent, mut turns) = (0, 0);
+        loop {
+            match std::future::poll_fn(|cx| Poll::Ready(Pin::new(&mut body).poll_frame(cx))).await {
+                Poll::Pending => {
+                    turns += 1;
+                    tokio::task::yield_now().await;
+                }
+                Poll::Ready(Some(Ok(frame))) => sent += frame.data_ref().map_or(0, Bytes::len),
+                Poll::Ready(None) => break,
+                Poll::Ready(Some(Err(e))) => panic!("{e}"),
+            }
+        }
+        assert_eq!(sent, 10 * 64 * 1024);
+        // The first 256 kB in a row; then a turn given up after each frame.
+        assert_eq!(turns, 7);
     }
 }
