@@ -203,12 +203,6 @@ mod tests {
 
     use super::*;
 
-    fn lines(ls: &[&str]) -> Lines {
-        let mut l = Lines::default();
-        ls.iter().for_each(|s| l.push(s.as_bytes()));
-        l
-    }
-
     fn files(dir: &Path) -> Vec<String> {
         let mut names: Vec<String> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
         names.sort();
@@ -232,16 +226,16 @@ mod tests {
         std::fs::write(dir.path().join("audit-2001-01-01T00-00-00.000.log"), "old\n").unwrap();
         std::fs::write(dir.path().join("audit-notes.log"), "keep\n").unwrap();
         let mut log = Rotating::new(path.clone(), 10, 1, 0);
-        log.write_lines(&lines(&["aaaa\n", "bbbb\n"])).unwrap();
+        log.write_lines(&Lines::of(&["aaaa\n", "bbbb\n"])).unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "aaaa\nbbbb\n");
-        log.write_lines(&lines(&["cccc\n"])).unwrap();
+        log.write_lines(&Lines::of(&["cccc\n"])).unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "cccc\n");
         let names = files(dir.path());
         assert_eq!(names.len(), 3, "{names:?}");
         assert!(names.contains(&"audit-notes.log".to_string()) && names.contains(&"audit.log".to_string()));
         let backup = names.iter().find(|n| n.starts_with("audit-2") && !n.starts_with("audit-2001")).expect("the new backup");
         assert_eq!(std::fs::read_to_string(dir.path().join(backup)).unwrap(), "aaaa\nbbbb\n");
-        assert!(log.write_lines(&lines(&["a line of more than ten bytes\n"])).is_err());
+        assert!(log.write_lines(&Lines::of(&["a line of more than ten bytes\n"])).is_err());
     }
 
     #[test]
@@ -250,9 +244,9 @@ mod tests {
         let path = dir.path().join("audit.log");
         std::fs::write(&path, "1234\n").unwrap();
         let mut log = Rotating::new(path.clone(), 20, 0, 0);
-        log.write_lines(&lines(&["5678\n"])).unwrap();
+        log.write_lines(&Lines::of(&["5678\n"])).unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "1234\n5678\n");
-        log.write_lines(&lines(&["abcd\n", "efgh\n", "ijkl\n"])).unwrap();
+        log.write_lines(&Lines::of(&["abcd\n", "efgh\n", "ijkl\n"])).unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "ijkl\n", "a batch that does not fit is split between lines");
         assert_eq!(files(dir.path()).len(), 2);
     }
@@ -266,7 +260,7 @@ mod tests {
         std::fs::write(&old, "").unwrap();
         std::fs::write(&recent, "").unwrap();
         let mut log = Rotating::new(path.clone(), 100, 0, 2);
-        log.write_lines(&lines(&["x\n"])).unwrap();
+        log.write_lines(&Lines::of(&["x\n"])).unwrap();
         assert!(!old.exists() && recent.exists());
     }
 }

@@ -106,6 +106,14 @@ impl Lines {
         self.ends.clear();
     }
 
+    /// Lines of `texts`, each its own.
+    #[cfg(test)]
+    pub fn of(texts: &[&str]) -> Lines {
+        let mut lines = Lines::default();
+        texts.iter().for_each(|t| lines.push(t.as_bytes()));
+        lines
+    }
+
     /// Removes the first `n` lines.
     pub fn remove_first(&mut self, n: usize) {
         let Some(&cut) = n.checked_sub(1).and_then(|i| self.ends.get(i)) else {
@@ -276,20 +284,14 @@ impl Sink {
 mod tests {
     use super::*;
 
-    fn lines(ls: &[&str]) -> Lines {
-        let mut l = Lines::default();
-        ls.iter().for_each(|s| l.push(s.as_bytes()));
-        l
-    }
-
     fn strings(l: &Lines) -> Vec<String> {
         l.iter().map(|b| String::from_utf8(b.to_vec()).unwrap()).collect()
     }
 
     #[test]
     fn lines_are_kept_apart_taken_and_removed_from_the_front() {
-        let mut a = lines(&["a\n", "bb\n"]);
-        let mut b = lines(&["ccc\n", "d\n", "e\n"]);
+        let mut a = Lines::of(&["a\n", "bb\n"]);
+        let mut b = Lines::of(&["ccc\n", "d\n", "e\n"]);
         a.take_from(&mut b, 2);
         assert_eq!(strings(&a), ["a\n", "bb\n", "ccc\n", "d\n"]);
         assert_eq!(strings(&b), ["e\n"]);
