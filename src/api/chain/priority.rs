@@ -74,7 +74,9 @@ impl<'a> Cost<'a> {
     pub fn of(target: &Target<'_>, attributes: &'a Attributes, query: &'a str) -> Cost<'a> {
         let head = target.res.store().view().head().clone();
         let (count, bytes) = (head.len() as u64, head.bytes() as u64);
-        let indexed = ListOptions::decode(query).ok().and_then(|opts| {
+        // Only a query with a selector is read again (one whose names are escaped is counted whole, as upstream counts it).
+        let selected = ["fieldSelector=", "labelSelector="].iter().any(|p| query.contains(p));
+        let indexed = selected.then(|| ListOptions::decode(query).ok()).flatten().and_then(|opts| {
             let filter = Filter::new(target.res.info(), target.namespace, &opts, None);
             filter.has_selectors().then(|| filter.most_matches(&head)).flatten()
         });
