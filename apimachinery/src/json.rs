@@ -112,6 +112,13 @@ const GO_ESCAPES: [bool; 256] = {
 pub fn write_go_string(out: &mut String, s: &str) {
     out.reserve(s.len() + 2);
     out.push('"');
+    write_go_escaped(out, s);
+    out.push('"');
+}
+
+/// Appends `s` as the inside of a JSON string the way Go's `encoding/json`
+/// writes it (its escapes, no quotes): a string written in pieces.
+pub fn write_go_escaped(out: &mut String, s: &str) {
     // Runs of characters written as they are, copied whole; only what Go escapes is written one by one
     // (U+2028 and U+2029 are the only escaped characters that are not ASCII, and start with 0xE2).
     let mut rest = s;
@@ -124,14 +131,26 @@ pub fn write_go_string(out: &mut String, s: &str) {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            // As Go 1.22 and later write them (kube-apiserver 1.36.2 is built with Go 1.26).
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => write_u_escape(out, c),
+            c if (c as u32) < 0x20 => write_u_escape(out, c),
             c => out.push(c),
         }
         rest = &rest[at + c.len_utf8()..];
     }
     out.push_str(rest);
-    out.push('"');
+}
+
+/// `\uXXXX` for `c` (a character of the Basic Multilingual Plane), as Go writes it: lower-case hex.
+fn write_u_escape(out: &mut String, c: char) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let v = c as u32;
+    out.push_str("\\u");
+    for shift in [12, 8, 4, 0] {
+        out.push(char::from(HEX[((v >> shift) & 0xf) as usize]));
+    }
 }
 
 #[cfg(test)]
@@ -141,8 +160,8 @@ mod tests {
     #[test]
     fn strings_are_escaped_as_go_escapes_them() {
         let mut s = String::new();
-        write_go_string(&mut s, "plain é € \u{2029} <a&b> \"\\\u{7}\n");
-        assert_eq!(s, r#""plain é € \u2029 \u003ca\u0026b\u003e \"\\\u0007\n""#);
+        write_go_string(&mut s, "plain é € \u{2029} <a&b> \"\\\u{7}\u{8}\u{c}\u{1f}\n");
+        assert_eq!(s, r#""plain é € \u2029 \u003ca\u0026b\u003e \"\\\u0007\b\f\u001f\n""#);
     }
 
     #[test]
