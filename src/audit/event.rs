@@ -7,13 +7,15 @@
 //! Invariant: [`Event::line`] is the log line (the object and a newline);
 //! a webhook batch holds the same bytes without the type ([`LINE_START`]).
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::fmt::Write;
+use std::net::IpAddr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use apimachinery::auth::UserInfo;
-use apimachinery::json::write_go_string;
+use apimachinery::json::{write_go_escaped, write_go_string};
 use apimachinery::status::ApiError;
 use serde_json::Value;
 
@@ -157,11 +159,12 @@ impl ResponseStatus {
 pub struct Requested<'a> {
     pub level: Level,
     pub audit_id: &'a str,
-    pub request_uri: &'a str,
+    /// The request URI (`req.URL.RequestURI()`): its path and, after a `?` unless empty, its query.
+    pub request_uri: (&'a str, &'a str),
     pub verb: &'a str,
     /// The authenticated user (`None`: not authenticated, written `{}`).
     pub user: Option<&'a UserInfo>,
-    pub source_ips: &'a [String],
+    pub source_ips: &'a [IpAddr],
     pub user_agent: &'a str,
     pub object_ref: Option<ObjectRef<'a>>,
     pub received: SystemTime,
@@ -169,25 +172,23 @@ pub struct Requested<'a> {
 
 /// One request's audit event, stage after stage. What does not change
 /// between stages is written once, as JSON, when the event is made
-/// (requests are many, and each writes two or three events).
+/// (requests are many, and each writes two or three events), into one
+/// buffer: `fixed[..cuts[0]]` is `"level":…,"auditID":…`;
+/// `fixed[cuts[0]..cuts[1]]` is `,"requestURI":…,"verb":…,"user":{…}`;
+/// `fixed[cuts[1]..cuts[2]]` is `,"sourceIPs":…,"userAgent":…,"objectRef":{…}`
+/// (those given); `fixed[cuts[2]..]` is `,"requestReceivedTimestamp":…`.
 #[derive(Debug, Clone)]
 pub struct Event {
-    /// `"level":…,"auditID":…`.
-    head: String,
-    /// `,"requestURI":…,"verb":…,"user":{…}`.
-    request: String,
+    fixed: String,
+    cuts: [usize; 3],
     /// `,"impersonatedUser":{…}`, or nothing.
     impersonated: String,
-    /// `,"sourceIPs":…,"userAgent":…,"objectRef":{…}` (those given).
-    origin: String,
-    /// `,"requestReceivedTimestamp":…`.
-    received: String,
     received_at: SystemTime,
     /// The answer's status (none before the answer).
     pub response_status: Option<ResponseStatus>,
     /// The response body as compact JSON, Go-escaped (at `RequestResponse`).
     pub response_object: Option<String>,
-    pub annotations: BTreeMap<&'static str, String>,
+    pub annotations: BTreeMap<&'static str, Cow<'static, str>>,
 }
 
 /// What every log line begins with: the event's braces and type.
@@ -196,29 +197,41 @@ pub const LINE_START: &str = r#"{"kind":"Event","apiVersion":"audit.k8s.io/v1","
 impl Event {
     /// The event of the request `r`.
     pub fn new(r: &Requested<'_>) -> Event {
-        let mut head = String::with_capacity(80);
-        head.push_str(r#""level":"#);
-        write_go_string(&mut head, r.level.as_str());
-        head.push_str(r#","auditID":"#);
-        write_go_string(&mut head, r.audit_id);
-        let mut request = String::with_capacity(256);
-        request.push_str(r#","requestURI":"#);
-        write_go_string(&mut request, r.request_uri);
-        request.push_str(r#","verb":"#);
-        write_go_string(&mut request, r.verb);
-        request.push_str(r#","user":"#);
-        user(&mut request, r.user);
-        let mut origin = String::with_capacity(256);
+        let mut s = String::with_capacity(640);
+        s.push_str(r#""level":"#);
+        write_go_string(&mut s, r.level.as_str());
+        s.push_str(r#","auditID":"#);
+        write_go_string(&mut s, r.audit_id);
+        let request = s.len();
+        s.push_str(r#","requestURI":"#);
+        let (path, query) = r.request_uri;
+        s.push('"');
+        write_go_escaped(&mut s, path);
+        if !query.is_empty() {
+            s.push('?');
+            write_go_escaped(&mut s, query);
+        }
+        s.push('"');
+        s.push_str(r#","verb":"#);
+        write_go_string(&mut s, r.verb);
+        s.push_str(r#","user":"#);
+        user(&mut s, r.user);
+        let origin = s.len();
         if !r.source_ips.is_empty() {
-            origin.push_str(r#","sourceIPs":"#);
-            strings(&mut origin, r.source_ips);
+            s.push_str(r#","sourceIPs":"#);
+            s.push('[');
+            for (i, ip) in r.source_ips.iter().enumerate() {
+                s.push_str(if i == 0 { "\"" } else { ",\"" });
+                let _ = write!(s, "{ip}\"");
+            }
+            s.push(']');
         }
         if !r.user_agent.is_empty() {
-            origin.push_str(r#","userAgent":"#);
-            write_go_string(&mut origin, r.user_agent);
+            s.push_str(r#","userAgent":"#);
+            write_go_string(&mut s, r.user_agent);
         }
         if let Some(o) = &r.object_ref {
-            origin.push_str(r#","objectRef":{"#);
+            s.push_str(r#","objectRef":{"#);
             let mut first = true;
             for (key, value) in [
                 ("resource", o.resource),
@@ -229,21 +242,19 @@ impl Event {
                 ("subresource", o.subresource),
             ] {
                 if !value.is_empty() {
-                    field(&mut origin, &mut first, key);
-                    write_go_string(&mut origin, value);
+                    field(&mut s, &mut first, key);
+                    write_go_string(&mut s, value);
                 }
             }
-            origin.push('}');
+            s.push('}');
         }
-        let mut received = String::with_capacity(64);
-        received.push_str(r#","requestReceivedTimestamp":"#);
-        micro_time(&mut received, r.received);
+        let received = s.len();
+        s.push_str(r#","requestReceivedTimestamp":"#);
+        micro_time(&mut s, r.received);
         Event {
-            head,
-            request,
+            fixed: s,
+            cuts: [request, origin, received],
             impersonated: String::new(),
-            origin,
-            received,
             received_at: r.received,
             response_status: None,
             response_object: None,
@@ -263,12 +274,13 @@ impl Event {
     pub fn write_line(&self, stage: Stage, at: SystemTime, s: &mut String) {
         let at = if stage == Stage::RequestReceived { self.received_at } else { at };
         s.push_str(LINE_START);
-        s.push_str(&self.head);
+        let [request, origin, received] = self.cuts;
+        s.push_str(&self.fixed[..request]);
         s.push_str(r#","stage":"#);
         write_go_string(s, stage.as_str());
-        s.push_str(&self.request);
+        s.push_str(&self.fixed[request..origin]);
         s.push_str(&self.impersonated);
-        s.push_str(&self.origin);
+        s.push_str(&self.fixed[origin..received]);
         if let Some(r) = &self.response_status {
             s.push_str(r#","responseStatus":{"metadata":{}"#);
             let mut first = false;
@@ -292,7 +304,7 @@ impl Event {
             s.push_str(r#","responseObject":"#);
             s.push_str(body);
         }
-        s.push_str(&self.received);
+        s.push_str(&self.fixed[received..]);
         s.push_str(r#","stageTimestamp":"#);
         micro_time(s, at);
         if !self.annotations.is_empty() {
@@ -412,10 +424,10 @@ mod tests {
         Event::new(&Requested {
             level: Level::Metadata,
             audit_id: "0f8b0f0e-5e8e-4c3c-9d7e-2a0b8f7c6d5e",
-            request_uri: "/api/v1/pods?limit=500",
+            request_uri: ("/api/v1/pods", "limit=500"),
             verb: "list",
             user,
-            source_ips: &["127.0.0.1".to_string()],
+            source_ips: &[IpAddr::from([127, 0, 0, 1])],
             user_agent: "kubectl/v1.36.2 (linux/amd64) kubernetes/98b3519",
             object_ref: Some(ObjectRef { resource: "pods", api_version: "v1", ..ObjectRef::default() }),
             received: at,
@@ -433,7 +445,7 @@ mod tests {
         let received = String::from_utf8(e.line(Stage::RequestReceived, at)).unwrap();
         assert!(received.ends_with("\"stageTimestamp\":\"2023-11-14T22:13:20.123456Z\"}\n"), "{received}");
         e.response_status = Some(ResponseStatus::code(200));
-        e.annotations = [("authorization.k8s.io/decision", "allow".to_string()), ("authorization.k8s.io/reason", "<&>".to_string())].into();
+        e.annotations = [("authorization.k8s.io/decision", "allow".into()), ("authorization.k8s.io/reason", "<&>".into())].into();
         let line = String::from_utf8(e.line(Stage::ResponseComplete, at)).unwrap();
         assert_eq!(
             line,

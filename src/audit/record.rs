@@ -9,6 +9,7 @@
 //! arrival time, user and request fields; writing an event never blocks
 //! (`Sink::send`).
 
+use std::borrow::Cow;
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -26,37 +27,36 @@ use super::policy::AuditConfig;
 /// The longest user agent kept whole (`maxUserAgentLength`).
 const MAX_USER_AGENT: usize = 1024;
 
-/// The request's audit ID: the client's own `Audit-ID` as sent, else a fresh one.
-pub fn audit_id(headers: &HeaderMap) -> String {
-    match headers.get(AUDIT_ID).map(|v| text(v.as_bytes())) {
-        Some(id) if !id.is_empty() => id,
-        _ => new_id(),
+/// Appends the request's audit ID: the client's own `Audit-ID` as sent, else a fresh one.
+fn push_audit_id(out: &mut String, headers: &HeaderMap) {
+    match headers.get(AUDIT_ID).filter(|v| !v.is_empty()) {
+        Some(id) => push_text(out, id.as_bytes()),
+        None => out.push_str(&new_id()),
     }
 }
 
-/// `bytes` as text, anything not UTF-8 replaced (as Go's JSON writes a string of such bytes).
-fn text(bytes: &[u8]) -> String {
+/// Appends `bytes` as text, anything not UTF-8 replaced (as Go's JSON writes a string of such bytes).
+fn push_text(out: &mut String, bytes: &[u8]) {
     match std::str::from_utf8(bytes) {
-        Ok(s) => s.to_owned(),
-        Err(_) => String::from_utf8_lossy(bytes).into_owned(),
+        Ok(s) => out.push_str(s),
+        Err(_) => out.push_str(&String::from_utf8_lossy(bytes)),
     }
 }
 
-/// What is known of a request when it arrives.
+/// What is known of a request when it arrives. Its texts are kept in one
+/// buffer (one allocation a request, not one a text): the audit ID, then
+/// the query, then the user agent, `texts[..cuts[0]]`,
+/// `texts[cuts[0]..cuts[1]]`, `texts[cuts[1]..]`.
 #[derive(Debug, Clone)]
 pub struct Arrival {
-    /// Its audit ID.
-    pub id: String,
+    texts: String,
+    cuts: [usize; 2],
     /// When it arrived.
     pub received: SystemTime,
     /// What it asks to do, as the authorizer and the policy see it (`RequestInfoFactory`'s reading).
     pub attributes: Arc<Attributes>,
-    /// Its query, as sent.
-    pub query: String,
     /// `X-Forwarded-For`, then `X-Real-Ip`, then the peer (`utilnet.SourceIPs`).
-    pub source_ips: Vec<String>,
-    /// Its `User-Agent`, cut at 1,024 bytes.
-    pub user_agent: String,
+    pub source_ips: Vec<IpAddr>,
     /// Whether it asks to act as another user (`Impersonate-User`).
     pub impersonating: bool,
 }
@@ -65,30 +65,41 @@ impl Arrival {
     /// A request with `headers` asking for `attributes` with `query`, from `peer`.
     pub fn of(headers: &HeaderMap, attributes: Arc<Attributes>, query: &str, peer: Option<IpAddr>) -> Arrival {
         let ua = headers.get(http::header::USER_AGENT).map(|v| v.as_bytes()).unwrap_or_default();
-        let user_agent = match ua.len() > MAX_USER_AGENT {
-            true => format!("{}...TRUNCATED", String::from_utf8_lossy(&ua[..MAX_USER_AGENT])),
-            false => text(ua),
-        };
+        let mut texts = String::with_capacity(64 + query.len() + ua.len().min(MAX_USER_AGENT + 12));
+        push_audit_id(&mut texts, headers);
+        let id = texts.len();
+        texts.push_str(query);
+        let query = texts.len();
+        match ua.len() > MAX_USER_AGENT {
+            true => {
+                texts.push_str(&String::from_utf8_lossy(&ua[..MAX_USER_AGENT]));
+                texts.push_str("...TRUNCATED");
+            }
+            false => push_text(&mut texts, ua),
+        }
         Arrival {
-            id: audit_id(headers),
+            texts,
+            cuts: [id, query],
             received: SystemTime::now(),
             attributes,
-            query: query.to_string(),
-            source_ips: source_ips(headers, peer).iter().map(IpAddr::to_string).collect(),
-            user_agent,
+            source_ips: source_ips(headers, peer),
             impersonating: headers.contains_key("impersonate-user"),
         }
     }
 
-    /// Its request URI as sent (`req.URL.RequestURI()`).
-    fn uri(&self) -> String {
-        let mut uri = self.attributes.path.clone();
-        if !self.query.is_empty() {
-            uri.reserve(1 + self.query.len());
-            uri.push('?');
-            uri.push_str(&self.query);
-        }
-        uri
+    /// Its audit ID.
+    pub fn id(&self) -> &str {
+        &self.texts[..self.cuts[0]]
+    }
+
+    /// Its query, as sent.
+    pub fn query(&self) -> &str {
+        &self.texts[self.cuts[0]..self.cuts[1]]
+    }
+
+    /// Its `User-Agent`, cut at 1,024 bytes.
+    pub fn user_agent(&self) -> &str {
+        &self.texts[self.cuts[1]..]
     }
 }
 
@@ -145,12 +156,12 @@ impl Record {
             || (attrs.resource_request && LONG_RUNNING_SUBRESOURCES.contains(&attrs.subresource.as_str()));
         let event = Event::new(&Requested {
             level: config.level,
-            audit_id: &arrival.id,
-            request_uri: &arrival.uri(),
+            audit_id: arrival.id(),
+            request_uri: (&attrs.path, arrival.query()),
             verb: &attrs.verb,
             user,
             source_ips: &arrival.source_ips,
-            user_agent: &arrival.user_agent,
+            user_agent: arrival.user_agent(),
             object_ref: attrs.resource_request.then_some(ObjectRef {
                 resource: &attrs.resource,
                 namespace: &attrs.namespace,
@@ -170,7 +181,7 @@ impl Record {
     }
 
     /// An annotation; the first value set for a key stays (`addAuditAnnotationLocked`).
-    pub fn annotate(&mut self, key: &'static str, value: impl Into<String>) {
+    pub fn annotate(&mut self, key: &'static str, value: impl Into<Cow<'static, str>>) {
         self.event.annotations.entry(key).or_insert_with(|| value.into());
     }
 
@@ -264,15 +275,20 @@ mod tests {
 
     #[test]
     fn a_clients_audit_id_is_kept_and_a_missing_one_made() {
-        assert_eq!(audit_id(&headers(&[("audit-id", "my-id")])), "my-id");
-        assert_eq!(audit_id(&headers(&[])).len(), 36);
+        let arrival = |pairs: &[(&str, &str)]| {
+            Arrival::of(&headers(pairs), Arc::new(Attributes::of("GET", "/api/v1/pods", "limit=5")), "limit=5", None)
+        };
+        let kept = arrival(&[("audit-id", "my-id"), ("user-agent", "kubectl/v1.36.2")]);
+        assert_eq!((kept.id(), kept.query(), kept.user_agent()), ("my-id", "limit=5", "kubectl/v1.36.2"));
+        let made = arrival(&[("audit-id", "")]);
+        assert_eq!((made.id().len(), made.query(), made.user_agent()), (36, "limit=5", ""));
     }
 
     #[test]
     fn long_user_agents_are_cut_as_the_apiserver_cuts_them() {
         let long = "a".repeat(2000);
         let a = Arrival::of(&headers(&[("user-agent", &long)]), Arc::new(Attributes::of("GET", "/api", "")), "", None);
-        assert_eq!(a.user_agent, format!("{}...TRUNCATED", "a".repeat(1024)));
+        assert_eq!(a.user_agent(), format!("{}...TRUNCATED", "a".repeat(1024)));
     }
 
     #[test]

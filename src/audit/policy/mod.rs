@@ -130,12 +130,16 @@ impl Rule {
             return true;
         }
         let (resource, sub) = (attrs.resource.as_str(), attrs.subresource.as_str());
-        let combined = if sub.is_empty() { resource.to_string() } else { format!("{resource}/{sub}") };
+        // `resource`, or `resource/subresource`, without making it.
+        let combined = |res: &str| match sub.is_empty() {
+            true => res == resource,
+            false => res.split_once('/') == Some((resource, sub)),
+        };
         self.resources.iter().filter(|gr| gr.group == attrs.group || gr.group == "*").any(|gr| {
             gr.resources.is_empty()
                 || (gr.resource_names.is_empty() || has(&gr.resource_names, &attrs.name))
                     && gr.resources.iter().any(|res| {
-                        *res == combined
+                        combined(res)
                             || res == "*"
                             || (!sub.is_empty() && res.strip_prefix("*/") == Some(sub))
                             || res.strip_suffix("/*") == Some(resource)
