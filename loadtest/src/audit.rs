@@ -1,15 +1,27 @@
 //! `loadtest audit`: what auditing costs kache. One simulator (writing
 //! `--churn` changes a second) and two kaches in front of it — one without
-//! an audit policy, one with `--audit-policy-file` at `Metadata` for every
-//! request and `--audit-log-path` — take the same load in turn, `--rounds`
-//! times each, alternating: `--watchers` kubelets each list their node's
+//! an audit policy, one with `--audit-policy-file` at `--level` (`Metadata`)
+//! for every request and `--audit-log-path` — take the same load in turn,
+//! `--rounds` times each: `--watchers` kubelets each list their node's
 //! pods and watch them; their watches end together (`timeoutSeconds`)
 //! and they all list and watch again — `--storms` relist storms. Reported:
-//! kache's CPU seconds for the whole load with and without auditing and
+//! the CPU seconds each load cost kache, with and without auditing, and
 //! their ratio, the events the audited kache wrote, and any it dropped
 //! (its log queue is made large enough that none should be).
+//!
+//! What a load costs is measured as it would be alone: kache's CPU from
+//! the load's start until kache is idle again (what it does after the last
+//! answer, closing ten thousand connections, is the load's too), less its
+//! idle rate (the churn it follows, measured once before the first load)
+//! over the same time, so a load that lasts longer is not charged for
+//! following the churn meanwhile; and the two kaches take turns in the
+//! order plain, audited, audited, plain, … so that neither is always
+//! second. On a small machine one load's cost differs from the next by up
+//! to a quarter, so the figure is the ratio of the totals over several
+//! rounds, with the median of the rounds' ratios beside it; `--level off`
+//! gives both kaches no policy, and its ratio is the measurement's noise.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use clap::Args;
@@ -43,13 +55,21 @@ pub struct AuditArgs {
     /// Pod changes per second the simulator writes meanwhile.
     #[arg(long, default_value_t = 100.0)]
     churn: f64,
-    /// Runs of the load against each kache, alternating.
-    #[arg(long, default_value_t = 2)]
+    /// Runs of the load against each kache, taking turns.
+    #[arg(long, default_value_t = 4)]
     rounds: usize,
+    /// The level the audited kache's policy gives every request (`None`: the
+    /// policy asked about each, and nothing written; `off`: no policy, so
+    /// both kaches are the same and the ratio shows the measurement's noise).
+    #[arg(long, default_value = "Metadata", value_parser = ["off", "None", "Metadata", "Request", "RequestResponse"])]
+    level: String,
 }
 
-/// The policy of the audited kache: everything at `Metadata`.
-const POLICY: &str = "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n";
+/// How long a kache's idle rate is measured before the first load.
+const IDLE: Duration = Duration::from_secs(5);
+
+/// A kache is idle again once a second of its CPU is at most its idle rate and this.
+const SETTLED: f64 = 0.02;
 
 /// A kubelet: `cycles` times, a list of its node's pods, then a watch from
 /// the list's revision until kache ends it (`timeoutSeconds`), as a
@@ -83,11 +103,20 @@ fn client_from(n: u8) -> HttpClient {
     Client::builder(TokioExecutor::new()).build(connector)
 }
 
-/// The load once against `kache`, its kubelets' connections from `127.0.0.N`: its CPU seconds,
-/// taken once its audit log holds `events` events (each load's own, and what came before; `None`: not audited).
-async fn load(args: &AuditArgs, n: u8, kache: &Proc, events: Option<f64>) -> anyhow::Result<f64> {
+/// `kache`'s CPU seconds a second while no load runs (the churn it follows).
+async fn idle_rate(kache: &Proc) -> f64 {
+    let (cpu, started) = (cpu_seconds(kache.pid()), Instant::now());
+    tokio::time::sleep(IDLE).await;
+    (cpu_seconds(kache.pid()) - cpu) / started.elapsed().as_secs_f64()
+}
+
+/// The load once against `kache` (idle at `idle_rate`), its kubelets' connections from
+/// `127.0.0.N`: the CPU seconds it cost beyond the idle rate until its audit log holds
+/// `events` events (each load's own, and what came before; `None`: nothing written) and
+/// kache is idle again.
+async fn load(args: &AuditArgs, n: u8, kache: &Proc, idle_rate: f64, events: Option<f64>) -> anyhow::Result<f64> {
     let client = client_from(n);
-    let cpu = cpu_seconds(kache.pid());
+    let (cpu, started) = (cpu_seconds(kache.pid()), Instant::now());
     let kubelets: Vec<_> = (0..args.watchers)
         .map(|n| tokio::spawn(kubelet(client.clone(), kache.url.clone(), n, 1 + args.storms, args.watch_seconds)))
         .collect();
@@ -105,7 +134,16 @@ async fn load(args: &AuditArgs, n: u8, kache: &Proc, events: Option<f64>) -> any
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
-    Ok(cpu_seconds(kache.pid()) - cpu)
+    drop(client);
+    // Idle again: its connections closed and their state freed (at most a minute).
+    for _ in 0..60 {
+        let last = cpu_seconds(kache.pid());
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        if cpu_seconds(kache.pid()) - last <= idle_rate + SETTLED {
+            break;
+        }
+    }
+    Ok(cpu_seconds(kache.pid()) - cpu - idle_rate * started.elapsed().as_secs_f64())
 }
 
 /// The events kache's log backend has written and dropped so far.
@@ -123,24 +161,21 @@ async fn recorded(client: &HttpClient, kache: &str) -> anyhow::Result<(f64, f64)
 pub async fn run_all(args: AuditArgs) -> anyhow::Result<()> {
     let dir = tempfile::tempdir().context("a directory for the policy and the log")?;
     let (policy, log) = (dir.path().join("policy.yaml"), dir.path().join("audit.log"));
-    std::fs::write(&policy, POLICY)?;
+    std::fs::write(&policy, format!("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: {}\n", args.level))?;
     let path = |p: &std::path::Path| p.to_str().map(str::to_string).context("a UTF-8 path");
     let sim = Proc::sim(&args.kache_bin, args.watchers * args.pods_per_node, args.watchers, &["--namespaces", "10"])?;
     let plain = Proc::kache(&args.kache_bin, &sim.url, &[])?;
     let (policy, log) = (path(&policy)?, path(&log)?);
-    let audited = Proc::kache(
-        &args.kache_bin,
-        &sim.url,
-        &[
-            "--audit-policy-file",
-            &policy,
-            "--audit-log-path",
-            &log,
-            // Room for a storm's events, so that the figure counts writing them all.
-            "--audit-log-batch-buffer-size",
-            "1000000",
-        ],
-    )?;
+    let audit = [
+        "--audit-policy-file",
+        &policy,
+        "--audit-log-path",
+        &log,
+        // Room for a storm's events, so that the figure counts writing them all.
+        "--audit-log-batch-buffer-size",
+        "1000000",
+    ];
+    let audited = Proc::kache(&args.kache_bin, &sim.url, if args.level == "off" { &[] } else { &audit })?;
     let client = procs::client();
     for k in [&plain, &audited] {
         procs::ready(&client, &format!("{}/readyz", k.url), Duration::from_secs(600)).await?;
@@ -150,28 +185,45 @@ pub async fn run_all(args: AuditArgs) -> anyhow::Result<()> {
         bail!("the simulator's churn: status {status}");
     }
     println!(
-        "{} kubelets ({} pods), {} relist storms, {} changes/s, {} rounds; audited kache: Metadata for every request, to a log file\n",
+        "{} kubelets ({} pods), {} relist storms, {} changes/s, {} rounds; audited kache: {} for every request, to a log file\n",
         args.watchers,
         args.watchers * args.pods_per_node,
         args.storms,
         args.churn,
-        args.rounds
+        args.rounds,
+        args.level
     );
+    let idle = (idle_rate(&plain).await, idle_rate(&audited).await);
+    println!("idle: plain {:.3} CPU s/s, audited {:.3}\n", idle.0, idle.1);
     println!("{:<8} {:<10} {:>10} {:>10}", "round", "kache", "cpu s", "÷ plain");
-    let (mut off, mut on) = (0.0, 0.0);
+    let (mut off, mut on, mut ratios) = (0.0, 0.0, Vec::new());
     // A list's events (RequestReceived, ResponseComplete) and a watch's (and ResponseStarted), per kubelet and cycle.
-    let per_load = (args.watchers * (1 + args.storms) * 5) as f64;
+    let per_load = match args.level.as_str() {
+        "off" | "None" => 0.0,
+        _ => (args.watchers * (1 + args.storms) * 5) as f64,
+    };
     for round in 1..=args.rounds {
         let n = u8::try_from(2 * round).context("at most 120 rounds")?;
-        let base = load(&args, n, &plain, None).await?;
+        let events = (per_load > 0.0).then_some(per_load * round as f64);
+        let (base, cpu) = match round % 2 {
+            1 => (load(&args, n, &plain, idle.0, None).await?, load(&args, n + 1, &audited, idle.1, events).await?),
+            _ => {
+                let cpu = load(&args, n + 1, &audited, idle.1, events).await?;
+                (load(&args, n, &plain, idle.0, None).await?, cpu)
+            }
+        };
         println!("{round:<8} {:<10} {base:>10.2}", "plain");
-        off += base;
-        let cpu = load(&args, n + 1, &audited, Some(per_load * round as f64)).await?;
         println!("{round:<8} {:<10} {cpu:>10.2} {:>10.3}", "audited", cpu / base);
-        on += cpu;
+        (off, on) = (off + base, on + cpu);
+        ratios.push(cpu / base);
     }
     let (written, dropped) = recorded(&client, &audited.url).await?;
-    println!("\nCPU with auditing / without: {:.3} ({on:.2} s / {off:.2} s)", on / off);
+    ratios.sort_by(f64::total_cmp);
+    let median = match ratios.len() % 2 {
+        1 => ratios[ratios.len() / 2],
+        _ => (ratios[ratios.len() / 2 - 1] + ratios[ratios.len() / 2]) / 2.0,
+    };
+    println!("\nCPU with auditing / without: {:.3} ({on:.2} s / {off:.2} s); the rounds' median {median:.3}", on / off);
     println!(
         "audit events written {written:.0}, dropped {dropped:.0} (the load's {:.0}, and kache's health checks and metrics)",
         per_load * args.rounds as f64
