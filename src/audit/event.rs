@@ -9,7 +9,6 @@
 
 use std::borrow::Cow;
 use std::cell::RefCell;
-use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::net::IpAddr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -18,6 +17,7 @@ use apimachinery::auth::UserInfo;
 use apimachinery::json::{write_go_escaped, write_go_string};
 use apimachinery::status::ApiError;
 use serde_json::Value;
+use smallvec::SmallVec;
 
 use super::json::go_json;
 
@@ -188,7 +188,8 @@ pub struct Event {
     pub response_status: Option<ResponseStatus>,
     /// The response body as compact JSON, Go-escaped (at `RequestResponse`).
     pub response_object: Option<String>,
-    pub annotations: BTreeMap<&'static str, Cow<'static, str>>,
+    /// In key order, each key once.
+    annotations: SmallVec<[(&'static str, Cow<'static, str>); 4]>,
 }
 
 /// What every log line begins with: the event's braces and type.
@@ -258,7 +259,14 @@ impl Event {
             received_at: r.received,
             response_status: None,
             response_object: None,
-            annotations: BTreeMap::new(),
+            annotations: SmallVec::new(),
+        }
+    }
+
+    /// The annotation `key`, unless it has one already (the first value set stays, as `addAuditAnnotationLocked`).
+    pub fn annotate(&mut self, key: &'static str, value: impl Into<Cow<'static, str>>) {
+        if let Err(at) = self.annotations.binary_search_by(|(k, _)| k.cmp(&key)) {
+            self.annotations.insert(at, (key, value.into()));
         }
     }
 
@@ -445,7 +453,9 @@ mod tests {
         let received = String::from_utf8(e.line(Stage::RequestReceived, at)).unwrap();
         assert!(received.ends_with("\"stageTimestamp\":\"2023-11-14T22:13:20.123456Z\"}\n"), "{received}");
         e.response_status = Some(ResponseStatus::code(200));
-        e.annotations = [("authorization.k8s.io/decision", "allow".into()), ("authorization.k8s.io/reason", "<&>".into())].into();
+        e.annotate("authorization.k8s.io/reason", "<&>");
+        e.annotate("authorization.k8s.io/decision", "allow");
+        e.annotate("authorization.k8s.io/reason", "kept first");
         let line = String::from_utf8(e.line(Stage::ResponseComplete, at)).unwrap();
         assert_eq!(
             line,

@@ -18,6 +18,7 @@ use apimachinery::audit::HEADER as AUDIT_ID;
 use apimachinery::auth::{Attributes, UserInfo};
 use http::HeaderMap;
 use serde_json::Value;
+use smallvec::SmallVec;
 
 use super::Auditor;
 use super::event::{Event, Level, ObjectRef, Requested, ResponseStatus, Stage, Stages, new_id};
@@ -56,7 +57,7 @@ pub struct Arrival {
     /// What it asks to do, as the authorizer and the policy see it (`RequestInfoFactory`'s reading).
     pub attributes: Arc<Attributes>,
     /// `X-Forwarded-For`, then `X-Real-Ip`, then the peer (`utilnet.SourceIPs`).
-    pub source_ips: Vec<IpAddr>,
+    pub source_ips: SourceIps,
     /// Whether it asks to act as another user (`Impersonate-User`).
     pub impersonating: bool,
 }
@@ -103,11 +104,14 @@ impl Arrival {
     }
 }
 
+/// A request's source addresses: most have one or two.
+pub type SourceIps = SmallVec<[IpAddr; 2]>;
+
 /// `utilnet.SourceIPs`: every valid address of `X-Forwarded-For`, then
 /// `X-Real-Ip` unless already there, then the peer unless it is the last.
-pub fn source_ips(headers: &HeaderMap, peer: Option<IpAddr>) -> Vec<IpAddr> {
+pub fn source_ips(headers: &HeaderMap, peer: Option<IpAddr>) -> SourceIps {
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or("");
-    let mut ips: Vec<IpAddr> = header("x-forwarded-for").split(',').filter_map(|p| parse_ip(p.trim())).collect();
+    let mut ips: SourceIps = header("x-forwarded-for").split(',').filter_map(|p| parse_ip(p.trim())).collect();
     if let Some(ip) = parse_ip(header("x-real-ip")).filter(|ip| !ips.contains(ip)) {
         ips.push(ip);
     }
@@ -182,7 +186,7 @@ impl Record {
 
     /// An annotation; the first value set for a key stays (`addAuditAnnotationLocked`).
     pub fn annotate(&mut self, key: &'static str, value: impl Into<Cow<'static, str>>) {
-        self.event.annotations.entry(key).or_insert_with(|| value.into());
+        self.event.annotate(key, value);
     }
 
     /// The answer's status, as the response writer and `LogResponseObject` set it.
