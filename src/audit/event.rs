@@ -170,13 +170,10 @@ pub struct Requested<'a> {
     pub received: SystemTime,
 }
 
-/// One request's audit event, stage after stage. What does not change
-/// between stages is written once, as JSON, when the event is made
-/// (requests are many, and each writes two or three events), into one
-/// buffer: `fixed[..cuts[0]]` is `"level":…,"auditID":…`;
-/// `fixed[cuts[0]..cuts[1]]` is `,"requestURI":…,"verb":…,"user":{…}`;
-/// `fixed[cuts[1]..cuts[2]]` is `,"sourceIPs":…,"userAgent":…,"objectRef":{…}`
-/// (those given); `fixed[cuts[2]..]` is `,"requestReceivedTimestamp":…`.
+/// One request's audit event, stage after stage. What does not change between stages is written once, as JSON,
+/// when the event is made (requests are many, and each writes two or three events), into one buffer:
+/// `"level":…,"auditID":…` up to `cuts[0]`, `,"requestURI":…,"verb":…,"user":{…}` up to `cuts[1]`,
+/// `,"sourceIPs":…,"userAgent":…,"objectRef":{…}` (those given) up to `cuts[2]`, `,"requestReceivedTimestamp":…`.
 #[derive(Debug, Clone)]
 pub struct Event {
     fixed: String,
@@ -219,11 +216,9 @@ impl Event {
         user(&mut s, r.user);
         let origin = s.len();
         if !r.source_ips.is_empty() {
-            s.push_str(r#","sourceIPs":"#);
-            s.push('[');
+            s.push_str(r#","sourceIPs":["#);
             for (i, ip) in r.source_ips.iter().enumerate() {
-                s.push_str(if i == 0 { "\"" } else { ",\"" });
-                let _ = write!(s, "{ip}\"");
+                let _ = write!(s, "{}\"{ip}\"", if i == 0 { "" } else { "," });
             }
             s.push(']');
         }
