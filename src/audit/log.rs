@@ -42,13 +42,17 @@ pub enum Output {
 
 impl Output {
     /// The output `--audit-log-path` names, rotated past `max_size_mb` (0: never).
+    /// Something there that is no regular file (`/dev/null`, `/dev/stdout`, a
+    /// FIFO) is never rotated: renaming it would put a plain file in its place.
     pub fn new(path: &str, max_size_mb: u64, max_backups: usize, max_age_days: u64) -> Output {
         if path == "-" {
             return Output::Stdout;
         }
         let path = PathBuf::from(path);
+        let special = std::fs::metadata(&path).is_ok_and(|m| !m.is_file());
         match max_size_mb {
             0 => Output::Plain { path, file: None },
+            _ if special => Output::Plain { path, file: None },
             mb => Output::Rotating(Rotating::new(path, mb.saturating_mul(1 << 20), max_backups, max_age_days)),
         }
     }
@@ -144,4 +148,20 @@ pub fn start(mut out: Output, rx: Receiver, counts: Counts) -> io::Result<std::t
             std::thread::sleep(GATHERING);
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_device_is_written_never_rotated() {
+        assert!(matches!(Output::new("/dev/null", 1, 0, 0), Output::Plain { .. }));
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("audit.log");
+        assert!(matches!(Output::new(file.to_str().unwrap(), 1, 0, 0), Output::Rotating(_)), "a file not yet made is rotated");
+        std::fs::write(&file, "").unwrap();
+        assert!(matches!(Output::new(file.to_str().unwrap(), 1, 0, 0), Output::Rotating(_)));
+        assert!(matches!(Output::new(file.to_str().unwrap(), 0, 0, 0), Output::Plain { .. }));
+    }
 }

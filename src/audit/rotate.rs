@@ -6,7 +6,9 @@
 //! kept) and older than `max_age` are removed. 0 means no limit.
 //!
 //! Invariants: a line is never split between two files; a line longer
-//! than `max_size` is refused (lumberjack's error), not written.
+//! than `max_size` is refused (lumberjack's error), not written; only a
+//! regular file is ever renamed (lumberjack would rename `/dev/null`, and a
+//! plain file would take its place for every program on the machine).
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
@@ -119,6 +121,9 @@ impl Rotating {
         std::fs::create_dir_all(self.dir())?;
         let mut mode = 0o600;
         if let Ok(info) = std::fs::metadata(&self.path) {
+            if !info.is_file() {
+                return Err(io::Error::other(format!("{} is not a regular file: it is not rotated", self.path.display())));
+            }
             mode = info.permissions().mode() & 0o7777;
             std::fs::rename(&self.path, backup_name(&self.path, SystemTime::now()))?;
         }
@@ -249,6 +254,18 @@ mod tests {
         log.write_lines(&Lines::of(&["abcd\n", "efgh\n", "ijkl\n"])).unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "ijkl\n", "a batch that does not fit is split between lines");
         assert_eq!(files(dir.path()).len(), 2);
+    }
+
+    #[test]
+    fn what_is_no_regular_file_is_never_renamed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.log");
+        std::fs::create_dir(&path).unwrap();
+        let mut log = Rotating::new(path.clone(), 10, 0, 0);
+        let err = log.write_lines(&Lines::of(&["aaaa\n"])).unwrap_err();
+        assert!(err.to_string().contains("not a regular file"), "{err}");
+        assert!(path.is_dir());
+        assert_eq!(files(dir.path()), ["audit.log"]);
     }
 
     #[test]
