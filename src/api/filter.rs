@@ -35,8 +35,22 @@ pub struct Filter {
     namespace: Option<String>,
     label: Option<LabelSelector>,
     field: Option<FieldSelector>,
+    /// Where each of `field`'s terms reads its value, found once: a watch
+    /// checks them for every event it replays.
+    field_at: Box<[FieldAt]>,
     shard: Option<ShardSelector>,
     fields: Fields,
+}
+
+/// Where a field selector's term reads the object's value.
+#[derive(Debug, Clone, Copy)]
+enum FieldAt {
+    Name,
+    Namespace,
+    /// The resource's selectable field at this index.
+    Field(usize),
+    /// A field the resource does not have: always empty.
+    Unknown,
 }
 
 /// How a request's `shardSelector` is answered, from what kache learnt of
@@ -93,10 +107,21 @@ impl Filter {
     /// The filter of a request for `res` in `namespace` (all when `None`),
     /// with the request's shard selector when upstream honours it.
     pub fn new(res: &Resource, namespace: Option<&str>, opts: &ListOptions, shard: Option<ShardSelector>) -> Filter {
+        let field = opts.field_selector.clone().filter(|s| !s.is_empty());
+        let field_at = field
+            .iter()
+            .flat_map(|s| &s.requirements)
+            .map(|r| match r.field.as_str() {
+                "metadata.name" => FieldAt::Name,
+                "metadata.namespace" => FieldAt::Namespace,
+                f => res.fields.iter().position(|(name, _)| *name == f).map_or(FieldAt::Unknown, FieldAt::Field),
+            })
+            .collect();
         Filter {
             namespace: namespace.filter(|_| res.namespaced).map(str::to_owned),
             label: opts.label_selector.clone().filter(|s| !s.is_empty()),
-            field: opts.field_selector.clone().filter(|s| !s.is_empty()),
+            field,
+            field_at,
             shard,
             fields: res.fields,
         }
@@ -127,7 +152,7 @@ impl Filter {
     pub fn selects(&self, o: &CachedObject) -> bool {
         self.shard.as_ref().is_none_or(|s| s.selects(o.uid(), o.namespace()))
             && self.label.as_ref().is_none_or(|s| s.matches_with(|k| o.label(k)))
-            && self.field.as_ref().is_none_or(|s| s.matches(|f| self.field_of(o, f)))
+            && self.field.as_ref().is_none_or(|s| s.requirements.iter().zip(&self.field_at).all(|(r, at)| r.holds(self.value_at(o, *at))))
     }
 
     /// Whether `o` is in scope and passes the selectors.
@@ -190,15 +215,39 @@ impl Filter {
         }
     }
 
-    fn field_of<'a>(&self, o: &'a CachedObject, f: &str) -> &'a str {
-        match f {
-            "metadata.name" => o.name(),
-            "metadata.namespace" => o.namespace(),
-            _ => match self.fields.iter().position(|(name, _)| *name == f) {
-                // The store keeps an absent field as empty text.
-                Some(i) => field_or_default(self.fields, i, Some(o.field(i)).filter(|v| !v.is_empty())),
-                None => "",
+    fn value_at<'a>(&self, o: &'a CachedObject, at: FieldAt) -> &'a [u8] {
+        match at {
+            FieldAt::Name => o.name().as_bytes(),
+            FieldAt::Namespace => o.namespace().as_bytes(),
+            // The store keeps an absent field as empty text: its zero value's.
+            FieldAt::Field(i) => match o.field_bytes(i) {
+                b"" => field_or_default(self.fields, i, None).as_bytes(),
+                v => v,
             },
+            FieldAt::Unknown => b"",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+
+    use super::*;
+
+    #[test]
+    fn field_selectors_read_names_namespaces_fields_and_zero_values() {
+        let pods = Resource::new("", "v1", "pods", "Pod", true);
+        let json = br#"{"metadata":{"name":"p1","namespace":"ns","resourceVersion":"5"},"spec":{"nodeName":"n1"}}"#;
+        let pod = CachedObject::parse(Bytes::from_static(json), &pods.field_paths()).expect("a pod");
+        let selects = |selector: &str| {
+            let opts = ListOptions::decode(&format!("fieldSelector={}", selector.replace('=', "%3D"))).expect("a query");
+            Filter::new(&pods, None, &opts, None).matches(&pod)
+        };
+        assert!(selects("spec.nodeName=n1") && selects("spec.nodeName==n1") && selects("spec.nodeName!=n2"));
+        assert!(!selects("spec.nodeName=n2") && !selects("spec.nodeName!=n1"));
+        assert!(selects("metadata.name=p1,metadata.namespace=ns") && !selects("metadata.name=p1,metadata.namespace!=ns"));
+        assert!(selects("spec.hostNetwork=false") && !selects("spec.hostNetwork=true"), "an absent field has its zero value");
+        assert!(selects("spec.nope=") && !selects("spec.nope=x"), "a field the resource lacks is empty");
     }
 }

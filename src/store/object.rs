@@ -102,12 +102,16 @@ impl CachedObject {
     }
 
     fn text(&self, s: Span) -> &str {
-        if s.start & EXTRA != 0 {
-            let start = (s.start & !EXTRA) as usize;
-            return self.extra.get(start..start + s.len as usize).unwrap_or_default();
-        }
-        let range = s.start as usize..(s.start + s.len) as usize;
-        self.bytes.get(range).and_then(|b| std::str::from_utf8(b).ok()).unwrap_or_default()
+        std::str::from_utf8(self.raw(s)).unwrap_or_default()
+    }
+
+    /// A span's bytes: text the parser read, so always UTF-8 ([`CachedObject::text`] checks).
+    fn raw(&self, s: Span) -> &[u8] {
+        let (buf, start) = match s.start & EXTRA {
+            0 => (&self.bytes[..], s.start as usize),
+            _ => (self.extra.as_bytes(), (s.start & !EXTRA) as usize),
+        };
+        buf.get(start..start + s.len as usize).unwrap_or_default()
     }
 
     /// The bytes exactly as upstream sent them.
@@ -154,6 +158,12 @@ impl CachedObject {
     /// (a string's text, a number's or boolean's literal; empty when absent).
     pub fn field(&self, i: usize) -> &str {
         self.fields.get(i).map_or("", |s| self.text(*s))
+    }
+
+    /// [`CachedObject::field`]'s bytes, not checked again for UTF-8: what a
+    /// selector compares for every event a watch replays.
+    pub fn field_bytes(&self, i: usize) -> &[u8] {
+        self.fields.get(i).map_or(b"", |s| self.raw(*s))
     }
 
     /// Where `metadata`'s JSON value lies in [`CachedObject::bytes`].

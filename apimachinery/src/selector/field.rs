@@ -81,7 +81,14 @@ impl FieldSelector {
 
     /// Whether every term holds, `value_of` giving a field's value (`""` when absent).
     pub fn matches<S: AsRef<str>>(&self, value_of: impl Fn(&str) -> S) -> bool {
-        self.requirements.iter().all(|r| (value_of(&r.field).as_ref() == r.value) == (r.op == FieldOp::Equals))
+        self.requirements.iter().all(|r| r.holds(value_of(&r.field).as_ref().as_bytes()))
+    }
+}
+
+impl FieldRequirement {
+    /// Whether a field whose value is `value` (`""` when absent) satisfies the term.
+    pub fn holds(&self, value: &[u8]) -> bool {
+        (value == self.value.as_bytes()) == (self.op == FieldOp::Equals)
     }
 }
 
