@@ -8,10 +8,9 @@
 //! a webhook batch holds the same bytes without the type ([`LINE_START`]).
 
 use std::borrow::Cow;
-use std::cell::RefCell;
 use std::fmt::Write;
 use std::net::IpAddr;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use apimachinery::auth::UserInfo;
 use apimachinery::json::{write_go_escaped, write_go_string};
@@ -19,7 +18,7 @@ use apimachinery::status::ApiError;
 use serde_json::Value;
 use smallvec::SmallVec;
 
-use super::json::go_json;
+use super::json::{go_json, ip_strings, micro_time};
 
 /// How much of a request is recorded (`audit.Level`), in increasing order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -217,9 +216,7 @@ impl Event {
         let origin = s.len();
         if !r.source_ips.is_empty() {
             s.push_str(r#","sourceIPs":["#);
-            for (i, ip) in r.source_ips.iter().enumerate() {
-                let _ = write!(s, "{}\"{ip}\"", if i == 0 { "" } else { "," });
-            }
+            ip_strings(&mut s, r.source_ips);
             s.push(']');
         }
         if !r.user_agent.is_empty() {
@@ -386,33 +383,6 @@ fn user(s: &mut String, u: Option<&UserInfo>) {
     s.push('}');
 }
 
-/// `t` as `metav1.MicroTime` writes it, quoted: `"2006-01-02T15:04:05.000000Z"`.
-fn micro_time(s: &mut String, t: SystemTime) {
-    let since = t.duration_since(UNIX_EPOCH).unwrap_or_default();
-    SECOND.with_borrow_mut(|(secs, text)| {
-        // Events come many a second: the date and time of day are written once for each.
-        if *secs != since.as_secs() || text.is_empty() {
-            *secs = since.as_secs();
-            text.clear();
-            let _ = write!(text, "{}", humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_secs(*secs)));
-            text.pop(); // Its `Z`.
-        }
-        s.push('"');
-        s.push_str(text);
-        let micros = since.subsec_micros();
-        s.push('.');
-        for digit in (0..6).rev().map(|i| micros / 10u32.pow(i) % 10) {
-            s.push(char::from(b'0' + digit as u8));
-        }
-        s.push_str("Z\"");
-    });
-}
-
-thread_local! {
-    /// The second last written by [`micro_time`] on this thread, and its text up to the fraction.
-    static SECOND: RefCell<(u64, String)> = const { RefCell::new((0, String::new())) };
-}
-
 /// A fresh audit ID, as the apiserver's `uuid.New()` makes it.
 pub fn new_id() -> String {
     apimachinery::audit::fresh(rand::random())
@@ -420,6 +390,8 @@ pub fn new_id() -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::time::{Duration, UNIX_EPOCH};
+
     use super::*;
 
     fn event(user: Option<&UserInfo>) -> Event {

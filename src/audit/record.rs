@@ -16,7 +16,7 @@ use std::time::SystemTime;
 
 use apimachinery::audit::HEADER as AUDIT_ID;
 use apimachinery::auth::{Attributes, UserInfo};
-use http::HeaderMap;
+use http::{HeaderMap, HeaderName};
 use serde_json::Value;
 use smallvec::SmallVec;
 
@@ -28,9 +28,15 @@ use super::policy::AuditConfig;
 /// The longest user agent kept whole (`maxUserAgentLength`).
 const MAX_USER_AGENT: usize = 1024;
 
+/// The headers every arrival reads, named once (a name given as text is parsed at each lookup).
+const AUDIT_ID_HEADER: HeaderName = HeaderName::from_static(AUDIT_ID);
+const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
+const X_REAL_IP: HeaderName = HeaderName::from_static("x-real-ip");
+const IMPERSONATE_USER: HeaderName = HeaderName::from_static("impersonate-user");
+
 /// Appends the request's audit ID: the client's own `Audit-ID` as sent, else a fresh one.
 fn push_audit_id(out: &mut String, headers: &HeaderMap) {
-    match headers.get(AUDIT_ID).filter(|v| !v.is_empty()) {
+    match headers.get(AUDIT_ID_HEADER).filter(|v| !v.is_empty()) {
         Some(id) => push_text(out, id.as_bytes()),
         None => out.push_str(&new_id()),
     }
@@ -84,7 +90,7 @@ impl Arrival {
             received: SystemTime::now(),
             attributes,
             source_ips: source_ips(headers, peer),
-            impersonating: headers.contains_key("impersonate-user"),
+            impersonating: headers.contains_key(IMPERSONATE_USER),
         }
     }
 
@@ -110,9 +116,9 @@ pub type SourceIps = SmallVec<[IpAddr; 2]>;
 /// `utilnet.SourceIPs`: every valid address of `X-Forwarded-For`, then
 /// `X-Real-Ip` unless already there, then the peer unless it is the last.
 pub fn source_ips(headers: &HeaderMap, peer: Option<IpAddr>) -> SourceIps {
-    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or("");
-    let mut ips: SourceIps = header("x-forwarded-for").split(',').filter_map(|p| parse_ip(p.trim())).collect();
-    if let Some(ip) = parse_ip(header("x-real-ip")).filter(|ip| !ips.contains(ip)) {
+    let header = |name: HeaderName| headers.get(name).and_then(|v| v.to_str().ok()).filter(|v| !v.is_empty());
+    let mut ips: SourceIps = header(X_FORWARDED_FOR).into_iter().flat_map(|h| h.split(',')).filter_map(|p| parse_ip(p.trim())).collect();
+    if let Some(ip) = header(X_REAL_IP).and_then(parse_ip).filter(|ip| !ips.contains(ip)) {
         ips.push(ip);
     }
     if let Some(peer) = peer.map(|p| p.to_canonical()).filter(|p| ips.last() != Some(p)) {
