@@ -94,6 +94,8 @@ fn every_list_shape_matches_the_simulator_at_the_same_revision() {
         }
     }
 
+    lists_naming_one_object_read_its_key_alone(&kache, &sim, r);
+
     // Paging: every page through kache equals the page through the simulator, and tokens cross.
     let mut token: Option<String> = None;
     let mut pages = 0;
@@ -150,6 +152,36 @@ fn every_list_shape_matches_the_simulator_at_the_same_revision() {
         let q = format!("{pods}?{bad}");
         same(&q, &kache.get(&q), &sim.get(&q));
     }
+}
+
+/// A list whose field selector names one object in a namespace is read at
+/// its key alone, as kube-apiserver 1.36.2 reads it (the registry's
+/// `MatchesSingle`, checked there): one item and no `continue` whatever the
+/// `limit`, and a legacy revision with a `limit` read as "not older than".
+fn lists_naming_one_object_read_its_key_alone(kache: &Process, sim: &Process, r: u64) {
+    let first = kache.get("/api/v1/namespaces/ns-0002/pods?limit=2");
+    let name = first.json()["items"][0]["metadata"]["name"].as_str().expect("a pod").to_string();
+    let named = [
+        ("/api/v1/namespaces/ns-0002/pods", format!("fieldSelector=metadata.name%3D{name}&limit=1")),
+        ("/api/v1/pods", format!("fieldSelector=metadata.namespace%3Dns-0002,metadata.name%3D{name}&limit=1")),
+    ];
+    for (path, one) in &named {
+        let exact = format!("{path}?{}", exact_at(one, r));
+        let (k, s) = (kache.get(&exact), sim.get(&exact));
+        same(&exact, &k, &s);
+        assert_eq!(k.json()["items"].as_array().map(Vec::len), Some(1), "{exact}: the object");
+        assert!(k.json()["metadata"].get("continue").is_none(), "{exact}: no continue after one key: {}", k.text());
+        let legacy = format!("{path}?{one}&resourceVersion={r}");
+        let got = kache.get(&legacy);
+        let at = rv_of(&got);
+        assert!(at >= r, "{legacy}: older than asked");
+        same(&legacy, &got, &sim.get(&format!("{path}?{}", exact_at(one, at))));
+    }
+    // Across namespaces the name is one filter among the scan: the page stops at its limit with a continue.
+    let scan = format!("/api/v1/pods?{}", exact_at(&named[0].1, r));
+    let (k, s) = (kache.get(&scan), sim.get(&scan));
+    same(&scan, &k, &s);
+    assert!(k.json()["metadata"]["continue"].is_string(), "{scan}: a scan's page continues: {}", k.text());
 }
 
 #[test]

@@ -22,6 +22,8 @@ use crate::continue_token::{self, Continue};
 use crate::decode::{DecodeError, parse_revision};
 use crate::params::{ListOptions, parse_resource_version};
 use crate::resource::Resource;
+use crate::selector::FieldOp;
+use crate::selector::content::is_dns1123_label;
 use crate::status::ApiError;
 
 /// Which revision a list reads.
@@ -50,11 +52,47 @@ pub struct ListPlan {
     pub limit: usize,
     /// The continue token, when the request carried one.
     pub continued: Option<Continue>,
+    /// The list names one object, whose key `start` is: read as the
+    /// apiserver reads one key ([`named_key`]).
+    pub one: bool,
+}
+
+/// The key of the one object a list names, if it names one — the
+/// registry's `MatchesSingle`: without a continue token, a field selector
+/// requiring `metadata.name` (a valid path segment) exactly, and the list in
+/// a namespace (the path's, else a valid one `metadata.namespace` requires)
+/// or of a cluster-scoped resource. kube-apiserver then reads that key alone
+/// (its watch cache's `WaitUntilFreshAndGet`, or etcd at one key): the page
+/// has no `continue` and no `remainingItemCount` whatever the `limit`, and
+/// a revision with a `limit` but no match reads "not older than" it (only
+/// `resourceVersionMatch=Exact` reads the revision itself).
+pub fn named_key(res: &Resource, namespace: Option<&str>, opts: &ListOptions) -> Option<String> {
+    let selector = opts.field_selector.as_ref().filter(|_| opts.continue_token.is_empty())?;
+    let exact = |field: &str| selector.requirements.iter().find(|r| r.field == field && r.op == FieldOp::Equals).map(|r| r.value.as_str());
+    let name = exact("metadata.name").filter(|n| !n.is_empty() && !matches!(*n, "." | "..") && !n.contains(['/', '%']))?;
+    if !res.namespaced {
+        return Some(name.to_string());
+    }
+    let namespace = namespace.or_else(|| exact("metadata.namespace").filter(|ns| ns.len() <= 63 && is_dns1123_label(ns)))?;
+    Some(format!("{namespace}/{name}"))
 }
 
 impl ListPlan {
-    /// Decodes the plan of a validated list request whose keys start with `prefix`.
-    pub fn of(opts: &ListOptions, prefix: &str) -> Result<ListPlan, ApiError> {
+    /// Decodes the plan of a validated list request whose keys start with
+    /// `prefix`, and which names the object at `one`, if it names one ([`named_key`]).
+    pub fn of(opts: &ListOptions, prefix: &str, one: Option<String>) -> Result<ListPlan, ApiError> {
+        let mut plan = ListPlan::scanning(opts, prefix)?;
+        if let Some(key) = one {
+            if let (Read::Exact(rv), "") = (plan.read, opts.resource_version_match.as_str()) {
+                plan.read = Read::NotOlderThan(rv);
+            }
+            plan = ListPlan { start: key, limit: usize::MAX, one: true, ..plan };
+        }
+        Ok(plan)
+    }
+
+    /// The plan of a list that reads its scope's keys in order.
+    fn scanning(opts: &ListOptions, prefix: &str) -> Result<ListPlan, ApiError> {
         let limit = if opts.limit > 0 { usize::try_from(opts.limit).unwrap_or(usize::MAX) } else { usize::MAX };
         if !opts.continue_token.is_empty() {
             let c = continue_token::decode(&opts.continue_token, prefix)
@@ -63,7 +101,7 @@ impl ListPlan {
                 return Err(ApiError::bad_request("specifying resource version is not allowed when using continue"));
             }
             let read = if c.rv > 0 { Read::Exact(c.rv as u64) } else { Read::MostRecent };
-            return Ok(ListPlan { read, start: c.key.clone(), limit, continued: Some(c) });
+            return Ok(ListPlan { read, start: c.key.clone(), limit, continued: Some(c), one: false });
         }
         let read = if opts.resource_version.is_empty() {
             Read::MostRecent
@@ -76,7 +114,7 @@ impl ListPlan {
             }
         };
         let limit = if read == Read::Any { usize::MAX } else { limit };
-        Ok(ListPlan { read, start: prefix.to_string(), limit, continued: None })
+        Ok(ListPlan { read, start: prefix.to_string(), limit, continued: None, one: false })
     }
 
     /// The 410 for a continue token whose revision is gone: its successor
@@ -281,7 +319,45 @@ mod tests {
     fn plan(q: &str) -> Result<ListPlan, ApiError> {
         let mut o = ListOptions::decode(q)?;
         o.validate()?;
-        ListPlan::of(&o, "ns/")
+        ListPlan::of(&o, "ns/", None)
+    }
+
+    #[test]
+    fn a_list_naming_one_object_reads_its_key_as_the_registry_does() {
+        let pods = crate::resource::builtin("", "v1", "pods").unwrap().resource();
+        let nodes = crate::resource::builtin("", "v1", "nodes").unwrap().resource();
+        let key = |res: &Resource, ns: Option<&str>, q: &str| named_key(res, ns, &ListOptions::decode(q).unwrap());
+        assert_eq!(key(&pods, Some("ns"), "fieldSelector=metadata.name%3Da"), Some("ns/a".into()));
+        assert_eq!(key(&pods, Some("ns"), "fieldSelector=metadata.name%3D%3Da,status.phase%3DRunning"), Some("ns/a".into()), "`==` too");
+        assert_eq!(key(&pods, None, "fieldSelector=metadata.namespace%3Dns,metadata.name%3Da"), Some("ns/a".into()));
+        assert_eq!(key(&pods, None, "fieldSelector=metadata.name%3Da"), None, "no namespace: no key");
+        assert_eq!(key(&pods, None, "fieldSelector=metadata.namespace%3DNS,metadata.name%3Da"), None, "not a namespace name");
+        assert_eq!(key(&nodes, None, "fieldSelector=metadata.name%3Dn1"), Some("n1".into()));
+        for q in
+            ["fieldSelector=metadata.name!%3Da", "fieldSelector=metadata.name%3D", "fieldSelector=metadata.name%3D..", "labelSelector=a"]
+        {
+            assert_eq!(key(&pods, Some("ns"), q), None, "{q}");
+        }
+        let token = continue_token::encode_after("ns/a", "ns/", 9);
+        assert_eq!(key(&pods, Some("ns"), &format!("fieldSelector=metadata.name%3Da&continue={token}")), None, "a continue token reads on");
+
+        let one = |q: &str| {
+            let o = ListOptions::decode(q).unwrap();
+            ListPlan::of(&o, "ns/", named_key(&pods, Some("ns"), &o)).unwrap()
+        };
+        let p = one("fieldSelector=metadata.name%3Da&limit=1");
+        assert_eq!(
+            (p.read, p.start.as_str(), p.limit, p.one),
+            (Read::MostRecent, "ns/a", usize::MAX, true),
+            "no continue whatever the limit"
+        );
+        assert_eq!(one("fieldSelector=metadata.name%3Da&limit=1&resourceVersion=7").read, Read::NotOlderThan(7), "legacy: not older than");
+        assert_eq!(one("fieldSelector=metadata.name%3Da&resourceVersion=7&resourceVersionMatch=Exact").read, Read::Exact(7));
+        assert_eq!(
+            plan("fieldSelector=metadata.name%3Da&limit=1&resourceVersion=7").unwrap().read,
+            Read::Exact(7),
+            "a scan is legacy exact"
+        );
     }
 
     #[test]

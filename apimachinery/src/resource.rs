@@ -62,6 +62,9 @@ const EVENT_FIELDS: Fields = &[
     ("type", ""),
 ];
 
+/// The name [`Resource::probe_path`] asks for.
+pub const PROBE_NAME: &str = "kache-freshness-probe";
+
 /// Selectable fields read from another path of the object: events select
 /// on `source`, which is `source.component` (the apiserver's `EventToSelectableFields`).
 const FIELD_PATHS: &[(&str, &str)] = &[("source", "source.component")];
@@ -259,6 +262,20 @@ impl Resource {
         format!("{}/{}", self.group_version_path(), self.plural)
     }
 
+    /// The cheapest consistent read of this resource, for its revision: a
+    /// list naming one object (`PROBE_NAME`, which none is expected to
+    /// have) in `default`, or cluster-wide for a cluster-scoped resource.
+    /// kube-apiserver reads a list whose field selector names one object by
+    /// its key (the registry's `MatchesSingle`): it waits for its watch cache
+    /// to reach etcd's current revision as for any consistent list, then
+    /// looks up one key — where `limit=1` walks the whole collection (pods,
+    /// 50,000 of them, kube-apiserver 1.36.2: 1.2 ms against 6–12 ms).
+    /// `limit=1` stays, for a server that would not narrow by name.
+    pub fn probe_path(&self) -> String {
+        let scope = if self.namespaced { "/namespaces/default" } else { "" };
+        format!("{}{scope}/{}?fieldSelector=metadata.name%3D{PROBE_NAME}&limit=1", self.group_version_path(), self.plural)
+    }
+
     /// `{"kind":K,"apiVersion":V,`: how the apiserver begins an object of
     /// this resource outside a list (a GET, a watch event).
     pub fn type_prefix(&self) -> String {
@@ -307,6 +324,19 @@ pub(crate) fn json_string(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_probe_names_one_object_where_the_apiserver_reads_it_by_key() {
+        let pods = Resource::new("", "v1", "pods", "Pod", true);
+        assert_eq!(pods.probe_path(), "/api/v1/namespaces/default/pods?fieldSelector=metadata.name%3Dkache-freshness-probe&limit=1");
+        let roles = Resource::new("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", false);
+        assert_eq!(
+            roles.probe_path(),
+            "/apis/rbac.authorization.k8s.io/v1/clusterroles?fieldSelector=metadata.name%3Dkache-freshness-probe&limit=1"
+        );
+        let o = crate::params::ListOptions::decode(pods.probe_path().split_once('?').unwrap().1).unwrap();
+        assert_eq!(crate::list::named_key(&pods, Some("default"), &o).as_deref(), Some("default/kache-freshness-probe"));
+    }
 
     #[test]
     fn builtins_carry_their_facts_and_custom_resources_none() {

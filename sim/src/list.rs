@@ -10,7 +10,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use apimachinery::list::{Envelope, ListMeta, ListPlan, Read, check_fields, json_list, json_list_parts};
+use apimachinery::list::{Envelope, ListMeta, ListPlan, Read, check_fields, json_list, json_list_parts, named_key};
 use apimachinery::params::ListOptions;
 use apimachinery::partial;
 use apimachinery::selector::FieldOp;
@@ -88,8 +88,9 @@ pub async fn list(state: &State, res: ResourceId, namespace: Option<&str>, opts:
     let registry = state.registry();
     let rt = registry.get(res);
     check_fields(rt, opts)?;
-    let prefix = rt.prefix(namespace);
-    let plan = ListPlan::of(opts, &prefix)?;
+    let plan = ListPlan::of(opts, &rt.prefix(namespace), named_key(rt, namespace, opts))?;
+    // A list naming one object reads its key alone (the registry's `MatchesSingle`).
+    let prefix = if plan.one { plan.start.clone() } else { rt.prefix(namespace) };
     let at = match plan.read {
         Read::Exact(rv) if plan.continued.is_some() && rv < state.db.read().oldest() => return Err(plan.continue_expired()),
         Read::MostRecent => {

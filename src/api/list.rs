@@ -6,6 +6,7 @@
 //! | `0` (Any) | the head snapshot, whole (`limit` ignored, as the apiserver does) |
 //! | `N`, NotOlderThan | the head once `confirmed_rv >= N` (waiting briefly), else passed through |
 //! | `N`, Exact (or legacy `N` with `limit`) | the snapshot at `N` if in the window; below it or not reached in time, passed through |
+//! | a field selector naming one object (`named_key`) | its key alone: no `continue`, legacy `N` with `limit` read as NotOlderThan |
 //! | `continue` at `N` | the pinned or rebuilt snapshot at `N`, else passed through (upstream answers or gives its 410) |
 //!
 //! Invariant 4: nothing is served for a revision the store has not
@@ -26,7 +27,7 @@ use std::ops::Bound;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use apimachinery::list::{ListMeta, ListPlan, Read, check_fields};
+use apimachinery::list::{ListMeta, ListPlan, Read, check_fields, named_key};
 use apimachinery::params::ListOptions;
 use apimachinery::shard::ShardSelector;
 use apimachinery::status::ApiError;
@@ -80,8 +81,9 @@ pub async fn list(
         Shard::Upstream(why) => return Ok(Answer::Upstream(why)),
         Shard::Invalid(e) => return Err(e),
     };
-    let prefix = res.info().prefix(namespace);
-    let plan = ListPlan::of(opts, &prefix)?;
+    let plan = ListPlan::of(opts, &res.info().prefix(namespace), named_key(res.info(), namespace, opts))?;
+    // A list naming one object reads the keys that begin with its key, and selects it alone.
+    let prefix = if plan.one { plan.start.clone() } else { res.info().prefix(namespace) };
     let snapshot = match plan.read {
         // A consistent read (or a continue token at the latest revision): the head once proven fresh.
         Read::MostRecent => match proven {

@@ -56,7 +56,7 @@ fn is_label_name(s: &str) -> bool {
 }
 
 /// `^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`.
-fn is_dns1123_label(s: &str) -> bool {
+pub(crate) fn is_dns1123_label(s: &str) -> bool {
     let b = s.as_bytes();
     let edge = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
     match (b.first(), b.last()) {

@@ -19,7 +19,7 @@
 //! key and value validation texts of `labels.NewRequirement` (`content`).
 //! Field selectors ([`FieldSelector`], `fields.ParseSelector`): `field`.
 
-mod content;
+pub(crate) mod content;
 mod field;
 mod label;
 mod lexer;

@@ -6,9 +6,11 @@
 //! The argument.
 //!
 //! 1. *A revision X committed at or after the read arrived.* A probe is a
-//!    one-item list without `resourceVersion`: a quorum read, which the
-//!    apiserver answers with etcd's current revision (1.31+ serves it from
-//!    its watch cache after waiting for the cache to reach that revision).
+//!    list of the resource without `resourceVersion` that names one object
+//!    ([`Resource::probe_path`]): a quorum read, which the apiserver answers
+//!    with etcd's current revision (1.31+ serves it from its watch cache
+//!    after waiting for the cache to reach that revision, then reads one
+//!    key, so the probe costs the same for ten objects or fifty thousand).
 //!    Probes are coalesced per resource as in etcd's ReadIndex: a read that
 //!    arrives at time t waits for a probe *sent* after t (the prober takes a
 //!    new generation number immediately before sending; a reader asks for
@@ -233,7 +235,7 @@ impl Freshness {
     }
 
     async fn probe(&self) -> Option<u64> {
-        let body = self.client.get_bytes(&format!("{}?limit=1", self.resource.collection_path())).await.ok()?;
+        let body = self.client.get_bytes(&self.resource.probe_path()).await.ok()?;
         Some(ListPage::parse(&body).ok()?.resource_version)
     }
 

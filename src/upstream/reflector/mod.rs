@@ -301,11 +301,10 @@ impl<S: Sink> Reflector<S> {
         Phase::Watch
     }
 
-    /// Upstream's current revision, from a one-item quorum list; an answer is contact.
+    /// Upstream's current revision, from a consistent list of one name; an answer is contact.
     async fn upstream_revision(&self) -> Result<u64, UpstreamError> {
         self.status.probes.fetch_add(1, Ordering::Relaxed);
-        let path = format!("{}?limit=1", self.resource.collection_path());
-        let body = self.client.get_bytes(&path).await?;
+        let body = self.client.get_bytes(&self.resource.probe_path()).await?;
         self.status.touch();
         let rv = ListPage::parse(&body).map_err(decode)?.resource_version;
         if rv < self.rv {
