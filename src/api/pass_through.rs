@@ -9,7 +9,7 @@
 //! becomes a byte tunnel between the client and the apiserver. A whole
 //! collection travels on a lane of its own ([`lane`]).
 
-use http::header::{CONNECTION, HOST, HeaderMap, HeaderName, HeaderValue, UPGRADE};
+use http::header::{CONNECTION, HOST, HeaderMap, HeaderName, HeaderValue, TE, TRAILER, TRANSFER_ENCODING, UPGRADE};
 use http::{Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Body as _;
@@ -24,8 +24,17 @@ use apimachinery::status::ApiError;
 use super::body::{self, ApiBody, BoxError};
 use crate::upstream::client::{Client, Lane};
 
-/// Headers that describe one connection, not the message.
-const HOP_BY_HOP: &[&str] = &["connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade"];
+/// Headers that describe one connection, not the message; as names, not
+/// text, which each removal would parse again (a relay removes them twice).
+const HOP_BY_HOP: [HeaderName; 7] = [
+    CONNECTION,
+    HeaderName::from_static("keep-alive"),
+    HeaderName::from_static("proxy-connection"),
+    TRANSFER_ENCODING,
+    TE,
+    TRAILER,
+    UPGRADE,
+];
 
 /// Removes hop-by-hop headers, including those `Connection` names.
 fn strip_hop_by_hop(headers: &mut HeaderMap) {
@@ -38,8 +47,8 @@ fn strip_hop_by_hop(headers: &mut HeaderMap) {
     for name in named {
         headers.remove(name);
     }
-    for name in HOP_BY_HOP {
-        headers.remove(*name);
+    for name in &HOP_BY_HOP {
+        headers.remove(name);
     }
 }
 
@@ -241,6 +250,26 @@ mod tests {
         ] {
             assert_eq!(lane(method.clone(), path, query), expected, "{method} {path}?{query}");
         }
+    }
+
+    #[test]
+    fn hop_by_hop_headers_and_those_connection_names_stay_on_their_hop() {
+        let mut h = HeaderMap::new();
+        for (name, value) in [
+            ("connection", "keep-alive, X-Hop"),
+            ("keep-alive", "timeout=5"),
+            ("x-hop", "1"),
+            ("transfer-encoding", "chunked"),
+            ("te", "trailers"),
+            ("proxy-connection", "keep-alive"),
+            ("content-type", "application/json"),
+            ("audit-id", "a"),
+        ] {
+            h.append(HeaderName::from_static(name), value.parse().unwrap());
+        }
+        strip_hop_by_hop(&mut h);
+        let left: Vec<&str> = h.keys().map(HeaderName::as_str).collect();
+        assert_eq!(left, ["content-type", "audit-id"]);
     }
 
     #[test]
