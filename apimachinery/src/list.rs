@@ -91,6 +91,12 @@ impl ListPlan {
         Ok(plan)
     }
 
+    /// The keys the list reads begin with this: `prefix`, the list's scope,
+    /// or the key of the one object it names.
+    pub fn scope<'a>(&'a self, prefix: &'a str) -> &'a str {
+        if self.one { &self.start } else { prefix }
+    }
+
     /// The plan of a list that reads its scope's keys in order.
     fn scanning(opts: &ListOptions, prefix: &str) -> Result<ListPlan, ApiError> {
         let limit = if opts.limit > 0 { usize::try_from(opts.limit).unwrap_or(usize::MAX) } else { usize::MAX };

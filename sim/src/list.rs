@@ -88,9 +88,10 @@ pub async fn list(state: &State, res: ResourceId, namespace: Option<&str>, opts:
     let registry = state.registry();
     let rt = registry.get(res);
     check_fields(rt, opts)?;
-    let plan = ListPlan::of(opts, &rt.prefix(namespace), named_key(rt, namespace, opts))?;
+    let prefix = rt.prefix(namespace);
     // A list naming one object reads its key alone (the registry's `MatchesSingle`).
-    let prefix = if plan.one { plan.start.clone() } else { rt.prefix(namespace) };
+    let plan = ListPlan::of(opts, &prefix, named_key(rt, namespace, opts))?;
+    let prefix = plan.scope(&prefix);
     let at = match plan.read {
         Read::Exact(rv) if plan.continued.is_some() && rv < state.db.read().oldest() => return Err(plan.continue_expired()),
         Read::MostRecent => {
@@ -123,8 +124,8 @@ pub async fn list(state: &State, res: ResourceId, namespace: Option<&str>, opts:
     let mut scanned = 0;
     // A kubelet's list (pods of one node) reads its node's pods through the index.
     let candidates: Box<dyn Iterator<Item = (&String, &Arc<Obj>)>> = match node(rt, opts) {
-        Some(node) => Box::new(db.range_on_node(node, &prefix, &plan.start, at)),
-        None => Box::new(db.range(res, &prefix, &plan.start, at)),
+        Some(node) => Box::new(db.range_on_node(node, prefix, &plan.start, at)),
+        None => Box::new(db.range(res, prefix, &plan.start, at)),
     };
     for (key, obj) in candidates {
         scanned += 1;
@@ -137,14 +138,14 @@ pub async fn list(state: &State, res: ResourceId, namespace: Option<&str>, opts:
         }
     }
     // What the page leaves of the scope's keys: every key after its last.
-    let mut after = last_key.as_ref().map_or(0, |last| db.range(res, &prefix, &format!("{last}\u{0}"), at).count() as u64);
+    let mut after = last_key.as_ref().map_or(0, |last| db.range(res, prefix, &format!("{last}\u{0}"), at).count() as u64);
     if filter.is_empty() && after > 0 {
         // The cacher's count: the scope's keys from the page's start, less
         // the page — which a shard selector makes more than the keys after it.
         after += scanned - items.len() as u64;
     }
     let meta =
-        ListMeta { shard_info: filter.shard_info(), ..ListMeta::for_page(at, &prefix, last_key.as_deref(), after, !filter.is_empty()) };
+        ListMeta { shard_info: filter.shard_info(), ..ListMeta::for_page(at, prefix, last_key.as_deref(), after, !filter.is_empty()) };
     Ok(Page { meta, items })
 }
 

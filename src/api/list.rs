@@ -81,15 +81,15 @@ pub async fn list(
         Shard::Upstream(why) => return Ok(Answer::Upstream(why)),
         Shard::Invalid(e) => return Err(e),
     };
-    let plan = ListPlan::of(opts, &res.info().prefix(namespace), named_key(res.info(), namespace, opts))?;
-    // A list naming one object reads the keys that begin with its key, and selects it alone.
-    let prefix = if plan.one { plan.start.clone() } else { res.info().prefix(namespace) };
+    let prefix = res.info().prefix(namespace);
+    let plan = ListPlan::of(opts, &prefix, named_key(res.info(), namespace, opts))?;
+    let prefix = plan.scope(&prefix);
     let snapshot = match plan.read {
         // A consistent read (or a continue token at the latest revision): the head once proven fresh.
         Read::MostRecent => match proven {
             Some(_) => res.store().view().head().clone(),
             None => {
-                let bytes = res.read_bytes(&prefix, &plan.start, plan.limit);
+                let bytes = res.read_bytes(prefix, &plan.start, plan.limit);
                 return Ok(Answer::Unproven(Consistent { bytes, follows: true, stream: false }));
             }
         },
@@ -106,7 +106,7 @@ pub async fn list(
         },
     };
     let filter = Filter::new(res.info(), namespace, opts, shard);
-    Ok(page(res, &snapshot, &prefix, &plan.start, &filter, plan.limit).map_or(Answer::Upstream(PassThrough::MemoryBudget), Answer::Page))
+    Ok(page(res, &snapshot, prefix, &plan.start, &filter, plan.limit).map_or(Answer::Upstream(PassThrough::MemoryBudget), Answer::Page))
 }
 
 /// The snapshot at exactly `rv`, pinned or rebuilt; `None` when it is out of reach.

@@ -279,18 +279,17 @@ impl Handles {
 /// Records `resp` as `req`'s answer and counts its body's bytes as they go out.
 pub fn observe(req: Request, resp: Response<ApiBody>) -> Response<ApiBody> {
     let road = resp.extensions().get::<Road>().copied().unwrap_or(Road::Kache);
-    let planned_resource = resp.extensions().get::<Plan>().is_some().then(|| req.resource.clone());
-    let handles = Handles::of((req.verb, req.resource, road.as_str(), road.reason(), resp.status()));
-    handles.requests.increment(1);
-    handles.duration.record(req.started.elapsed().as_secs_f64());
     // A consistent read's plan against what its answer took, to the body's end.
-    let planned = resp.extensions().get::<Plan>().zip(planned_resource).map(|(plan, resource)| {
-        let labels = [("resource", resource), ("choice", if plan.from_memory() { "memory" } else { "upstream" }.to_string())];
+    let planned = resp.extensions().get::<Plan>().map(|plan| {
+        let labels = [("resource", req.resource.clone()), ("choice", if plan.from_memory() { "memory" } else { "upstream" }.to_string())];
         metrics::histogram!("kache_consistent_predicted_seconds", &labels).record(plan.expected().as_secs_f64());
         (*plan, metrics::histogram!("kache_consistent_actual_seconds", &labels), counter!("kache_consistent_plans_wrong_total", &labels))
     });
-    let bytes = handles.bytes;
     let started = req.started;
+    let handles = Handles::of((req.verb, req.resource, road.as_str(), road.reason(), resp.status()));
+    handles.requests.increment(1);
+    handles.duration.record(started.elapsed().as_secs_f64());
+    let bytes = handles.bytes;
     resp.map(|body| {
         let counted = body.map_frame(move |frame| {
             if let Some(data) = frame.data_ref() {
