@@ -41,7 +41,7 @@ pub async fn get(
     match rv.as_deref() {
         None | Some("") if proven.is_none() => {
             let bytes = res.store().view().head().get(&key).map_or(0, |o| o.bytes().len() as u64);
-            return Err(Unanswered::Unproven(Read { bytes, follows: false, stream: false }));
+            return Err(Unanswered::Unproven(Read { bytes, collection: false, stream: false }));
         }
         None | Some("") => {}
         // A malformed revision gets upstream's own error.

@@ -90,7 +90,7 @@ pub async fn list(
             Some(_) => res.store().view().head().clone(),
             None => {
                 let bytes = res.read_bytes(prefix, &plan.start, plan.limit);
-                return Ok(Answer::Unproven(Consistent { bytes, follows: true, stream: false }));
+                return Ok(Answer::Unproven(Consistent { bytes, collection: true, stream: false }));
             }
         },
         Read::Any => res.store().view().head().clone(),

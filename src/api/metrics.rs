@@ -149,6 +149,11 @@ fn describe() {
         metrics::Unit::Seconds,
         "Expected delay of a catch-up's proof (moving average of measured ones)."
     );
+    g!(
+        "kache_consistent_small_list_upstream_seconds",
+        metrics::Unit::Seconds,
+        "What the resource's small consistent lists (under 256 KiB of objects) took upstream beyond a round trip (moving average): the least a list is expected to cost upstream."
+    );
     h!(
         "kache_consistent_predicted_seconds",
         metrics::Unit::Seconds,
@@ -395,6 +400,7 @@ fn render(api: &Api) -> Bytes {
             set("kache_freshness_hit_ratio", o.hit_ratio());
             set("kache_freshness_proof_expected_seconds", o.proof_delay().as_secs_f64());
         }
+        set("kache_consistent_small_list_upstream_seconds", r.fresh().small_lists.took().as_secs_f64());
         if let Some(plan) = *f.last_plan.lock() {
             set("kache_consistent_plan_memory_seconds", plan.memory.as_secs_f64());
             set("kache_consistent_plan_upstream_seconds", plan.upstream.as_secs_f64());

@@ -12,6 +12,7 @@
 //! travels with the response to the metrics, which compare it with what
 //! the answer took.
 
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
@@ -28,7 +29,7 @@ use super::target::Target;
 use super::{memory, metrics, pass_through};
 use crate::access::Access;
 use crate::upstream::client::Lane;
-use crate::upstream::costs::{Class, Measure, Meter, Metered};
+use crate::upstream::costs::{Class, Measure, Meter, Metered, SmallLists};
 use crate::upstream::freshness::NotFresh;
 use crate::upstream::plan::Plan;
 
@@ -68,7 +69,9 @@ pub async fn read(
         Err(Unanswered::Unproven(read)) => {
             let class = Class::of(&negotiated, read.stream);
             let plan = t.res.fresh().plan(read, class);
-            let upstream = Upstream { api, req, lane, user, measure: Measure::UpstreamRead(class, read.bytes) };
+            let measure = Measure::UpstreamRead(class, read.bytes);
+            let small = read.collection.then(|| t.res.fresh().small_lists.clone());
+            let upstream = Upstream { api, req, lane, user, measure, small };
             let (road, resp) = match plan.from_memory() {
                 true => consistent(api, t, (negotiated, &query, access), plan, upstream).await,
                 false => {
@@ -102,6 +105,8 @@ struct Upstream<'a> {
     lane: Lane,
     user: Option<&'a UserInfo>,
     measure: Measure,
+    /// A list's resource's small lists, which it measures too.
+    small: Option<Arc<SmallLists>>,
 }
 
 impl Upstream<'_> {
@@ -109,6 +114,10 @@ impl Upstream<'_> {
         let sent = Instant::now();
         let resp = pass_through::forward(&self.api.client, self.req, self.user, self.lane).await;
         let meter = Meter::new(self.api.client.costs().clone(), self.measure, sent);
+        let meter = match self.small {
+            Some(small) => meter.of_list(small),
+            None => meter,
+        };
         resp.map(|body| Metered::new(body, Some(meter)).boxed())
     }
 }

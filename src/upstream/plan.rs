@@ -5,7 +5,8 @@
 //! such reads took upstream beyond it: its work before the head (gathering
 //! the objects, converting a Table) and the transfer (`super::costs`, by
 //! class; a streaming list is its own class, or `costs::STREAM_COST` lists
-//! until one was measured). From memory it costs the probe's round trip (the
+//! until one was measured; a list at least what its resource's small lists
+//! took, `costs::SmallLists`). From memory it costs the probe's round trip (the
 //! same) plus kache's making; and when the probe finds the store behind
 //! upstream's revision (a miss), the sooner of the proof's wait and
 //! upstream asked at once — one more round trip and upstream's cost — for
@@ -47,9 +48,12 @@ pub struct Read {
     /// The bytes of the objects it would send (their JSON, as upstream
     /// stores them): what upstream must read and encode to answer it.
     pub bytes: u64,
-    /// Reads at its revision are likely to follow (a list's continue
-    /// pages, an informer's watch), which a proof under way serves.
-    pub follows: bool,
+    /// A read of a collection (a list or a watch), not of one object:
+    /// upstream reads the collection for it, whose small lists cost what
+    /// their bytes do not show (`costs::SmallLists`), and reads at its
+    /// revision are likely to follow (continue pages, an informer's
+    /// watch), which a proof under way serves.
+    pub collection: bool,
     /// A streaming list (`sendInitialEvents`): the apiserver sends each
     /// object as an event of its own, which costs it more than a list.
     pub stream: bool,

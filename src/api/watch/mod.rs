@@ -122,7 +122,7 @@ pub async fn watch(
         if proven.is_none() {
             let prefix = res.info().prefix(namespace);
             let bytes = res.read_bytes(&prefix, &prefix, usize::MAX);
-            return Ok(Answer::Unproven(Consistent { bytes, follows: true, stream: initial }));
+            return Ok(Answer::Unproven(Consistent { bytes, collection: true, stream: initial }));
         }
     } else if initial && !res.reached(requested, wait).await {
         return Ok(Answer::Upstream(PassThrough::RevisionNotReached));

@@ -67,7 +67,7 @@ mod stats;
 pub use stats::{FreshnessStats, Observed, WAIT_BUCKETS};
 
 use super::client::Client;
-use super::costs::{Class, Costs};
+use super::costs::{Class, Costs, SmallLists};
 use super::plan::{CATCH_UP, Measured, Plan, Read};
 use crate::store::StoreReader;
 
@@ -177,6 +177,8 @@ pub struct Freshness {
     caught_up: watch::Sender<u64>,
     /// What probes and catch-ups showed.
     pub observed: Mutex<Observed>,
+    /// What the resource's small consistent lists took upstream.
+    pub small_lists: Arc<SmallLists>,
     /// Counters.
     pub stats: FreshnessStats,
 }
@@ -202,6 +204,7 @@ impl Freshness {
             catching_up: AtomicBool::new(false),
             caught_up: watch::Sender::new(0),
             observed: Mutex::default(),
+            small_lists: Arc::default(),
             stats,
         }
     }
@@ -275,7 +278,11 @@ impl Freshness {
                 catching_up_for: o.catching_up_since.map(|since| now.saturating_duration_since(since)),
                 events_per_second,
                 hit_ratio: o.hit_ratio(),
-                upstream: costs.upstream_read(class, read.bytes),
+                upstream: match read.collection {
+                    // A list costs upstream at least what its resource's small lists took.
+                    true => costs.upstream_read(class, read.bytes).max(self.small_lists.took()),
+                    false => costs.upstream_read(class, read.bytes),
+                },
                 making: costs.memory_read(class, read.bytes),
             }
         };
@@ -288,7 +295,7 @@ impl Freshness {
     /// catch-up starts for the reads that follow it, and a probe now and
     /// then keeps the hit rate measured. The reason it passes through.
     pub fn go_upstream(self: &Arc<Self>, read: Read) -> NotFresh {
-        if read.follows {
+        if read.collection {
             self.catch_up();
         }
         let stale = self.observed.lock().probed_at.is_none_or(|at| at.elapsed() >= SAMPLE_EVERY);
