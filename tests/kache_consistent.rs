@@ -277,6 +277,11 @@ fn consistent_reads_go_where_they_are_answered_sooner() {
     assert!(get("kache_upstream_latency_seconds") >= 0.005);
     assert!(get("kache_freshness_proof_expected_seconds{resource=\"pods\"}") < 2.5);
     assert!(get("kache_memory_throughput_bytes_per_second") > 0.0);
+    // Every consistent list and GET that ended was held against its plan, whichever road it took.
+    let sum =
+        |name: &str| -> f64 { m.iter().filter(|(k, _)| k.starts_with(name) && k.contains("resource=\"pods\"")).map(|(_, v)| v).sum() };
+    let (judged, planned) = (sum("kache_consistent_actual_seconds_count"), sum("kache_consistent_predicted_seconds_count"));
+    assert!(judged >= 3.0 && judged == planned, "{judged} judged of {planned} planned");
 }
 
 #[test]

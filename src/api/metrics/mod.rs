@@ -19,24 +19,22 @@
 //! The recorder is process-wide: [`install`] sets it once; kache's
 //! counters then start at zero with the process.
 
-use std::cell::RefCell;
-use std::collections::HashMap;
 use std::sync::OnceLock;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use bytes::Bytes;
-use http::Response;
-use http_body_util::BodyExt;
 use metrics::{counter, gauge};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
 use crate::upstream::freshness::{NotFresh, WAIT_BUCKETS};
-use crate::upstream::plan::Plan;
 
-use super::body::ApiBody;
-use super::road::{PassThrough, Road};
+use super::road::PassThrough;
 use super::shared::Api;
+
+mod request;
+
+pub use request::{Request, from, observe};
 
 /// Upper bounds (seconds) of request latency buckets.
 const REQUEST_BUCKETS: [f64; 14] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
@@ -219,110 +217,6 @@ fn describe() {
         metrics::Unit::Bytes,
         "What the store leaves of --memory-budget for lists being written (absent: no budget)."
     );
-}
-
-/// What a request is, for its metrics.
-#[derive(Debug, Clone)]
-pub struct Request {
-    verb: String,
-    resource: String,
-    started: Instant,
-}
-
-impl Request {
-    /// The labels of a request asking for `a`, from now.
-    pub fn of(a: &apimachinery::auth::Attributes) -> Request {
-        let resource = if a.resource_request {
-            let qualified = if a.group.is_empty() { a.resource.clone() } else { format!("{}.{}", a.resource, a.group) };
-            if a.subresource.is_empty() { qualified } else { format!("{qualified}/{}", a.subresource) }
-        } else {
-            String::new()
-        };
-        Request { verb: a.verb.clone(), resource, started: Instant::now() }
-    }
-}
-
-/// The handles every request's metrics are recorded with.
-#[derive(Clone)]
-struct Handles {
-    requests: metrics::Counter,
-    duration: metrics::Histogram,
-    bytes: metrics::Counter,
-}
-
-/// What labels a request's [`Handles`]: verb, resource, source, reason, status code.
-type Labels = (String, String, &'static str, &'static str, http::StatusCode);
-
-thread_local! {
-    /// Each thread's handles by their labels. Registering a handle builds its
-    /// key (the labels' strings, sorted, hashed and looked up under the
-    /// recorder's lock), which every request paid (about 13 µs of a relayed
-    /// GET's 370); there are as many as the series the recorder holds anyway.
-    static HANDLES: RefCell<HashMap<Labels, Handles>> = RefCell::new(HashMap::new());
-}
-
-impl Handles {
-    fn of(labels: Labels) -> Handles {
-        HANDLES.with_borrow_mut(|handles| {
-            let made = |(verb, resource, source, reason, code): &Labels| Handles {
-                requests: counter!(
-                    "kache_requests_total",
-                    "verb" => verb.clone(),
-                    "resource" => resource.clone(),
-                    "source" => *source,
-                    "reason" => *reason,
-                    "code" => code.as_str().to_string()
-                ),
-                duration: metrics::histogram!("kache_request_duration_seconds", "verb" => verb.clone(), "source" => *source),
-                bytes: counter!("kache_response_bytes_total", "verb" => verb.clone(), "source" => *source),
-            };
-            handles.entry(labels).or_insert_with_key(made).clone()
-        })
-    }
-}
-
-/// Records `resp` as `req`'s answer and counts its body's bytes as they go out.
-pub fn observe(req: Request, resp: Response<ApiBody>) -> Response<ApiBody> {
-    let road = resp.extensions().get::<Road>().copied().unwrap_or(Road::Kache);
-    // A consistent read's plan against what its answer took, to the body's end.
-    let planned = resp.extensions().get::<Plan>().map(|plan| {
-        let labels = [("resource", req.resource.clone()), ("choice", if plan.from_memory() { "memory" } else { "upstream" }.to_string())];
-        metrics::histogram!("kache_consistent_predicted_seconds", &labels).record(plan.expected().as_secs_f64());
-        (*plan, metrics::histogram!("kache_consistent_actual_seconds", &labels), counter!("kache_consistent_plans_wrong_total", &labels))
-    });
-    let started = req.started;
-    let handles = Handles::of((req.verb, req.resource, road.as_str(), road.reason(), resp.status()));
-    handles.requests.increment(1);
-    handles.duration.record(started.elapsed().as_secs_f64());
-    let bytes = handles.bytes;
-    resp.map(|body| {
-        let counted = body.map_frame(move |frame| {
-            if let Some(data) = frame.data_ref() {
-                bytes.increment(data.len() as u64);
-            }
-            frame
-        });
-        match planned {
-            None => counted.boxed(),
-            // Reached when the body ends (not when it fails or is dropped).
-            Some((plan, actual, wrong)) => counted
-                .with_trailers(async move {
-                    let took = started.elapsed();
-                    actual.record(took.as_secs_f64());
-                    if plan.wrong(took) {
-                        wrong.increment(1);
-                    }
-                    None
-                })
-                .boxed(),
-        }
-    })
-}
-
-/// Marks `resp` as having taken `road`.
-pub fn from(road: Road, mut resp: Response<ApiBody>) -> Response<ApiBody> {
-    resp.extensions_mut().insert(road);
-    resp
 }
 
 /// `GET /metrics`: the exposition text, as Prometheus reads it.
