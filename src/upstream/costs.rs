@@ -366,7 +366,8 @@ mod tests {
         // A consistent page of 50 pods (150 kB of objects) took 16 ms: 15 beyond the round trip.
         list(150_000, 16);
         let page = small.took();
-        assert!(page >= Duration::from_millis(15) && page < Duration::from_millis(16), "{page:?}");
+        // At least 15 ms; more only by the time this test took between sending and ending (a busy machine's).
+        assert!(page >= Duration::from_millis(15) && page < Duration::from_millis(400), "{page:?}");
         assert!(costs.upstream_read(json, 150_000).is_zero(), "too small to measure the rate");
         // A large list measures the rate, not the small lists; a GET neither.
         list(2_300_000, 500);
