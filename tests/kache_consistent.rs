@@ -183,6 +183,36 @@ fn kubectl_paging_of_a_quiet_resource_is_served_from_memory_after_the_first_page
 }
 
 #[test]
+fn collection_reads_keep_catch_ups_going_until_they_stop() {
+    let sim = Process::sim_https(&["--configmaps", "50", "--namespaces", "2", "--compact-interval", "0"]);
+    let kache = Process::kache_over(&sim, &["--resources", "configmaps"]);
+    ready(&kache);
+    let catch_ups = || counter(&kache, "kache_freshness_catch_ups_total", "configmaps");
+    let warm = || counter(&kache, "kache_freshness_kept_warm", "configmaps");
+    assert_eq!(warm(), 0, "no read yet, no catch-up kept going");
+    // Consistent lists of quiet configmaps while other writes move the revision past them.
+    for i in 0..6 {
+        assert_eq!(kache.post("/api/v1/namespaces", &json!({"metadata": {"name": format!("moved-{i}")}})).status, 201);
+        let list = ok(kache.get("/api/v1/configmaps"), "a consistent list");
+        assert_eq!(list["items"].as_array().map(Vec::len), Some(50));
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    assert_eq!(warm(), 1, "collection reads keep catch-ups going");
+    // Without a read, the keeper still opens one every half second — until it stops for want of reads.
+    let before = catch_ups();
+    eventually(Duration::from_secs(30), "more catch-ups with no read", || (catch_ups() >= before + 2).then_some(()));
+    assert!(counter(&kache, "kache_freshness_proofs_total", "configmaps") >= 2, "kept going, catch-ups prove again and again");
+    eventually(Duration::from_secs(60), "the keeper stops", || (warm() == 0).then_some(()));
+    let stopped = catch_ups();
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(catch_ups(), stopped, "no catch-up opens once reads stopped");
+    // What it proved was sound: a consistent list after one more write sees every configmap.
+    assert_eq!(kache.post("/api/v1/namespaces/default/configmaps", &json!({"metadata": {"name": "late"}})).status, 201);
+    let list = ok(kache.get("/api/v1/configmaps"), "a consistent list");
+    assert_eq!(list["items"].as_array().map(Vec::len), Some(51));
+}
+
+#[test]
 fn consistent_reads_go_where_they_are_answered_sooner() {
     // Quiet pods (2,000, 9 MB) behind an apiserver as slow as a real one
     // (lists at 2 MB/s, consistent reads after 5 ms), while configmaps are

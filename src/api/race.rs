@@ -68,6 +68,9 @@ pub async fn read(
         }
         Err(Unanswered::Unproven(read)) => {
             let class = Class::of(&negotiated, read.stream);
+            if read.collection {
+                t.res.fresh().keep_warm();
+            }
             let plan = t.res.fresh().plan(read, class);
             let measure = Measure::UpstreamRead(class, read.bytes);
             let small = read.collection.then(|| t.res.fresh().small_lists.clone());
@@ -75,7 +78,7 @@ pub async fn read(
             let (road, resp) = match plan.from_memory() {
                 true => consistent(api, t, (negotiated, &query, access), plan, upstream).await,
                 false => {
-                    let why = PassThrough::NotFresh(t.res.fresh().go_upstream(read));
+                    let why = PassThrough::NotFresh(t.res.fresh().go_upstream());
                     (Road::Upstream(why), upstream.ask().await)
                 }
             };

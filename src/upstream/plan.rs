@@ -12,11 +12,13 @@
 //! upstream asked at once — one more round trip and upstream's cost — for
 //! a read that chose memory goes upstream as soon as the proof is expected
 //! later than upstream ([`Plan::hedge_at`]). How often a probe misses is
-//! what the resource showed (until a probe has shown it, never — so the
+//! what the resource showed while its store held the last probe's
+//! revision, and always while it does not (until a probe has shown it, never — so the
 //! first read tries memory and measures it, at the cost of one probe if
 //! wrong); the proof's wait is the sooner of the resource's next event (at
 //! its recent event rate) and a catch-up's proof (its measured delay, less
-//! the age of one under way, which the read joins). Memory is chosen when
+//! the age of one under way, which the read joins; kept warm, a tick of
+//! upstream's bookmark timer after the last proof). Memory is chosen when
 //! it is expected no later than upstream.
 //!
 //! A read that chose memory and missed also goes upstream — a hedge — at

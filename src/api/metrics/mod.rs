@@ -145,8 +145,9 @@ fn describe() {
     g!(
         "kache_freshness_proof_expected_seconds",
         metrics::Unit::Seconds,
-        "Expected delay of a catch-up's proof (moving average of measured ones)."
+        "Expected delay of the next proof: a catch-up's, or kept warm the apiserver's bookmark tick (moving averages of measured ones)."
     );
+    g!("kache_freshness_kept_warm", "1 while collection reads keep catch-up watches going, one every half second.");
     g!(
         "kache_consistent_small_list_upstream_seconds",
         metrics::Unit::Seconds,
@@ -289,11 +290,10 @@ fn render(api: &Api) -> Bytes {
         count("kache_freshness_catch_ups_total", f.catch_ups.load(Ordering::Relaxed));
         count("kache_freshness_proofs_total", f.proofs.load(Ordering::Relaxed));
         count("kache_consistent_hedges_total", f.hedges.load(Ordering::Relaxed));
-        {
-            let o = r.fresh().observed.lock();
-            set("kache_freshness_hit_ratio", o.hit_ratio());
-            set("kache_freshness_proof_expected_seconds", o.proof_delay().as_secs_f64());
-        }
+        set("kache_freshness_hit_ratio", r.fresh().observed.lock().hit_ratio());
+        let (expected, warm) = r.fresh().expected_proof();
+        set("kache_freshness_proof_expected_seconds", expected.as_secs_f64());
+        set("kache_freshness_kept_warm", if warm { 1.0 } else { 0.0 });
         set("kache_consistent_small_list_upstream_seconds", r.fresh().small_lists.took().as_secs_f64());
         if let Some(plan) = *f.last_plan.lock() {
             set("kache_consistent_plan_memory_seconds", plan.memory.as_secs_f64());

@@ -32,7 +32,9 @@
 //!    resource in (C, B] came on the catch-up stream, in order; once the
 //!    store's own stream has applied the last of them (E), the store holds
 //!    every event up to B, and the reflector — the store's only writer —
-//!    moves `confirmed_rv` to B ([`Proof`]). Revisions are etcd's, global
+//!    moves `confirmed_rv` to B ([`Proof`]). While collection reads keep
+//!    coming, catch-ups are kept going, one every half second, so a proof
+//!    comes on every tick of upstream's bookmark timer (`catch_up`). Revisions are etcd's, global
 //!    and the same on every apiserver of the cluster, so this holds behind
 //!    a load balancer too; a proof is applied only in the store epoch it
 //!    was measured in, never across a re-list.
@@ -52,23 +54,23 @@
 //! read use the head.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use apimachinery::list::ListPage;
 use apimachinery::resource::Resource;
-use apimachinery::watch::{EventType, WatchDecoder, object_revision};
-use http_body_util::BodyExt;
 use parking_lot::Mutex;
 use tokio::sync::{Notify, mpsc, watch};
 
+mod catch_up;
 mod stats;
 
+use catch_up::Warmth;
 pub use stats::{FreshnessStats, Observed, WAIT_BUCKETS};
 
 use super::client::Client;
 use super::costs::{Class, Costs, SmallLists};
-use super::plan::{CATCH_UP, Measured, Plan, Read};
+use super::plan::{Measured, Plan, Read};
 use crate::store::StoreReader;
 
 /// A resource whose consistent reads pass through is probed for no read at
@@ -81,16 +83,10 @@ use crate::store::StoreReader;
 pub const SAMPLE_EVERY: Duration = Duration::from_secs(1);
 
 /// Longest a probe or a catch-up may take before it counts as failed.
-const UPSTREAM_TIMEOUT: Duration = Duration::from_secs(5);
+pub(super) const UPSTREAM_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The recent past over which a resource's event rate is measured.
 const RATE_WINDOW: Duration = Duration::from_secs(2);
-
-/// Pause after a catch-up that proved nothing.
-const RETRY_AFTER: Duration = Duration::from_millis(250);
-
-/// Largest watch frame a catch-up accepts.
-const MAX_FRAME: usize = 64 << 20;
 
 /// Evidence that the store may move `confirmed_rv` to `to`: upstream had no
 /// event of the resource in `(through, to]`. Valid in store epoch `epoch`
@@ -173,7 +169,7 @@ pub struct Freshness {
     generations: Mutex<Generations>,
     wake: Notify,
     probed: watch::Sender<Probed>,
-    catching_up: AtomicBool,
+    warmth: Warmth,
     caught_up: watch::Sender<u64>,
     /// What probes and catch-ups showed.
     pub observed: Mutex<Observed>,
@@ -201,7 +197,7 @@ impl Freshness {
             generations: Mutex::new(Generations::default()),
             wake: Notify::new(),
             probed: watch::Sender::new(Probed { generation: 0, revision: None }),
-            catching_up: AtomicBool::new(false),
+            warmth: Warmth::default(),
             caught_up: watch::Sender::new(0),
             observed: Mutex::default(),
             small_lists: Arc::default(),
@@ -226,12 +222,16 @@ impl Freshness {
             };
             self.stats.probes.fetch_add(1, Ordering::Relaxed);
             let sent = Instant::now();
-            self.observed.lock().probed_at = Some(sent);
+            let known_fresh = {
+                let mut o = self.observed.lock();
+                o.probed_at = Some(sent);
+                o.known_fresh(self.store.view().confirmed_rv())
+            };
             let revision = tokio::time::timeout(UPSTREAM_TIMEOUT, self.probe()).await.ok().flatten();
             if let Some(x) = revision {
                 self.client.costs().record_latency(sent.elapsed());
-                let hit = if self.store.view().confirmed_rv() >= x { 1.0 } else { 0.0 };
-                self.observed.lock().hits.record(hit);
+                let caught_up = self.store.view().confirmed_rv() >= x;
+                self.observed.lock().probed(x, caught_up, known_fresh);
             }
             self.probed.send_replace(Probed { generation, revision });
         }
@@ -270,14 +270,20 @@ impl Freshness {
         let now = Instant::now();
         let since = now.checked_sub(RATE_WINDOW).unwrap_or(now);
         let events_per_second = self.store.view().events_since(since) as f64 / RATE_WINDOW.as_secs_f64();
+        let confirmed = self.store.view().confirmed_rv();
         let measured = {
             let o = self.observed.lock();
+            let (proof_delay, catching_up_for) = o.next_proof(self.warmth.is_warm(), now);
             Measured {
                 round_trip: costs.latency(),
-                proof_delay: o.proof_delay(),
-                catching_up_for: o.catching_up_since.map(|since| now.saturating_duration_since(since)),
+                proof_delay,
+                catching_up_for,
                 events_per_second,
-                hit_ratio: o.hit_ratio(),
+                // A store behind the last probe's revision misses for sure.
+                hit_ratio: match o.last_revision() {
+                    Some(x) if confirmed < x => 0.0,
+                    _ => o.hit_ratio(),
+                },
                 upstream: match read.collection {
                     // A list costs upstream at least what its resource's small lists took.
                     true => costs.upstream_read(class, read.bytes).max(self.small_lists.took()),
@@ -291,13 +297,18 @@ impl Freshness {
         plan
     }
 
+    /// A proof's expected delay from its start, and whether catch-ups are
+    /// kept going ([`Freshness::keep_warm`]): for metrics.
+    pub fn expected_proof(&self) -> (Duration, bool) {
+        let warm = self.warmth.is_warm();
+        (self.observed.lock().next_proof(warm, Instant::now()).0, warm)
+    }
+
     /// A read goes upstream at once, its plan having chosen upstream: a
-    /// catch-up starts for the reads that follow it, and a probe now and
-    /// then keeps the hit rate measured. The reason it passes through.
-    pub fn go_upstream(self: &Arc<Self>, read: Read) -> NotFresh {
-        if read.collection {
-            self.catch_up();
-        }
+    /// probe now and then keeps the hit rate measured (a collection read
+    /// keeps catch-ups going for the reads that follow it,
+    /// [`Freshness::keep_warm`]). The reason it passes through.
+    pub fn go_upstream(self: &Arc<Self>) -> NotFresh {
         let stale = self.observed.lock().probed_at.is_none_or(|at| at.elapsed() >= SAMPLE_EVERY);
         if stale {
             self.want_probe();
@@ -332,67 +343,6 @@ impl Freshness {
                 _ => return self.store.view().confirmed_rv() >= rv,
             }
         }
-    }
-
-    /// Starts a catch-up watch unless one is running.
-    fn catch_up(self: &Arc<Self>) {
-        if self.catching_up.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        let me = self.clone();
-        let started = Instant::now();
-        self.observed.lock().catching_up_since = Some(started);
-        tokio::spawn(async move {
-            me.stats.catch_ups.fetch_add(1, Ordering::Relaxed);
-            match tokio::time::timeout(UPSTREAM_TIMEOUT, me.catch_up_once()).await {
-                Ok(Some(proof)) => {
-                    let took = started.elapsed();
-                    me.stats.proof_delay.record(took.as_secs_f64());
-                    me.observed.lock().proofs.record(took.as_secs_f64());
-                    me.stats.proofs.fetch_add(1, Ordering::Relaxed);
-                    // The reflector may be gone (kache is stopping): nothing to prove then.
-                    let _ = me.proofs.send(proof);
-                }
-                // Readers still waiting start another; not at once, so a failing upstream is not hammered.
-                _ => tokio::time::sleep(RETRY_AFTER).await,
-            }
-            me.observed.lock().catching_up_since = None;
-            me.catching_up.store(false, Ordering::Release);
-            me.caught_up.send_modify(|n| *n += 1);
-        });
-    }
-
-    /// One catch-up watch from the store's confirmed revision, until its first bookmark.
-    async fn catch_up_once(&self) -> Option<Proof> {
-        let view = self.store.view();
-        let (epoch, from) = (view.epoch(), view.confirmed_rv());
-        let path = format!(
-            "{}?watch=1&allowWatchBookmarks=true&resourceVersion={from}&timeoutSeconds={}",
-            self.resource.collection_path(),
-            CATCH_UP.as_secs()
-        );
-        let resp = self.client.get(&path).await.ok()?;
-        if !resp.status().is_success() {
-            return None;
-        }
-        let mut body = resp.into_body();
-        let mut decoder = WatchDecoder::new(MAX_FRAME);
-        let mut through = from;
-        while let Some(frame) = body.frame().await {
-            let Ok(data) = frame.ok()?.into_data() else { continue };
-            decoder.push(&data);
-            while let Some(f) = decoder.next_frame().ok()? {
-                let rv = match f.typ {
-                    EventType::Error => return None,
-                    _ => object_revision(&f.object).ok()?,
-                };
-                if f.typ == EventType::Bookmark {
-                    return (rv > through).then_some(Proof { epoch, through, to: rv });
-                }
-                through = through.max(rv);
-            }
-        }
-        None
     }
 }
 
