@@ -34,10 +34,10 @@
 //!    every event up to B, and the reflector — the store's only writer —
 //!    moves `confirmed_rv` to B ([`Proof`]). While collection reads keep
 //!    coming, catch-ups are kept going, one every half second, so a proof
-//!    comes on every tick of upstream's bookmark timer (`catch_up`). Revisions are etcd's, global
-//!    and the same on every apiserver of the cluster, so this holds behind
-//!    a load balancer too; a proof is applied only in the store epoch it
-//!    was measured in, never across a re-list.
+//!    comes on every tick of upstream's bookmark timer (`catch_up`).
+//!    Revisions are etcd's, global and the same on every apiserver of the
+//!    cluster, so this holds behind a load balancer too; a proof is applied
+//!    only in the store epoch it was measured in, never across a re-list.
 //!
 //! Whether to prove at all is a matter of cost, not rule, and is decided
 //! before any probe ([`super::plan`]): [`Freshness::plan`] measures, a read
@@ -279,11 +279,7 @@ impl Freshness {
                 proof_delay,
                 catching_up_for,
                 events_per_second,
-                // A store behind the last probe's revision misses for sure.
-                hit_ratio: match o.last_revision() {
-                    Some(x) if confirmed < x => 0.0,
-                    _ => o.hit_ratio(),
-                },
+                hit_ratio: o.hit_chance(confirmed),
                 upstream: match read.collection {
                     // A list costs upstream at least what its resource's small lists took.
                     true => costs.upstream_read(class, read.bytes).max(self.small_lists.took()),

@@ -91,9 +91,11 @@ pub struct Observed {
 }
 
 impl Observed {
-    /// The last probe's revision.
-    pub(super) fn last_revision(&self) -> Option<u64> {
-        self.last_revision
+    /// The chance that a probe now finds a store that confirmed
+    /// `confirmed` fresh: none while it is behind the last probe's
+    /// revision, else the hit ratio.
+    pub(super) fn hit_chance(&self, confirmed: u64) -> f64 {
+        if self.last_revision.is_some_and(|x| confirmed < x) { 0.0 } else { self.hit_ratio() }
     }
 
     /// Whether a store that confirmed `confirmed` holds the revision the
@@ -165,9 +167,10 @@ mod tests {
         assert!(!o.known_fresh(10), "no probe yet: not known");
         // Behind (or not yet known): misses that say nothing of a fresh store's chances.
         o.probed(12, false, o.known_fresh(10));
-        assert_eq!(o.last_revision(), Some(12));
+        assert_eq!(o.hit_chance(11), 0.0, "a store behind the last probe's revision misses for sure");
         o.probed(12, false, o.known_fresh(11));
         assert_eq!(o.hit_ratio(), 1.0);
+        assert_eq!(o.hit_chance(12), 1.0);
         // Known fresh at 12, upstream moved since: a miss that counts; then a hit.
         assert!(o.known_fresh(12));
         o.probed(15, false, o.known_fresh(12));
