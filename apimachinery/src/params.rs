@@ -6,6 +6,8 @@
 //! messages are quoted as Go's `%q` quotes them. The storage-level checks
 //! (resource version syntax, continue tokens) are in [`crate::list`].
 
+use std::borrow::Cow;
+
 use crate::gostr::quote;
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::shard::{ShardError, ShardSelector};
@@ -41,7 +43,36 @@ pub struct ListOptions {
 
 /// The conversion `[]string → bool` of apimachinery: only `false` and `0` are false.
 pub fn parse_bool(v: &str) -> bool {
-    !matches!(v.to_ascii_lowercase().as_str(), "false" | "0")
+    !(v.eq_ignore_ascii_case("false") || v == "0")
+}
+
+/// The parameters [`ListOptions::decode`] reads, in the order [`first_values`] gives them.
+const PARAMETERS: [&str; 11] = [
+    "labelSelector",
+    "fieldSelector",
+    "watch",
+    "allowWatchBookmarks",
+    "resourceVersion",
+    "resourceVersionMatch",
+    "timeoutSeconds",
+    "limit",
+    "continue",
+    "sendInitialEvents",
+    "shardSelector",
+];
+
+/// Each of [`PARAMETERS`]' first value in `query` (Go's `url.Values.Get`),
+/// the query read once; a value borrowed unless it had to be unescaped.
+fn first_values(query: &str) -> [Option<Cow<'_, str>>; PARAMETERS.len()] {
+    let mut values = [const { None }; PARAMETERS.len()];
+    for (k, v) in form_urlencoded::parse(query.as_bytes()) {
+        if let Some(i) = PARAMETERS.iter().position(|p| *p == k)
+            && values[i].is_none()
+        {
+            values[i] = Some(v);
+        }
+    }
+    values
 }
 
 fn parse_int(v: &str) -> Result<i64, ApiError> {
@@ -58,27 +89,27 @@ fn parse_int(v: &str) -> Result<i64, ApiError> {
 impl ListOptions {
     /// Decodes a query string. Only the first value of a repeated parameter counts.
     pub fn decode(query: &str) -> Result<Self, ApiError> {
-        let first = |name: &str| form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == name).map(|(_, v)| v.into_owned());
+        let [label, field, watch, bookmarks, rv, rv_match, timeout, limit, cont, initial, shard] = first_values(query);
         let mut o = ListOptions::default();
-        if let Some(s) = first("labelSelector") {
+        if let Some(s) = label {
             o.label_selector = Some(LabelSelector::parse(&s).map_err(|e| ApiError::bad_request(e.to_string()))?);
         }
-        if let Some(s) = first("fieldSelector") {
+        if let Some(s) = field {
             o.field_selector = Some(FieldSelector::parse(&s).map_err(|e| ApiError::bad_request(e.to_string()))?);
         }
-        o.watch = first("watch").is_some_and(|v| parse_bool(&v));
-        o.allow_watch_bookmarks = first("allowWatchBookmarks").is_some_and(|v| parse_bool(&v));
-        o.resource_version = first("resourceVersion").unwrap_or_default();
-        o.resource_version_match = first("resourceVersionMatch").unwrap_or_default();
-        if let Some(t) = first("timeoutSeconds").filter(|t| !t.is_empty()) {
+        o.watch = watch.is_some_and(|v| parse_bool(&v));
+        o.allow_watch_bookmarks = bookmarks.is_some_and(|v| parse_bool(&v));
+        o.resource_version = rv.map(Cow::into_owned).unwrap_or_default();
+        o.resource_version_match = rv_match.map(Cow::into_owned).unwrap_or_default();
+        if let Some(t) = timeout.filter(|t| !t.is_empty()) {
             o.timeout_seconds = Some(parse_int(&t)?.max(0) as u64);
         }
-        if let Some(l) = first("limit") {
+        if let Some(l) = limit {
             o.limit = parse_int(&l)?;
         }
-        o.continue_token = first("continue").unwrap_or_default();
-        o.send_initial_events = first("sendInitialEvents").filter(|v| !v.is_empty()).map(|v| parse_bool(&v));
-        o.shard_selector = first("shardSelector").unwrap_or_default();
+        o.continue_token = cont.map(Cow::into_owned).unwrap_or_default();
+        o.send_initial_events = initial.filter(|v| !v.is_empty()).map(|v| parse_bool(&v));
+        o.shard_selector = shard.map(Cow::into_owned).unwrap_or_default();
         Ok(o)
     }
 
@@ -226,6 +257,21 @@ mod tests {
         assert!(ListOptions::decode("watch=1&resourceVersion=0").unwrap().sends_initial_events());
         assert!(!ListOptions::decode("watch=1&resourceVersion=5").unwrap().sends_initial_events());
         assert!(!ListOptions::decode("watch=1&sendInitialEvents=false&resourceVersionMatch=NotOlderThan").unwrap().sends_initial_events());
+    }
+
+    #[test]
+    fn the_first_value_of_each_parameter_counts_unescaped() {
+        let o = ListOptions::decode(
+            "limit=5&limit=x&fieldSelector=spec.nodeName%3Dnode-1&resource%56ersion=7&resourceVersion=9&watch=FALSE&allowWatchBookmarks=&timeoutSeconds=",
+        )
+        .unwrap();
+        assert_eq!(o.limit, 5);
+        assert_eq!(o.field_selector.unwrap().to_string(), "spec.nodeName=node-1");
+        assert_eq!(o.resource_version, "7", "a key is unescaped before it is named");
+        assert!(!o.watch, "FALSE is false, as apimachinery reads it");
+        assert!(o.allow_watch_bookmarks, "an empty value is true");
+        assert_eq!(o.timeout_seconds, None, "an empty timeout is none");
+        assert!(!ListOptions::decode("watch=0&watch=1").unwrap().watch, "the second value is not read");
     }
 
     #[test]

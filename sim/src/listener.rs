@@ -79,7 +79,9 @@ where
                 // The apiserver's `WithAuditInit`: the client's Audit-ID (as sent) or a fresh one, echoed on every answer.
                 let id = match req.headers().get(apimachinery::audit::HEADER).filter(|v| !v.is_empty()) {
                     Some(id) => id.clone(),
-                    None => http::HeaderValue::from_str(&apimachinery::audit::fresh(rand::random())).expect("a UUID is a header value"),
+                    None => {
+                        http::HeaderValue::from_str(apimachinery::audit::fresh(rand::random()).as_str()).expect("a UUID is a header value")
+                    }
                 };
                 state.audited(&req, &id);
                 let mut resp = server::handle(state, req.map(request_body::Drained::new), server_address, client_cert).await;

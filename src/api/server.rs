@@ -126,7 +126,7 @@ where
         async move {
             let id = match req.headers().get(AUDIT_ID).filter(|v| !v.is_empty()) {
                 Some(id) => id.clone(),
-                None => HeaderValue::from_str(&new_id()).unwrap_or(HeaderValue::from_static("")),
+                None => HeaderValue::from_str(new_id().as_str()).unwrap_or(HeaderValue::from_static("")),
             };
             req.headers_mut().insert(AUDIT_ID, id.clone());
             req.extensions_mut().insert(Peer(peer));

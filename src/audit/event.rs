@@ -384,7 +384,7 @@ fn user(s: &mut String, u: Option<&UserInfo>) {
 }
 
 /// A fresh audit ID, as the apiserver's `uuid.New()` makes it.
-pub fn new_id() -> String {
+pub fn new_id() -> apimachinery::audit::Id {
     apimachinery::audit::fresh(rand::random())
 }
 

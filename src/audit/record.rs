@@ -38,7 +38,7 @@ const IMPERSONATE_USER: HeaderName = HeaderName::from_static("impersonate-user")
 fn push_audit_id(out: &mut String, headers: &HeaderMap) {
     match headers.get(AUDIT_ID_HEADER).filter(|v| !v.is_empty()) {
         Some(id) => push_text(out, id.as_bytes()),
-        None => out.push_str(&new_id()),
+        None => out.push_str(new_id().as_str()),
     }
 }
 

@@ -62,8 +62,9 @@ pub fn seats(req: Request<'_>, stats: Stats, level_max: usize) -> usize {
     if !matches!(req.verb, "list" | "watch") {
         return 1;
     }
-    let params: Vec<(String, String)> = form_urlencoded::parse(req.query.as_bytes()).into_owned().collect();
-    let param = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+    // Read once, borrowed unless a value had to be unescaped.
+    let params: Vec<_> = form_urlencoded::parse(req.query.as_bytes()).collect();
+    let param = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_ref());
     let limit = match param("limit").map(str::parse::<i64>) {
         None => 0,
         Some(Ok(l)) => l,

@@ -48,17 +48,17 @@ enum State {
     /// Nothing is audited.
     Off,
     /// Arrived; the policy not asked yet (what kache answers before authentication).
-    Arrived(Arc<Auditor>, Box<Arrival>),
+    Arrived(Arc<Auditor>, Arrival),
     /// Its credentials were refused.
-    Unauthenticated(Arc<Auditor>, Box<Arrival>),
+    Unauthenticated(Arc<Auditor>, Arrival),
     /// Authenticated: the policy is asked once kache knows it answers (what it relays costs nothing here).
     Authenticated {
         auditor: Arc<Auditor>,
-        arrival: Box<Arrival>,
+        arrival: Arrival,
         /// Who authentication found (`None`: kache authenticates no one).
         user: Option<UserInfo>,
         /// What later stages found, recorded after `RequestReceived` (written before them in the apiserver).
-        later: Box<Later>,
+        later: Later,
         /// It goes to the apiserver, which audits it.
         relayed: bool,
     },
@@ -76,7 +76,7 @@ impl Audit {
         let Some(auditor) = auditor else { return Audit(State::Off) };
         let peer = req.extensions().get::<Peer>().map(|p| p.0.ip());
         let arrival = Arrival::of(req.headers(), attributes.clone(), req.uri().query().unwrap_or(""), peer);
-        Audit(State::Arrived(auditor.clone(), Box::new(arrival)))
+        Audit(State::Arrived(auditor.clone(), arrival))
     }
 
     /// Authentication refused the request.
@@ -90,7 +90,7 @@ impl Audit {
     pub fn authenticated(&mut self, user: Option<&UserInfo>) {
         if let State::Arrived(auditor, arrival) = std::mem::replace(&mut self.0, State::Off) {
             let user = user.cloned();
-            self.0 = State::Authenticated { auditor, arrival, user, later: Box::default(), relayed: false };
+            self.0 = State::Authenticated { auditor, arrival, user, later: Later::default(), relayed: false };
         }
     }
 
@@ -99,7 +99,7 @@ impl Audit {
         if let State::Authenticated { arrival, later, .. } = &mut self.0
             && arrival.impersonating
         {
-            later.impersonated = Some(user.clone());
+            later.impersonated = Some(Box::new(user.clone()));
         }
     }
 
@@ -128,7 +128,7 @@ impl Audit {
             State::Off => return resp,
             State::Authenticated { .. } if reached_upstream => return resp,
             State::Authenticated { auditor, arrival, user, later, .. } => match Record::start(&auditor, &arrival, user.as_ref()) {
-                Some(r) => (r, *later),
+                Some(r) => (r, later),
                 None => return resp,
             },
             State::Arrived(a, arrival) => match Record::start(&a, &arrival, None) {
@@ -190,11 +190,12 @@ impl Drop for Audit {
     }
 }
 
-/// What the stages after arrival found.
+/// What the stages after arrival found (kept in the request's own future:
+/// no allocation unless it impersonates, which is rare).
 #[derive(Debug, Default)]
 struct Later {
     /// The user the request acts as by its `Impersonate-*` headers.
-    impersonated: Option<UserInfo>,
+    impersonated: Option<Box<UserInfo>>,
     /// The authorizer's verdict.
     verdict: Option<Verdict>,
 }
