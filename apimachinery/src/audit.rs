@@ -10,8 +10,21 @@
 pub const HEADER: &str = "audit-id";
 
 /// A fresh audit ID from 16 random bytes.
-pub fn fresh(b: [u8; 16]) -> Id {
-    Id::of(b)
+pub fn fresh(mut b: [u8; 16]) -> Id {
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut id = [b'-'; 36];
+    let mut at = 0;
+    for (i, x) in b.iter().enumerate() {
+        if matches!(i, 4 | 6 | 8 | 10) {
+            at += 1;
+        }
+        id[at] = HEX[usize::from(x >> 4)];
+        id[at + 1] = HEX[usize::from(x & 0xf)];
+        at += 2;
+    }
+    Id(id)
 }
 
 /// An audit ID made by [`fresh`]: 36 ASCII bytes.
@@ -19,23 +32,6 @@ pub fn fresh(b: [u8; 16]) -> Id {
 pub struct Id([u8; 36]);
 
 impl Id {
-    fn of(mut b: [u8; 16]) -> Id {
-        b[6] = (b[6] & 0x0f) | 0x40;
-        b[8] = (b[8] & 0x3f) | 0x80;
-        const HEX: &[u8; 16] = b"0123456789abcdef";
-        let mut id = [b'-'; 36];
-        let mut at = 0;
-        for (i, x) in b.iter().enumerate() {
-            if matches!(i, 4 | 6 | 8 | 10) {
-                at += 1;
-            }
-            id[at] = HEX[usize::from(x >> 4)];
-            id[at + 1] = HEX[usize::from(x & 0xf)];
-            at += 2;
-        }
-        Id(id)
-    }
-
     /// The ID as text.
     pub fn as_str(&self) -> &str {
         std::str::from_utf8(&self.0).expect("hex digits and dashes")

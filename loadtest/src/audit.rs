@@ -20,8 +20,9 @@
 //! counted: the first time ten thousand watches are held, kache's heap
 //! grows and the kernel hands it fresh pages to zero (in a virtual machine
 //! each page's first touch also faults into the host: on the 2-core test
-//! machine that first load cost the audited kache about 2 s more than its
-//! later ones), a cost paid once in kache's life, not per request audited. On a small machine one load's cost differs from the next by up
+//! machine that first load cost a kache up to 3 s more than its later
+//! ones), a cost paid once in kache's life, not per request audited. On a
+//! small machine one load's cost differs from the next by up
 //! to a quarter, so the figure is the ratio of the totals over several
 //! rounds, with the median of the rounds' ratios beside it; `--level off`
 //! gives both kaches no policy, and its ratio is the measurement's noise.
