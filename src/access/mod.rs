@@ -120,7 +120,7 @@ impl Gate {
 
     /// The user a bearer token names, by a `TokenReview` (cached); `None`: invalid.
     pub async fn review_token(&self, token: &str) -> Option<UserInfo> {
-        let review = async {
+        let review = || async move {
             self.stats.token_reviews.fetch_add(1, Ordering::Relaxed);
             let body = serde_json::to_vec(&auth::token_review(token)).unwrap_or_default();
             match self.client.post_json("/apis/authentication.k8s.io/v1/tokenreviews", body).await {
@@ -146,7 +146,7 @@ impl Gate {
     /// [`Gate::authorize`]'s answer, and the authorizer's [`Verdict`] (a failed review is a deny).
     pub async fn decide(&self, user: &UserInfo, attrs: &Attributes) -> (Result<(), ApiError>, Verdict) {
         let key = (user.clone(), attrs.clone());
-        let review = async {
+        let review = || async move {
             self.stats.access_reviews.fetch_add(1, Ordering::Relaxed);
             let body = serde_json::to_vec(&attrs.review(user)).unwrap_or_default();
             match self.client.post_json("/apis/authorization.k8s.io/v1/subjectaccessreviews", body).await {

@@ -35,9 +35,13 @@ impl<K: Eq + Hash + Clone, V: Clone> Reviews<K, V> {
     }
 
     /// The outcome for `key`: cached, awaited from a review under way, or
-    /// reviewed now by `review`, which returns the outcome and how long it holds.
-    pub async fn get<F>(&self, key: &K, review: F) -> V
+    /// reviewed now by the future `review` makes, which returns the outcome
+    /// and how long it holds. That future (a request to the apiserver, kilobytes
+    /// of state) is made and boxed only when it runs, so a cached outcome costs
+    /// its caller's future nothing of it.
+    pub async fn get<R, F>(&self, key: &K, review: R) -> V
     where
+        R: FnOnce() -> F,
         F: Future<Output = (V, Duration)>,
     {
         let now = Instant::now();
@@ -63,7 +67,7 @@ impl<K: Eq + Hash + Clone, V: Clone> Reviews<K, V> {
         let (outcome, _) = slot
             .outcome
             .get_or_init(|| async {
-                let (outcome, ttl) = review.await;
+                let (outcome, ttl) = Box::pin(review()).await;
                 (outcome, Instant::now() + ttl)
             })
             .await;
@@ -92,7 +96,7 @@ mod tests {
             let (reviews, calls) = (reviews.clone(), calls.clone());
             tasks.push(tokio::spawn(async move {
                 reviews
-                    .get(&"k".to_string(), async {
+                    .get(&"k".to_string(), || async {
                         calls.fetch_add(1, Ordering::SeqCst);
                         tokio::time::sleep(Duration::from_millis(50)).await;
                         (true, Duration::from_millis(200))
@@ -106,7 +110,7 @@ mod tests {
         assert_eq!(calls.load(Ordering::SeqCst), 1, "one review for fifty requests");
         tokio::time::sleep(Duration::from_millis(250)).await;
         reviews
-            .get(&"k".to_string(), async {
+            .get(&"k".to_string(), || async {
                 calls.fetch_add(1, Ordering::SeqCst);
                 (false, Duration::ZERO)
             })
@@ -118,7 +122,7 @@ mod tests {
     async fn the_cache_is_bounded() {
         let reviews: Reviews<u32, u32> = Reviews::new(3);
         for k in 0..10 {
-            reviews.get(&k, async move { (k, Duration::from_secs(60)) }).await;
+            reviews.get(&k, || async move { (k, Duration::from_secs(60)) }).await;
         }
         assert_eq!(reviews.len(), 3);
     }

@@ -53,7 +53,7 @@ pub async fn read(
             if let Some(res) = &warming {
                 res.relaying(negotiated.encoding);
             }
-            let resp = pass_through::forward(&api.client, req, user, lane).await;
+            let resp = relay(api, req, user, lane).await;
             let resp = match warming {
                 Some(res) => resp.map(|body| {
                     body.map_frame(move |frame| {
@@ -100,6 +100,14 @@ pub async fn read(
     resp
 }
 
+/// `req` relayed upstream. Its future (kilobytes: a request through the
+/// pool) is boxed, made only when a read goes upstream, so the futures of
+/// the reads that memory answers — every request's own, allocated and
+/// copied once each — do not carry it.
+async fn relay(api: &Api, req: Request<Incoming>, user: Option<&UserInfo>, lane: Lane) -> Response<ApiBody> {
+    Box::pin(pass_through::forward(&api.client, req, user, lane)).await
+}
+
 /// A consistent read sent upstream, measured for the plans of the reads
 /// that follow: what it took beyond a round trip, by class and bytes read.
 struct Upstream<'a> {
@@ -115,7 +123,7 @@ struct Upstream<'a> {
 impl Upstream<'_> {
     async fn ask(self) -> Response<ApiBody> {
         let sent = Instant::now();
-        let resp = pass_through::forward(&self.api.client, self.req, self.user, self.lane).await;
+        let resp = relay(self.api, self.req, self.user, self.lane).await;
         let meter = Meter::new(self.api.client.costs().clone(), self.measure, sent);
         let meter = match self.small {
             Some(small) => meter.of_list(small),

@@ -40,6 +40,8 @@ use apimachinery::auth::{Attributes, UserInfo};
 use apimachinery::flowcontrol::{FLOW_SCHEMA_UID, PRIORITY_LEVEL_UID};
 use apimachinery::params::ListOptions;
 use bytes::Bytes;
+use futures_util::FutureExt;
+use futures_util::future::Either;
 use http::header::RETRY_AFTER;
 use http::{HeaderValue, Response};
 use http_body_util::BodyExt;
@@ -91,15 +93,34 @@ impl<'a> Cost<'a> {
 
 /// `answer` under priority and fairness for `user`'s `request` (as is,
 /// without flow control or a user to classify).
-pub async fn queued(
+///
+/// Built of combinators, not as an `async fn`: the answer is most of a
+/// request's future (kilobytes), and an `async fn` awaiting its argument
+/// keeps it twice — the argument and the awaited copy, which rustc does not
+/// overlap — in a future every request allocates and copies.
+pub fn queued<'a>(
+    flow: Option<&'a Arc<FlowControl>>,
+    user: Option<&'a UserInfo>,
+    request: &'a Attributes,
+    cost: Cost<'a>,
+    answer: impl Future<Output = Response<ApiBody>> + 'a,
+) -> impl Future<Output = Response<ApiBody>> + 'a {
+    admit(flow, user, request, cost).then(move |admitted| match admitted {
+        Err(refused) => Either::Left(std::future::ready(refused)),
+        Ok(granted) => Either::Right(answer.map(move |resp| hold(granted, request, resp))),
+    })
+}
+
+/// Seats in the level `user`'s `request` is classified to, once its queue
+/// gives them, or the apiserver's 429; `Ok(None)`: not under flow control.
+async fn admit(
     flow: Option<&Arc<FlowControl>>,
     user: Option<&UserInfo>,
     request: &Attributes,
     cost: Cost<'_>,
-    answer: impl Future<Output = Response<ApiBody>>,
-) -> Response<ApiBody> {
+) -> Result<Option<(Seat, Classified)>, Response<ApiBody>> {
     let Some((flow, class)) = flow.zip(user).and_then(|(flow, user)| Some((flow, flow.classify(user, request)?))) else {
-        return answer.await;
+        return Ok(None);
     };
     let level = &class.level.state;
     let seats = width::seats(cost.request, cost.stats, level.max_seats());
@@ -107,11 +128,18 @@ pub async fn queued(
         Admission::Executing(seat) => seat,
         Admission::Waiting(waiter) => match waiter.wait(WAIT_LIMIT).await {
             Ok(seat) => seat,
-            Err(_) => return too_many_requests(flow, &class),
+            Err(_) => return Err(too_many_requests(flow, &class)),
         },
-        Admission::Rejected(_) => return too_many_requests(flow, &class),
+        Admission::Rejected(_) => return Err(too_many_requests(flow, &class)),
     };
-    let resp = answer.await;
+    Ok(Some((seat, class)))
+}
+
+/// `resp`, answered on `granted` seats: held by its body until it ends (a
+/// watch's until its initial events are written), and naming its schema and
+/// level.
+fn hold(granted: Option<(Seat, Classified)>, request: &Attributes, resp: Response<ApiBody>) -> Response<ApiBody> {
+    let Some((seat, class)) = granted else { return resp };
     if matches!(resp.extensions().get::<Road>(), Some(Road::Upstream(_))) {
         // Answered upstream after all: its seats go back now, its headers are upstream's.
         return resp;
