@@ -6,7 +6,10 @@
 //! p99 quiet and flooded, and how many full lists the flood was served.
 //! The victim rotates a GET of one object, a page of 50 (consistent) and
 //! one node's objects, one at a time; both retry a 429 after its `Retry-After`, as
-//! client-go does.
+//! client-go does. Then the victim read by read, to say what made a p99:
+//! each read's count, p50 and p99 in each phase, and for kache the reads it
+//! did not answer from memory and why (its own `kache_requests_total`,
+//! before and after each phase).
 //!
 //! Without `--kubeconfig` the tool starts the simulator (a policy of two
 //! ServiceAccounts and kache) and kache with `--token-review` and its
@@ -29,7 +32,8 @@ use serde_json::{Value, json};
 
 use crate::record::{Recorder, Row, Usage};
 use crate::report::Report;
-use crate::target::{Fleet, Target, TargetArgs, retry_after};
+use crate::roads::{self, roads};
+use crate::target::{Fleet, Role, Target, TargetArgs, retry_after};
 
 /// Options of `loadtest fairness`.
 #[derive(Debug, Args)]
@@ -69,6 +73,7 @@ fn policy() -> String {
         "rules": [
             {"subjects": ["group:system:serviceaccounts:loadtest"], "verbs": ["get", "list", "watch"], "groups": [""], "resources": ["pods"]},
             {"subjects": ["user:kache"], "verbs": ["get", "list", "watch"], "groups": ["*"], "resources": ["*"]},
+            {"subjects": ["user:kache"], "verbs": ["get"], "paths": ["/metrics"]},
             {"subjects": ["user:kache"], "verbs": ["create"], "groups": ["authentication.k8s.io"], "resources": ["tokenreviews"]},
             {"subjects": ["user:kache"], "verbs": ["create"], "groups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"]},
             {"subjects": ["user:kache"], "verbs": ["impersonate"], "groups": ["", "authentication.k8s.io"], "resources": ["users", "groups", "serviceaccounts", "uids", "userextras/*"]}
@@ -90,8 +95,8 @@ async fn get(target: &Target, path: &str, rec: &mut Recorder) -> anyhow::Result<
     Ok((status == 429).then(|| wait.unwrap_or(Duration::from_secs(1))))
 }
 
-/// The victim's reads: one object, a page of 50, one node's objects.
-async fn reads(victim: &Target, collection: &str) -> anyhow::Result<Vec<String>> {
+/// The victim's reads, each named: one object, a page of 50, one node's objects.
+async fn reads(victim: &Target, collection: &str) -> anyhow::Result<Vec<(&'static str, String)>> {
     let (status, page) = victim.http.get(&format!("{collection}?limit=50"), &[]).await?;
     anyhow::ensure!(status == 200, "the victim listing {collection} on {}: status {status}", victim.name);
     let page: Value = serde_json::from_slice(&page)?;
@@ -105,9 +110,9 @@ async fn reads(victim: &Target, collection: &str) -> anyhow::Result<Vec<String>>
         ns => format!("{prefix}/namespaces/{ns}/{plural}/{name}?resourceVersion=0"),
     };
     // A page is consistent (no resourceVersion): with `resourceVersion=0` the apiserver's cache ignores `limit`.
-    let mut out = vec![object, format!("{collection}?limit=50")];
+    let mut out = vec![("object", object), ("consistent page of 50", format!("{collection}?limit=50"))];
     if let Some(node) = item["spec"]["nodeName"].as_str() {
-        out.push(format!("{collection}?resourceVersion=0&fieldSelector=spec.nodeName%3D{node}"));
+        out.push(("one node's", format!("{collection}?resourceVersion=0&fieldSelector=spec.nodeName%3D{node}")));
     }
     Ok(out)
 }
@@ -115,38 +120,108 @@ async fn reads(victim: &Target, collection: &str) -> anyhow::Result<Vec<String>>
 /// The victim (a client of its own: `target` has no connection yet)
 /// reading `paths` in turn for `seconds`, on a thread and runtime of its
 /// own — apart from the flood, whose reading of its lists would otherwise
-/// delay the victim's inside this process.
-async fn victim(target: Target, paths: &[String], seconds: u64) -> anyhow::Result<(Recorder, Duration)> {
-    let paths = paths.to_vec();
+/// delay the victim's inside this process: a recorder for each path.
+async fn victim(target: Target, paths: &[(&'static str, String)], seconds: u64) -> anyhow::Result<(Vec<Recorder>, Duration)> {
+    let paths: Vec<String> = paths.iter().map(|(_, path)| path.clone()).collect();
     let reader = std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
         runtime.block_on(async move {
             let started = Instant::now();
             let until = started + Duration::from_secs(seconds);
-            let mut rec = Recorder::new(started);
-            for path in paths.iter().cycle() {
+            let mut recs: Vec<Recorder> = paths.iter().map(|_| Recorder::new(started)).collect();
+            for i in (0..paths.len()).cycle() {
                 if Instant::now() >= until {
                     break;
                 }
-                while let Some(wait) = get(&target, path, &mut rec).await? {
+                while let Some(wait) = get(&target, &paths[i], &mut recs[i]).await? {
                     tokio::time::sleep(wait).await;
                 }
             }
-            Ok((rec, started.elapsed()))
+            Ok((recs, started.elapsed()))
         })
     });
     tokio::task::spawn_blocking(move || reader.join().map_err(|_| anyhow::anyhow!("the victim's thread panicked"))?).await?
 }
 
-/// Target `i`'s three rows: the victim quiet, the victim flooded, the flood.
-async fn measure(fleet: &Fleet, i: usize, (victim_token, flood_token): (&str, &str), args: &FairnessArgs) -> anyhow::Result<Vec<Row>> {
+/// A phase of the victim's reads, read by read: what made its p99.
+struct Phase {
+    target: String,
+    name: &'static str,
+    /// Each read's name, count, p50 and p99 (ms).
+    reads: Vec<(&'static str, u64, f64, f64)>,
+    /// kache's answers of the collection's reads in the phase by road, those not from memory: the victim's that went
+    /// upstream (the flood's lists name a revision, which memory answers), and any 429 (`kache`, the flood's as well);
+    /// `None` for a target that is not kache.
+    roads: Option<Vec<String>>,
+}
+
+/// The victim reading `paths` for `--seconds` as target `i`: its row, and
+/// the phase read by read (kache's `/metrics` read as `metrics`).
+async fn phase(
+    (fleet, i, metrics): (&Fleet, usize, &Target),
+    (token, paths): (&str, &[(&'static str, String)]),
+    name: &'static str,
+    args: &FairnessArgs,
+) -> anyhow::Result<(Row, Phase)> {
+    let target = &fleet.targets[i];
+    let key = |verb: &str| (verb.to_string(), resource(&args.collection));
+    let counted = || async {
+        Ok::<_, anyhow::Error>(match target.role {
+            Role::Kache => Some(roads(metrics).await?),
+            _ => None,
+        })
+    };
+    let (as_user, before) = (fleet.as_user(i, token)?, counted().await?);
+    let usage = Usage::start(&as_user);
+    let (recs, wall) = victim(fleet.as_user(i, token)?, paths, args.seconds).await?;
+    let used = usage.finish(&as_user);
+    let roads = match (before, counted().await?) {
+        (Some(before), Some(after)) => Some(
+            ["get", "list"]
+                .into_iter()
+                .flat_map(|verb| roads::since(&before, &after, &key(verb)).into_iter().map(move |road| format!("{verb} {road}")))
+                .filter(|road| !road.contains(" memory "))
+                .collect(),
+        ),
+        _ => None,
+    };
+    let reads = paths.iter().zip(&recs).map(|((read, _), rec)| (*read, rec.latency.len(), ms(rec, 0.5), ms(rec, 0.99))).collect();
+    let mut all = Recorder::new(Instant::now());
+    recs.iter().for_each(|rec| all.merge(rec));
+    let row = Row::new(if name == "quiet" { "victim quiet" } else { "victim flooded" }, &as_user, all, wall, used);
+    Ok((row, Phase { target: target.name.clone(), name, reads, roads }))
+}
+
+/// `rec`'s `q` latency quantile in milliseconds.
+fn ms(rec: &Recorder, q: f64) -> f64 {
+    rec.latency.value_at_quantile(q) as f64 / 1e3
+}
+
+/// The `resource` label kache counts `collection`'s reads under (`pods`, `deployments.apps`).
+fn resource(collection: &str) -> String {
+    let parts: Vec<&str> = collection.trim_matches('/').split('/').collect();
+    match (parts.first(), parts.last()) {
+        (Some(&"apis"), Some(plural)) if parts.len() >= 4 => format!("{plural}.{}", parts[1]),
+        (_, Some(plural)) => plural.to_string(),
+        _ => String::new(),
+    }
+}
+
+/// Target `i`'s three rows (the victim quiet, the victim flooded, the flood) and its two phases read by read.
+async fn measure(
+    fleet: &Fleet,
+    i: usize,
+    (victim_token, flood_token): (&str, &str),
+    args: &FairnessArgs,
+) -> anyhow::Result<(Vec<Row>, Vec<Phase>)> {
     let (victim_as, flood_as) = (&fleet.as_user(i, victim_token)?, Arc::new(fleet.as_user(i, flood_token)?));
     let paths = reads(victim_as, &args.collection).await?;
+    // kache's figures: as the kubeconfig's user on a real cluster, as kache's own on the simulator (its policy lets it).
+    let own = (!args.targets.real()).then(|| fleet.as_user(i, "kache-token")).transpose()?;
+    let metrics = own.as_ref().unwrap_or(&fleet.targets[i]);
     // Connections open and the collection's answers warm (kache's encodings) before anything is measured.
     get(&flood_as, &format!("{}?resourceVersion=0", args.collection), &mut Recorder::new(Instant::now())).await?;
-    let usage = Usage::start(victim_as);
-    let (rec, wall) = victim(fleet.as_user(i, victim_token)?, &paths, args.seconds).await?;
-    let quiet = Row::new("victim quiet", victim_as, rec, wall, usage.finish(victim_as));
+    let (quiet, quiet_phase) = phase((fleet, i, metrics), (victim_token, &paths), "quiet", args).await?;
     let stop = Arc::new(AtomicBool::new(false));
     let started = Instant::now();
     let flood_usage = Usage::start(victim_as);
@@ -163,17 +238,18 @@ async fn measure(fleet: &Fleet, i: usize, (victim_token, flood_token): (&str, &s
             Ok::<_, anyhow::Error>(rec)
         }));
     }
-    let (rec, wall) = victim(fleet.as_user(i, victim_token)?, &paths, args.seconds).await?;
-    let mut flooded = Row::new("victim flooded", victim_as, rec, wall, (None, None));
+    let flooded = phase((fleet, i, metrics), (victim_token, &paths), "flooded", args).await;
     stop.store(true, Ordering::Relaxed);
     let mut lists = Recorder::new(started);
     for task in flood {
         lists.merge(&task.await??);
     }
+    let (mut flooded, flooded_phase) = flooded?;
+    (flooded.cpu, flooded.peak_rss) = (None, None);
     let flood_row = Row::new("flood full lists", victim_as, lists, started.elapsed(), flood_usage.finish(victim_as));
     flooded.extra =
         vec![("p50 ÷ quiet", round(flooded.ms(0.5) / quiet.ms(0.5))), ("p99 ÷ quiet", round(flooded.ms(0.99) / quiet.ms(0.99)))];
-    Ok(vec![quiet, flooded, flood_row])
+    Ok((vec![quiet, flooded, flood_row], vec![quiet_phase, flooded_phase]))
 }
 
 fn round(x: f64) -> f64 {
@@ -196,17 +272,34 @@ pub async fn run_all(args: FairnessArgs) -> anyhow::Result<()> {
         _ if args.targets.real() => anyhow::bail!("a real cluster needs --flood-token and --victim-token"),
         _ => ("flood-token".to_string(), "victim-token".to_string()),
     };
-    let mut rows = Vec::new();
+    let (mut rows, mut phases) = (Vec::new(), Vec::new());
     for i in 0..fleet.targets.len() {
         let measured = measure(&fleet, i, (&victim_token, &flood_token), &args).await;
-        rows.extend(measured.with_context(|| format!("measuring {}", fleet.targets[i].name))?);
+        let (measured, read_by_read) = measured.with_context(|| format!("measuring {}", fleet.targets[i].name))?;
+        rows.extend(measured);
+        phases.extend(read_by_read);
     }
     let params = json!({"collection": args.collection, "flood": args.flood, "seconds": args.seconds,
         "pods": (!args.targets.real()).then_some(args.pods), "kache_args": args.kache_args});
     let report = Report { scenario: "fairness", params, rows };
     report.emit(&args.targets)?;
     println!("{}", summary(&report.rows));
+    println!("{}", read_by_read(&phases));
     Ok(())
+}
+
+/// Each phase read by read (count, p50 / p99 ms), and how kache answered the victim's reads it did not answer from memory.
+fn read_by_read(phases: &[Phase]) -> String {
+    let mut out = String::from("the victim read by read: count, p50 / p99 ms\n");
+    for phase in phases {
+        let reads: Vec<String> = phase.reads.iter().map(|(read, n, p50, p99)| format!("{read} {n}, {p50:.1} / {p99:.1}")).collect();
+        out += &format!("{:<10} {:<8} {}\n", phase.target, phase.name, reads.join("; "));
+        if let Some(roads) = &phase.roads {
+            let roads = if roads.is_empty() { "none".to_string() } else { roads.join(", ") };
+            out += &format!("{:<10} {:<8} not from memory: {roads}\n", "", "");
+        }
+    }
+    out
 }
 
 /// Issue 41's table: per target, the victim's p50 and p99 quiet → flooded, and the flood's lists.

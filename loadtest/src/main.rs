@@ -38,6 +38,7 @@ mod procs;
 mod progress;
 mod record;
 mod report;
+mod roads;
 mod small;
 mod target;
 mod watch;

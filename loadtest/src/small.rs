@@ -20,7 +20,6 @@
 //!
 //! Bounded: `--samples` of each; nothing else in flight.
 
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -32,6 +31,7 @@ use serde_json::json;
 
 use crate::cleanup::Cleanup;
 use crate::objects::Objects;
+use crate::roads::{self, roads};
 use crate::target::{Fleet, Target, TargetArgs};
 
 /// Options of `loadtest small`.
@@ -135,42 +135,6 @@ async fn requests(fleet: &Fleet, cleanup: &Cleanup) -> anyhow::Result<Vec<Small>
     ])
 }
 
-/// kache's answers so far, by (verb, resource) and then road (`memory`, `upstream: REASON`, `kache`).
-type Roads = BTreeMap<(String, String), BTreeMap<String, f64>>;
-
-/// kache's `kache_requests_total`, read from its `/metrics`.
-async fn roads(kache: &Target) -> anyhow::Result<Roads> {
-    let (status, text) = kache.http.get("/metrics", &[]).await?;
-    if status != 200 {
-        bail!("kache's /metrics: status {status}");
-    }
-    let mut roads = Roads::new();
-    for line in String::from_utf8_lossy(&text).lines().filter(|l| l.starts_with("kache_requests_total{")) {
-        let (series, value) = line.rsplit_once(' ').context("a sample")?;
-        let labels = labels(series);
-        let label = |name: &str| labels.get(name).cloned().unwrap_or_default();
-        let road = match (label("source").as_str(), label("reason")) {
-            ("upstream", reason) => format!("upstream: {reason}"),
-            (source, _) => source.to_string(),
-        };
-        *roads.entry((label("verb"), label("resource"))).or_default().entry(road).or_default() += value.parse::<f64>().unwrap_or(0.0);
-    }
-    Ok(roads)
-}
-
-/// The labels of a Prometheus series `name{a="x",b="y"}` (values without escapes, as kache's are).
-fn labels(series: &str) -> BTreeMap<String, String> {
-    let inner = series.split_once('{').and_then(|(_, rest)| rest.strip_suffix('}')).unwrap_or_default();
-    let mut out = BTreeMap::new();
-    let mut rest = inner;
-    while let Some((name, after)) = rest.split_once("=\"") {
-        let Some((value, tail)) = after.split_once('"') else { break };
-        out.insert(name.trim_start_matches(',').to_string(), value.to_string());
-        rest = tail;
-    }
-    out
-}
-
 /// The `q` quantile of `samples` (sorted), in milliseconds.
 fn ms(samples: &[Duration], q: f64) -> f64 {
     let i = ((samples.len() as f64 * q).ceil() as usize).clamp(1, samples.len()) - 1;
@@ -220,14 +184,7 @@ pub async fn run_all(args: SmallArgs, cleanup: Cleanup) -> anyhow::Result<()> {
         let q = |side: usize| [ms(&times[side], 0.5), ms(&times[side], 0.9), ms(&times[side], 0.99)];
         let (d, k) = (q(0), q(1));
         let key = (small.counted_as.0.to_string(), small.counted_as.1.to_string());
-        let answered: Vec<String> = after
-            .get(&key)
-            .into_iter()
-            .flatten()
-            .map(|(road, n)| (road, n - before.get(&key).and_then(|r| r.get(road)).copied().unwrap_or(0.0)))
-            .filter(|(_, n)| *n > 0.0)
-            .map(|(road, n)| format!("{road} {n}"))
-            .collect();
+        let answered = roads::since(&before, &after, &key);
         println!(
             "{:<32} {:>22} {:>22} {:>+8.2} {:>+8.2}  {}",
             small.name,

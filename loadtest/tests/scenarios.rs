@@ -504,3 +504,34 @@ fn audit_compares_kaches_cpu_with_and_without_a_policy_and_every_event_is_writte
     let events = numbers("audit events written");
     assert!(events[0] >= 400.0 && events[1..] == [0.0, 400.0], "{stdout}");
 }
+
+#[test]
+fn fairness_times_the_victim_read_by_read_and_names_what_kache_did_not_answer_from_memory() {
+    let bin = kache_bin();
+    let args = ["fairness", "--kache-bin", bin.to_str().unwrap(), "--pods", "600", "--seconds", "1", "--flood", "2"];
+    let (json, svg, stdout) = run(&args);
+    check_rows(&json, &svg, &stdout);
+    let operations = |workload: &str, target: &str| {
+        let row = rows(&json).iter().find(|r| r["workload"] == workload && r["target"] == target);
+        row.unwrap_or_else(|| panic!("no {workload} row for {target}"))["operations"].as_u64().unwrap()
+    };
+    let lines: Vec<&str> = stdout.lines().skip_while(|l| !l.starts_with("the victim read by read")).collect();
+    for target in ["sim", "kache"] {
+        for phase in ["quiet", "flooded"] {
+            let at = lines.iter().position(|l| l.split_whitespace().take(2).eq([target, phase]));
+            let at = at.unwrap_or_else(|| panic!("no line for {target} {phase}:\n{stdout}"));
+            // `object N, p50 / p99; consistent page of 50 N, …; one node's N, …`: every read counted, together the row's.
+            let counts: Vec<u64> = lines[at]
+                .split("; ")
+                .map(|read| read.split(", ").next().unwrap().rsplit(' ').next().unwrap().parse().expect("a count"))
+                .collect();
+            assert_eq!(counts.len(), 3, "three reads: {}", lines[at]);
+            assert!(counts.iter().all(|n| *n > 0), "every read was made: {}", lines[at]);
+            let row = if phase == "quiet" { "victim quiet" } else { "victim flooded" };
+            assert_eq!(counts.iter().sum::<u64>(), operations(row, target), "{target} {phase}: {}", lines[at]);
+            // kache says which reads it did not answer from memory; the simulator is not asked.
+            let roads = lines.get(at + 1).filter(|l| l.trim_start().starts_with("not from memory: "));
+            assert_eq!(roads.is_some(), target == "kache", "{target} {phase}:\n{stdout}");
+        }
+    }
+}
