@@ -63,7 +63,7 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub enable_priority_and_fairness: bool,
     /// Seats priority and fairness shares among the levels (the apiserver's --max-requests-inflight plus
-    /// --max-mutating-requests-inflight); 0: 300 per core kache may run on (the apiserver's 600 over 2 cores).
+    /// --max-mutating-requests-inflight); 0: 1,500 per core kache may run on (five times the apiserver's 600 over 2 cores).
     #[arg(long, value_name = "SEATS", default_value_t = 0)]
     pub priority_and_fairness_seats: usize,
     /// Resources to cache: RESOURCE, RESOURCE.GROUP, GROUP/VERSION/RESOURCE, or `*` for all (comma-separated).
