@@ -49,13 +49,6 @@ pub struct FairnessArgs {
     /// Full lists the flooding client keeps in flight.
     #[arg(long, default_value_t = 6)]
     pub flood: usize,
-    /// The nice value of the flood's client threads (Linux). On one machine
-    /// with the server, the flood's client reading gigabytes a second takes
-    /// CPU from the victim's client as much as from the server; 10 leaves
-    /// the victim's client and the server ahead of it, as if the flood ran
-    /// elsewhere; 0 (the default) shares the machine evenly.
-    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(i32).range(0..=19))]
-    pub flood_nice: i32,
     /// Seconds the victim reads in each phase (quiet, flooded).
     #[arg(long, default_value_t = 20)]
     pub seconds: u64,
@@ -221,24 +214,21 @@ async fn measure(
     (victim_token, flood_token): (&str, &str),
     args: &FairnessArgs,
 ) -> anyhow::Result<(Vec<Row>, Vec<Phase>)> {
-    let victim_as = &fleet.as_user(i, victim_token)?;
+    let (victim_as, flood_as) = (&fleet.as_user(i, victim_token)?, Arc::new(fleet.as_user(i, flood_token)?));
     let paths = reads(victim_as, &args.collection).await?;
     // kache's figures: as the kubeconfig's user on a real cluster, as kache's own on the simulator (its policy lets it).
     let own = (!args.targets.real()).then(|| fleet.as_user(i, "kache-token")).transpose()?;
     let metrics = own.as_ref().unwrap_or(&fleet.targets[i]);
     // Connections open and the collection's answers warm (kache's encodings) before anything is measured.
-    let flood_as = fleet.as_user(i, flood_token)?;
     get(&flood_as, &format!("{}?resourceVersion=0", args.collection), &mut Recorder::new(Instant::now())).await?;
     let (quiet, quiet_phase) = phase((fleet, i, metrics), (victim_token, &paths), "quiet", args).await?;
     let stop = Arc::new(AtomicBool::new(false));
     let started = Instant::now();
     let flood_usage = Usage::start(victim_as);
-    // The flood's own client: its connections are made, and read, on its runtime.
-    let (flooding, flood_as) = (Flooding::new(args.flood_nice)?, Arc::new(fleet.as_user(i, flood_token)?));
     let mut flood = Vec::new();
     for _ in 0..args.flood {
         let (target, stop, path) = (flood_as.clone(), stop.clone(), format!("{}?resourceVersion=0", args.collection));
-        flood.push(flooding.runtime().spawn(async move {
+        flood.push(tokio::spawn(async move {
             let mut rec = Recorder::new(started);
             while !stop.load(Ordering::Relaxed) {
                 if let Some(wait) = get(&target, &path, &mut rec).await? {
@@ -260,48 +250,6 @@ async fn measure(
     flooded.extra =
         vec![("p50 ÷ quiet", round(flooded.ms(0.5) / quiet.ms(0.5))), ("p99 ÷ quiet", round(flooded.ms(0.99) / quiet.ms(0.99)))];
     Ok((vec![quiet, flooded, flood_row], vec![quiet_phase, flooded_phase]))
-}
-
-/// The runtime the flood's client runs on, its threads at `--flood-nice`
-/// (shut down in the background when dropped: a runtime cannot be dropped
-/// inside another's task).
-struct Flooding(Option<tokio::runtime::Runtime>);
-
-impl Flooding {
-    fn new(nice: i32) -> anyhow::Result<Flooding> {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .thread_name("flood")
-            .on_thread_start(move || lower_priority(nice))
-            .build()?;
-        Ok(Flooding(Some(runtime)))
-    }
-
-    fn runtime(&self) -> &tokio::runtime::Runtime {
-        self.0.as_ref().expect("taken only when dropped")
-    }
-}
-
-impl Drop for Flooding {
-    fn drop(&mut self) {
-        if let Some(runtime) = self.0.take() {
-            runtime.shutdown_background();
-        }
-    }
-}
-
-/// The calling thread's nice value raised to `nice` (Linux: a thread's own; elsewhere nothing).
-#[allow(unsafe_code)]
-fn lower_priority(nice: i32) {
-    #[cfg(target_os = "linux")]
-    if nice > 0 {
-        // SAFETY: setpriority reads its three integers only; on Linux `PRIO_PROCESS` with 0 is the calling thread.
-        if unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, nice) } != 0 {
-            eprintln!("the flood's threads keep their priority: {}", std::io::Error::last_os_error());
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = nice;
 }
 
 fn round(x: f64) -> f64 {

@@ -508,7 +508,7 @@ fn audit_compares_kaches_cpu_with_and_without_a_policy_and_every_event_is_writte
 #[test]
 fn fairness_times_the_victim_read_by_read_and_names_what_kache_did_not_answer_from_memory() {
     let bin = kache_bin();
-    let args = ["fairness", "--kache-bin", bin.to_str().unwrap(), "--pods", "600", "--seconds", "1", "--flood", "2", "--flood-nice", "10"];
+    let args = ["fairness", "--kache-bin", bin.to_str().unwrap(), "--pods", "600", "--seconds", "1", "--flood", "2"];
     let (json, svg, stdout) = run(&args);
     check_rows(&json, &svg, &stdout);
     let operations = |workload: &str, target: &str| {
