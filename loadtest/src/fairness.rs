@@ -185,16 +185,11 @@ async fn phase(
         ),
         _ => None,
     };
-    let reads = paths.iter().zip(&recs).map(|((read, _), rec)| (*read, rec.latency.len(), ms(rec, 0.5), ms(rec, 0.99))).collect();
+    let reads = paths.iter().zip(&recs).map(|((read, _), rec)| (*read, rec.latency.len(), rec.ms(0.5), rec.ms(0.99))).collect();
     let mut all = Recorder::new(Instant::now());
     recs.iter().for_each(|rec| all.merge(rec));
     let row = Row::new(if name == "quiet" { "victim quiet" } else { "victim flooded" }, &as_user, all, wall, used);
     Ok((row, Phase { target: target.name.clone(), name, reads, roads }))
-}
-
-/// `rec`'s `q` latency quantile in milliseconds.
-fn ms(rec: &Recorder, q: f64) -> f64 {
-    rec.latency.value_at_quantile(q) as f64 / 1e3
 }
 
 /// The `resource` label kache counts `collection`'s reads under (`pods`, `deployments.apps`).

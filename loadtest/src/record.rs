@@ -84,6 +84,11 @@ impl Recorder {
         }
     }
 
+    /// The latency at quantile `q` of the answers 2xx, in milliseconds.
+    pub fn ms(&self, q: f64) -> f64 {
+        self.latency.value_at_quantile(q) as f64 / 1000.0
+    }
+
     /// Operations answered, any status.
     pub fn count(&self) -> u64 {
         self.statuses.values().sum()
@@ -156,6 +161,6 @@ impl Row {
 
     /// The latency at quantile `q`, in milliseconds.
     pub fn ms(&self, q: f64) -> f64 {
-        self.rec.latency.value_at_quantile(q) as f64 / 1000.0
+        self.rec.ms(q)
     }
 }
