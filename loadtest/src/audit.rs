@@ -16,7 +16,8 @@
 //! over the same time, so a load that lasts longer is not charged for
 //! following the churn meanwhile; and the two kaches take turns in the
 //! order plain, audited, audited, plain, … so that neither is always
-//! second. Each kache first takes one load that is reported but not
+//! second (or, with `--side-by-side`, take each round's load at the same
+//! moment, so that the machine's pace is the same for both). Each kache first takes one load that is reported but not
 //! counted: the first time ten thousand watches are held, kache's heap
 //! grows and the kernel hands it fresh pages to zero (in a virtual machine
 //! each page's first touch also faults into the host: on the 2-core test
@@ -76,6 +77,13 @@ pub struct AuditArgs {
     /// fault into the host the first time it is touched).
     #[arg(long)]
     log: Option<String>,
+    /// Run each round's two loads at the same moment (each with its own
+    /// `--watchers` kubelets) rather than one after the other: both kaches
+    /// then meet the machine at the same pace, which on a shared machine
+    /// moves by a fifth within an hour. Halve `--watchers` to keep the
+    /// machine's connections (and file descriptors) as many as one load's.
+    #[arg(long)]
+    side_by_side: bool,
 }
 
 /// How long a kache's idle rate is measured before the first load.
@@ -215,7 +223,13 @@ pub async fn run_all(args: AuditArgs) -> anyhow::Result<()> {
         _ => (args.watchers * (1 + args.storms) * 5) as f64,
     };
     let events = |loads: usize| (per_load > 0.0).then_some(per_load * loads as f64);
-    let first = (load(&args, 2, &plain, idle.0, None).await?, load(&args, 3, &audited, idle.1, events(1)).await?);
+    let first = match args.side_by_side {
+        true => {
+            let (plain, audited) = tokio::join!(load(&args, 2, &plain, idle.0, None), load(&args, 3, &audited, idle.1, events(1)));
+            (plain?, audited?)
+        }
+        false => (load(&args, 2, &plain, idle.0, None).await?, load(&args, 3, &audited, idle.1, events(1)).await?),
+    };
     println!("first load (not counted: the heap grows): plain {:.2} CPU s, audited {:.2}\n", first.0, first.1);
     println!("{:<8} {:<10} {:>10} {:>10}", "round", "kache", "cpu s", "÷ plain");
     let (mut off, mut on, mut ratios) = (0.0, 0.0, Vec::new());
@@ -223,6 +237,15 @@ pub async fn run_all(args: AuditArgs) -> anyhow::Result<()> {
         let n = u8::try_from(2 * round + 2).context("at most 120 rounds")?;
         let events = events(round + 1);
         let (base, cpu) = match round % 2 {
+            // Side by side, the kubelets of the load polled first start first: they take turns at that too.
+            1 if args.side_by_side => {
+                let (base, cpu) = tokio::join!(load(&args, n, &plain, idle.0, None), load(&args, n + 1, &audited, idle.1, events));
+                (base?, cpu?)
+            }
+            _ if args.side_by_side => {
+                let (cpu, base) = tokio::join!(load(&args, n + 1, &audited, idle.1, events), load(&args, n, &plain, idle.0, None));
+                (base?, cpu?)
+            }
             1 => (load(&args, n, &plain, idle.0, None).await?, load(&args, n + 1, &audited, idle.1, events).await?),
             _ => {
                 let cpu = load(&args, n + 1, &audited, idle.1, events).await?;
