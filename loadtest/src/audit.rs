@@ -17,8 +17,9 @@
 //! following the churn meanwhile; and the two kaches take turns in the
 //! order plain, audited, audited, plain, … so that neither is always
 //! second (or, with `--side-by-side`, take each round's load at the same
-//! moment, so that the machine's pace is the same for both). Each kache first takes one load that is reported but not
-//! counted: the first time ten thousand watches are held, kache's heap
+//! moment, so that the machine's pace is the same for both, the order in
+//! which their kubelets start taking turns as well). Each kache first
+//! takes one load that is reported but not counted: the first time ten thousand watches are held, kache's heap
 //! grows and the kernel hands it fresh pages to zero (in a virtual machine
 //! each page's first touch also faults into the host: on the 2-core test
 //! machine that first load cost a kache up to 3 s more than its later
@@ -167,6 +168,36 @@ async fn load(args: &AuditArgs, n: u8, kache: &Proc, idle_rate: f64, events: Opt
     Ok(cpu_seconds(kache.pid()) - cpu - idle_rate * started.elapsed().as_secs_f64())
 }
 
+/// One load against each of `kaches` (plain, audited; idle at `idle`), the
+/// plain one's kubelets from `127.0.0.N` and the audited one's from the
+/// next address, the audited one's log to reach `events`: their CPU
+/// seconds, plain first. One after the other, or at the same moment with
+/// `--side-by-side`; `audited_first` says which goes (or starts) first.
+async fn pair(
+    args: &AuditArgs,
+    n: u8,
+    kaches: (&Proc, &Proc),
+    idle: (f64, f64),
+    events: Option<f64>,
+    audited_first: bool,
+) -> anyhow::Result<(f64, f64)> {
+    let plain = load(args, n, kaches.0, idle.0, None);
+    let audited = load(args, n + 1, kaches.1, idle.1, events);
+    let (base, cpu) = match (args.side_by_side, audited_first) {
+        (true, false) => tokio::join!(plain, audited),
+        (true, true) => {
+            let (cpu, base) = tokio::join!(audited, plain);
+            (base, cpu)
+        }
+        (false, false) => (plain.await, audited.await),
+        (false, true) => {
+            let cpu = audited.await;
+            (plain.await, cpu)
+        }
+    };
+    Ok((base?, cpu?))
+}
+
 /// The events kache's log backend has written and dropped so far.
 async fn recorded(client: &HttpClient, kache: &str) -> anyhow::Result<(f64, f64)> {
     let (_, body) = get_with(client, &format!("{kache}/metrics"), &[]).await?;
@@ -223,35 +254,13 @@ pub async fn run_all(args: AuditArgs) -> anyhow::Result<()> {
         _ => (args.watchers * (1 + args.storms) * 5) as f64,
     };
     let events = |loads: usize| (per_load > 0.0).then_some(per_load * loads as f64);
-    let first = match args.side_by_side {
-        true => {
-            let (plain, audited) = tokio::join!(load(&args, 2, &plain, idle.0, None), load(&args, 3, &audited, idle.1, events(1)));
-            (plain?, audited?)
-        }
-        false => (load(&args, 2, &plain, idle.0, None).await?, load(&args, 3, &audited, idle.1, events(1)).await?),
-    };
+    let first = pair(&args, 2, (&plain, &audited), idle, events(1), false).await?;
     println!("first load (not counted: the heap grows): plain {:.2} CPU s, audited {:.2}\n", first.0, first.1);
     println!("{:<8} {:<10} {:>10} {:>10}", "round", "kache", "cpu s", "÷ plain");
     let (mut off, mut on, mut ratios) = (0.0, 0.0, Vec::new());
     for round in 1..=args.rounds {
         let n = u8::try_from(2 * round + 2).context("at most 120 rounds")?;
-        let events = events(round + 1);
-        let (base, cpu) = match round % 2 {
-            // Side by side, the kubelets of the load polled first start first: they take turns at that too.
-            1 if args.side_by_side => {
-                let (base, cpu) = tokio::join!(load(&args, n, &plain, idle.0, None), load(&args, n + 1, &audited, idle.1, events));
-                (base?, cpu?)
-            }
-            _ if args.side_by_side => {
-                let (cpu, base) = tokio::join!(load(&args, n + 1, &audited, idle.1, events), load(&args, n, &plain, idle.0, None));
-                (base?, cpu?)
-            }
-            1 => (load(&args, n, &plain, idle.0, None).await?, load(&args, n + 1, &audited, idle.1, events).await?),
-            _ => {
-                let cpu = load(&args, n + 1, &audited, idle.1, events).await?;
-                (load(&args, n, &plain, idle.0, None).await?, cpu)
-            }
-        };
+        let (base, cpu) = pair(&args, n, (&plain, &audited), idle, events(round + 1), round % 2 == 0).await?;
         println!("{round:<8} {:<10} {base:>10.2}", "plain");
         println!("{round:<8} {:<10} {cpu:>10.2} {:>10.3}", "audited", cpu / base);
         (off, on) = (off + base, on + cpu);
