@@ -18,6 +18,7 @@ pub mod body;
 pub mod chain;
 pub mod encode;
 pub mod filter;
+pub mod followed;
 pub mod get;
 pub mod health;
 pub mod list;

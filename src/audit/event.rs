@@ -153,16 +153,13 @@ impl ResponseStatus {
     }
 }
 
-/// What every event of a request says of the request itself.
+/// What every event of a request says of the request itself, known as it arrives.
 #[derive(Debug, Clone, Copy)]
 pub struct Requested<'a> {
-    pub level: Level,
     pub audit_id: &'a str,
     /// The request URI (`req.URL.RequestURI()`): its path and, after a `?` unless empty, its query.
     pub request_uri: (&'a str, &'a str),
     pub verb: &'a str,
-    /// The authenticated user (`None`: not authenticated, written `{}`).
-    pub user: Option<&'a UserInfo>,
     pub source_ips: &'a [IpAddr],
     pub user_agent: &'a str,
     pub object_ref: Option<ObjectRef<'a>>,
@@ -170,16 +167,19 @@ pub struct Requested<'a> {
 }
 
 /// One request's audit event, stage after stage. What does not change between stages is written once, as JSON,
-/// when the event is made (requests are many, and each writes two or three events), into one buffer:
-/// `"level":…,"auditID":…` up to `cuts[0]`, `,"requestURI":…,"verb":…,"user":{…}` up to `cuts[1]`,
-/// `,"sourceIPs":…,"userAgent":…,"objectRef":{…}` (those given) up to `cuts[2]`, `,"requestReceivedTimestamp":…`.
+/// into one buffer, in the order it becomes known (requests are many, and each writes two or three events):
+/// as the request arrives, `,"auditID":…` up to `cuts[0]`, `,"requestURI":…,"verb":…` up to `cuts[1]`,
+/// `,"sourceIPs":…,"userAgent":…,"objectRef":{…}` (those given) up to `cuts[2]`, `,"requestReceivedTimestamp":…`
+/// up to `cuts[3]`; then `,"user":{…}` up to `cuts[4]` once authentication has said who sent it, and
+/// `,"impersonatedUser":{…}` to the end once impersonation has said whom it acts as. [`Event::write_line`] puts
+/// them in the apiserver's order. The buffer is the only allocation an audited request makes until it is answered.
 #[derive(Debug, Clone)]
 pub struct Event {
     fixed: String,
-    cuts: [usize; 3],
-    /// `,"impersonatedUser":{…}`, or nothing.
-    impersonated: String,
+    cuts: [usize; 5],
     received_at: SystemTime,
+    /// How much of the request is recorded (the policy's answer; `Metadata` until it is asked).
+    pub level: Level,
     /// The answer's status (none before the answer).
     pub response_status: Option<ResponseStatus>,
     /// The response body as compact JSON, Go-escaped (at `RequestResponse`).
@@ -192,11 +192,9 @@ pub struct Event {
 pub const LINE_START: &str = r#"{"kind":"Event","apiVersion":"audit.k8s.io/v1","#;
 
 impl Event {
-    /// The event of the request `r`.
+    /// The event of the request `r`, sent by no one yet (`"user":{}` until [`Event::user`]).
     pub fn new(r: &Requested<'_>) -> Event {
         let mut s = String::with_capacity(640);
-        s.push_str(r#""level":"#);
-        write_go_string(&mut s, r.level.as_str());
         s.push_str(r#","auditID":"#);
         write_go_string(&mut s, r.audit_id);
         let request = s.len();
@@ -211,8 +209,6 @@ impl Event {
         s.push('"');
         s.push_str(r#","verb":"#);
         write_go_string(&mut s, r.verb);
-        s.push_str(r#","user":"#);
-        user(&mut s, r.user);
         let origin = s.len();
         if !r.source_ips.is_empty() {
             s.push_str(r#","sourceIPs":["#);
@@ -244,15 +240,34 @@ impl Event {
         let received = s.len();
         s.push_str(r#","requestReceivedTimestamp":"#);
         micro_time(&mut s, r.received);
+        let end = s.len();
         Event {
             fixed: s,
-            cuts: [request, origin, received],
-            impersonated: String::new(),
+            cuts: [request, origin, received, end, end],
             received_at: r.received,
+            level: Level::Metadata,
             response_status: None,
             response_object: None,
             annotations: SmallVec::new(),
         }
+    }
+
+    /// The user who sent the request (`None`: not authenticated, written `{}`); no impersonation yet.
+    pub fn user(&mut self, u: Option<&UserInfo>) {
+        self.fixed.truncate(self.cuts[3]);
+        self.fixed.push_str(r#","user":"#);
+        user(&mut self.fixed, u);
+        self.cuts[4] = self.fixed.len();
+    }
+
+    /// The user the request acts as.
+    pub fn impersonate(&mut self, u: &UserInfo) {
+        if self.cuts[4] == self.cuts[3] {
+            self.user(None);
+        }
+        self.fixed.truncate(self.cuts[4]);
+        self.fixed.push_str(r#","impersonatedUser":"#);
+        user(&mut self.fixed, Some(u));
     }
 
     /// The annotation `key`, unless it has one already (the first value set stays, as `addAuditAnnotationLocked`).
@@ -262,24 +277,24 @@ impl Event {
         }
     }
 
-    /// The user the request acts as.
-    pub fn impersonate(&mut self, u: &UserInfo) {
-        self.impersonated.clear();
-        self.impersonated.push_str(r#","impersonatedUser":"#);
-        user(&mut self.impersonated, Some(u));
-    }
-
     /// Appends the event at `stage` as a log line (`{"kind":"Event",…}` and
     /// a newline) to `s`, stamped `at` (`RequestReceived`: when the request arrived).
     pub fn write_line(&self, stage: Stage, at: SystemTime, s: &mut String) {
         let at = if stage == Stage::RequestReceived { self.received_at } else { at };
         s.push_str(LINE_START);
-        let [request, origin, received] = self.cuts;
+        let [request, origin, received, user, _] = self.cuts;
+        for part in [r#""level":""#, self.level.as_str(), "\""] {
+            s.push_str(part);
+        }
         s.push_str(&self.fixed[..request]);
-        s.push_str(r#","stage":"#);
-        write_go_string(s, stage.as_str());
+        for part in [r#","stage":""#, stage.as_str(), "\""] {
+            s.push_str(part);
+        }
         s.push_str(&self.fixed[request..origin]);
-        s.push_str(&self.impersonated);
+        match user < self.fixed.len() {
+            true => s.push_str(&self.fixed[user..]),
+            false => s.push_str(r#","user":{}"#),
+        }
         s.push_str(&self.fixed[origin..received]);
         if let Some(r) = &self.response_status {
             s.push_str(r#","responseStatus":{"metadata":{}"#);
@@ -304,7 +319,7 @@ impl Event {
             s.push_str(r#","responseObject":"#);
             s.push_str(body);
         }
-        s.push_str(&self.fixed[received..]);
+        s.push_str(&self.fixed[received..user]);
         s.push_str(r#","stageTimestamp":"#);
         micro_time(s, at);
         if !self.annotations.is_empty() {
@@ -396,17 +411,17 @@ mod tests {
 
     fn event(user: Option<&UserInfo>) -> Event {
         let at = UNIX_EPOCH + Duration::from_micros(1_700_000_000_123_456);
-        Event::new(&Requested {
-            level: Level::Metadata,
+        let mut e = Event::new(&Requested {
             audit_id: "0f8b0f0e-5e8e-4c3c-9d7e-2a0b8f7c6d5e",
             request_uri: ("/api/v1/pods", "limit=500"),
             verb: "list",
-            user,
             source_ips: &[IpAddr::from([127, 0, 0, 1])],
             user_agent: "kubectl/v1.36.2 (linux/amd64) kubernetes/98b3519",
             object_ref: Some(ObjectRef { resource: "pods", api_version: "v1", ..ObjectRef::default() }),
             received: at,
-        })
+        });
+        e.user(user);
+        e
     }
 
     fn alice() -> UserInfo {

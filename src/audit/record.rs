@@ -34,79 +34,61 @@ const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
 const X_REAL_IP: HeaderName = HeaderName::from_static("x-real-ip");
 const IMPERSONATE_USER: HeaderName = HeaderName::from_static("impersonate-user");
 
-/// Appends the request's audit ID: the client's own `Audit-ID` as sent, else a fresh one.
-fn push_audit_id(out: &mut String, headers: &HeaderMap) {
-    match headers.get(AUDIT_ID_HEADER).filter(|v| !v.is_empty()) {
-        Some(id) => push_text(out, id.as_bytes()),
-        None => out.push_str(new_id().as_str()),
-    }
-}
-
-/// Appends `bytes` as text, anything not UTF-8 replaced (as Go's JSON writes a string of such bytes).
-fn push_text(out: &mut String, bytes: &[u8]) {
-    match std::str::from_utf8(bytes) {
-        Ok(s) => out.push_str(s),
-        Err(_) => out.push_str(&String::from_utf8_lossy(bytes)),
-    }
-}
-
-/// What is known of a request when it arrives. Its texts are kept in one
-/// buffer (one allocation a request, not one a text): the audit ID, then
-/// the query, then the user agent, `texts[..cuts[0]]`,
-/// `texts[cuts[0]..cuts[1]]`, `texts[cuts[1]..]`.
+/// What is known of a request when it arrives: its event's request
+/// fields, written then (one allocation a request, which becomes its
+/// event's if the policy audits it), and what the policy asks about.
 #[derive(Debug, Clone)]
 pub struct Arrival {
-    texts: String,
-    cuts: [usize; 2],
-    /// When it arrived.
-    pub received: SystemTime,
+    event: Event,
     /// What it asks to do, as the authorizer and the policy see it (`RequestInfoFactory`'s reading).
     pub attributes: Arc<Attributes>,
-    /// `X-Forwarded-For`, then `X-Real-Ip`, then the peer (`utilnet.SourceIPs`).
-    pub source_ips: SourceIps,
     /// Whether it asks to act as another user (`Impersonate-User`).
     pub impersonating: bool,
 }
 
 impl Arrival {
-    /// A request with `headers` asking for `attributes` with `query`, from `peer`.
+    /// A request with `headers` asking for `attributes` with `query`, from `peer`, arriving now: its
+    /// audit ID the client's own `Audit-ID` as sent, else a fresh one; its `User-Agent` cut at 1,024 bytes.
     pub fn of(headers: &HeaderMap, attributes: Arc<Attributes>, query: &str, peer: Option<IpAddr>) -> Arrival {
-        let ua = headers.get(http::header::USER_AGENT).map(|v| v.as_bytes()).unwrap_or_default();
-        let mut texts = String::with_capacity(64 + query.len() + ua.len().min(MAX_USER_AGENT + 12));
-        push_audit_id(&mut texts, headers);
-        let id = texts.len();
-        texts.push_str(query);
-        let query = texts.len();
-        match ua.len() > MAX_USER_AGENT {
-            true => {
-                texts.push_str(&String::from_utf8_lossy(&ua[..MAX_USER_AGENT]));
-                texts.push_str("...TRUNCATED");
+        let fresh;
+        let audit_id = match headers.get(AUDIT_ID_HEADER).filter(|v| !v.is_empty()) {
+            Some(id) => text(id.as_bytes()),
+            None => {
+                fresh = new_id();
+                Cow::Borrowed(fresh.as_str())
             }
-            false => push_text(&mut texts, ua),
-        }
-        Arrival {
-            texts,
-            cuts: [id, query],
+        };
+        let ua = headers.get(http::header::USER_AGENT).map(|v| v.as_bytes()).unwrap_or_default();
+        let user_agent = match ua.len() > MAX_USER_AGENT {
+            true => Cow::Owned(format!("{}...TRUNCATED", String::from_utf8_lossy(&ua[..MAX_USER_AGENT]))),
+            false => text(ua),
+        };
+        let attrs = &attributes;
+        let event = Event::new(&Requested {
+            audit_id: &audit_id,
+            request_uri: (&attrs.path, query),
+            verb: &attrs.verb,
+            source_ips: &source_ips(headers, peer),
+            user_agent: &user_agent,
+            object_ref: attrs.resource_request.then_some(ObjectRef {
+                resource: &attrs.resource,
+                namespace: &attrs.namespace,
+                name: &attrs.name,
+                api_group: &attrs.group,
+                api_version: &attrs.version,
+                subresource: &attrs.subresource,
+            }),
             received: SystemTime::now(),
-            attributes,
-            source_ips: source_ips(headers, peer),
-            impersonating: headers.contains_key(IMPERSONATE_USER),
-        }
+        });
+        Arrival { event, attributes, impersonating: headers.contains_key(IMPERSONATE_USER) }
     }
+}
 
-    /// Its audit ID.
-    pub fn id(&self) -> &str {
-        &self.texts[..self.cuts[0]]
-    }
-
-    /// Its query, as sent.
-    pub fn query(&self) -> &str {
-        &self.texts[self.cuts[0]..self.cuts[1]]
-    }
-
-    /// Its `User-Agent`, cut at 1,024 bytes.
-    pub fn user_agent(&self) -> &str {
-        &self.texts[self.cuts[1]..]
+/// `bytes` as text, anything not UTF-8 replaced (as Go's JSON writes a string of such bytes).
+fn text(bytes: &[u8]) -> Cow<'_, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => Cow::Borrowed(s),
+        Err(_) => String::from_utf8_lossy(bytes),
     }
 }
 
@@ -156,7 +138,7 @@ const LONG_RUNNING_SUBRESOURCES: &[&str] = &["attach", "exec", "proxy", "log", "
 
 impl Record {
     /// The record of `arrival` by `user` (`None`: unauthenticated), if the policy audits it.
-    pub fn start(auditor: &Arc<Auditor>, arrival: &Arrival, user: Option<&UserInfo>) -> Option<Record> {
+    pub fn start(auditor: &Arc<Auditor>, arrival: Arrival, user: Option<&UserInfo>) -> Option<Record> {
         let attrs = &arrival.attributes;
         let config = auditor.policy.evaluate(attrs, user);
         if config.level == Level::None {
@@ -164,24 +146,9 @@ impl Record {
         }
         let long_running = LONG_RUNNING_VERBS.contains(&attrs.verb.as_str())
             || (attrs.resource_request && LONG_RUNNING_SUBRESOURCES.contains(&attrs.subresource.as_str()));
-        let event = Event::new(&Requested {
-            level: config.level,
-            audit_id: arrival.id(),
-            request_uri: (&attrs.path, arrival.query()),
-            verb: &attrs.verb,
-            user,
-            source_ips: &arrival.source_ips,
-            user_agent: arrival.user_agent(),
-            object_ref: attrs.resource_request.then_some(ObjectRef {
-                resource: &attrs.resource,
-                namespace: &attrs.namespace,
-                name: &attrs.name,
-                api_group: &attrs.group,
-                api_version: &attrs.version,
-                subresource: &attrs.subresource,
-            }),
-            received: arrival.received,
-        });
+        let mut event = arrival.event;
+        event.level = config.level;
+        event.user(user);
         Some(Record { auditor: auditor.clone(), config, event, long_running, written: Stages::default() })
     }
 
@@ -283,22 +250,27 @@ mod tests {
         assert_eq!(ips(&[("x-forwarded-for", "2001:db8::1")], None), ["2001:db8::1"]);
     }
 
+    /// The line `RequestReceived` of a request with `pairs` as its headers.
+    fn received(pairs: &[(&str, &str)], path: &str, query: &str) -> String {
+        let a = Arrival::of(&headers(pairs), Arc::new(Attributes::of("GET", path, query)), query, None);
+        String::from_utf8(a.event.line(Stage::RequestReceived, SystemTime::now())).unwrap()
+    }
+
     #[test]
     fn a_clients_audit_id_is_kept_and_a_missing_one_made() {
-        let arrival = |pairs: &[(&str, &str)]| {
-            Arrival::of(&headers(pairs), Arc::new(Attributes::of("GET", "/api/v1/pods", "limit=5")), "limit=5", None)
-        };
-        let kept = arrival(&[("audit-id", "my-id"), ("user-agent", "kubectl/v1.36.2")]);
-        assert_eq!((kept.id(), kept.query(), kept.user_agent()), ("my-id", "limit=5", "kubectl/v1.36.2"));
-        let made = arrival(&[("audit-id", "")]);
-        assert_eq!((made.id().len(), made.query(), made.user_agent()), (36, "limit=5", ""));
+        let kept = received(&[("audit-id", "my-id"), ("user-agent", "kubectl/v1.36.2")], "/api/v1/pods", "limit=5");
+        assert!(kept.contains(r#""auditID":"my-id","stage":"RequestReceived","requestURI":"/api/v1/pods?limit=5","verb":"list","user":{},"userAgent":"kubectl/v1.36.2","objectRef""#), "{kept}");
+        let made = received(&[("audit-id", "")], "/api/v1/pods", "limit=5");
+        let id = made.split(r#""auditID":""#).nth(1).and_then(|rest| rest.split('"').next()).unwrap();
+        assert_eq!(id.len(), 36, "{made}");
+        assert!(!made.contains("userAgent"), "{made}");
     }
 
     #[test]
     fn long_user_agents_are_cut_as_the_apiserver_cuts_them() {
         let long = "a".repeat(2000);
-        let a = Arrival::of(&headers(&[("user-agent", &long)]), Arc::new(Attributes::of("GET", "/api", "")), "", None);
-        assert_eq!(a.user_agent(), format!("{}...TRUNCATED", "a".repeat(1024)));
+        let line = received(&[("user-agent", &long)], "/api", "");
+        assert!(line.contains(&format!(r#""userAgent":"{}...TRUNCATED""#, "a".repeat(1024))), "{line}");
     }
 
     #[test]

@@ -5,9 +5,13 @@
 //! the request, its record ([`crate::audit::record`]) is written:
 //! `RequestReceived` (stamped with the arrival, as the apiserver stamps
 //! it), `ResponseStarted` once a watch's head goes out, `ResponseComplete`
-//! once the body ends — a watch's when its stream ends, whoever ends it. A 401 writes `ResponseStarted` only,
-//! as the apiserver's. The request's `Audit-ID` was set by the listener
-//! (`api::server`), so one ID names the request everywhere.
+//! once the body ends — a watch's when its stream ends, whoever ends it
+//! ([`Audited`] follows the body, in the one wrapper the request's metrics
+//! follow it in: `api::followed`). A 401 writes `ResponseStarted` only, as
+//! the apiserver's. The request's `Audit-ID` was set by the listener
+//! (`api::server`), so one ID names the request everywhere; what the
+//! request was is written into its event as it arrives (one buffer, the
+//! event's own if the policy audits it).
 //!
 //! Invariants: an answer that came from upstream is not written (the
 //! apiserver audits it under the same ID), unless it never reached
@@ -17,20 +21,18 @@
 //! `ResponseComplete` with `kache.dev/response-incomplete` saying why.
 
 use std::io::Read;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll, ready};
 
 use apimachinery::auth::{Attributes, UserInfo};
 use apimachinery::status::ApiError;
 use bytes::Bytes;
 use http::header::{CONTENT_ENCODING, CONTENT_TYPE};
 use http::{Request, Response};
-use http_body_util::BodyExt;
-use hyper::body::{Body, Frame, Incoming};
+use hyper::body::Incoming;
 
 use crate::access::Verdict;
-use crate::api::body::{ApiBody, BoxError};
+use crate::api::body::ApiBody;
+use crate::api::followed::{End, Follow};
 use crate::api::pass_through::Unreached;
 use crate::api::road::Road;
 use crate::api::server::Peer;
@@ -118,33 +120,27 @@ impl Audit {
         result
     }
 
-    /// `resp` is the request's answer: its events are written as it goes out.
-    pub fn answered(mut self, resp: Response<ApiBody>) -> Response<ApiBody> {
+    /// `resp` is the request's answer: its events are written as it goes
+    /// out, by what follows its body (`None`: nothing is audited).
+    pub fn answered(mut self, resp: &Response<ApiBody>) -> Option<Audited> {
         let road = resp.extensions().get::<Road>().copied().unwrap_or(Road::Kache);
         let reached_upstream = matches!(road, Road::Upstream(_)) && resp.extensions().get::<Unreached>().is_none();
         let refusal = resp.extensions().get::<ApiError>();
         let status = refusal.map_or_else(|| ResponseStatus::code(resp.status().as_u16()), ResponseStatus::refusal);
         let (mut record, later) = match std::mem::replace(&mut self.0, State::Off) {
-            State::Off => return resp,
-            State::Authenticated { .. } if reached_upstream => return resp,
-            State::Authenticated { auditor, arrival, user, later, .. } => match Record::start(&auditor, &arrival, user.as_ref()) {
-                Some(r) => (r, later),
-                None => return resp,
-            },
-            State::Arrived(a, arrival) => match Record::start(&a, &arrival, None) {
-                Some(r) => (r, Later::default()),
-                None => return resp,
-            },
+            State::Off => return None,
+            State::Authenticated { .. } if reached_upstream => return None,
+            State::Authenticated { auditor, arrival, user, later, .. } => (Record::start(&auditor, arrival, user.as_ref())?, later),
+            State::Arrived(a, arrival) => (Record::start(&a, arrival, None)?, Later::default()),
             State::Unauthenticated(a, arrival) => {
-                if let Some(mut r) = Record::start(&a, &arrival, None) {
-                    r.annotate(ROAD, road.as_str());
-                    r.respond(status);
-                    if let Some(e) = refusal {
-                        r.response_object(&status_object(e));
-                    }
-                    r.write(Stage::ResponseStarted);
+                let mut r = Record::start(&a, arrival, None)?;
+                r.annotate(ROAD, road.as_str());
+                r.respond(status);
+                if let Some(e) = refusal {
+                    r.response_object(&status_object(e));
                 }
-                return resp;
+                r.write(Stage::ResponseStarted);
+                return None;
             }
         };
         // As the apiserver's, `RequestReceived` holds what was known at arrival: no impersonation, verdict or status.
@@ -158,22 +154,24 @@ impl Audit {
         if record.wants_body() {
             match refusal {
                 Some(e) => record.response_object(&status_object(e)),
-                None => capture = Capture::of(&mut record, &resp),
+                None => capture = Capture::of(&mut record, resp),
             }
         }
-        resp.map(|inner| Audited { inner, record: Some(record), capture }.boxed())
+        Some(Audited { record: Some(record), capture })
     }
 }
 
 impl Drop for Audit {
     /// Dropped before an answer: the client went away, or kache panicked.
     fn drop(&mut self) {
-        let State::Authenticated { auditor, arrival, user, later, relayed: false } = &mut self.0 else { return };
-        let Some(mut r) = Record::start(auditor, arrival, user.as_ref()) else { return };
+        let State::Authenticated { auditor, arrival, user, mut later, relayed: false } = std::mem::replace(&mut self.0, State::Off) else {
+            return;
+        };
+        let Some(mut r) = Record::start(&auditor, arrival, user.as_ref()) else { return };
         let r = &mut r;
         let panicked = std::thread::panicking();
         r.write(Stage::RequestReceived);
-        std::mem::take(later).record(r, Road::Kache);
+        std::mem::take(&mut later).record(r, Road::Kache);
         r.respond(match panicked {
             true => ResponseStatus {
                 code: 500,
@@ -272,17 +270,27 @@ impl Capture {
     }
 }
 
-/// A body whose end (or failure, or drop) writes `ResponseComplete`.
-struct Audited {
-    inner: ApiBody,
+/// What follows an audited answer's body: its end (or failure, or drop) writes `ResponseComplete`.
+#[derive(Debug)]
+pub struct Audited {
     record: Option<Record>,
     capture: Option<Capture>,
 }
 
-impl Audited {
-    /// Writes `ResponseComplete`; `incomplete`: why the body did not end.
-    fn complete(&mut self, incomplete: Option<String>) {
+impl Follow for Audited {
+    fn data(&mut self, data: &Bytes) {
+        if let Some(c) = &mut self.capture {
+            c.bytes.extend_from_slice(data);
+        }
+    }
+
+    fn end(&mut self, how: End<'_>) {
         let Some(mut record) = self.record.take() else { return };
+        let incomplete = match how {
+            End::Complete => None,
+            End::Failed(e) => Some(format!("the body failed: {e}")),
+            End::Dropped => Some("the client went away".to_string()),
+        };
         match incomplete {
             Some(why) if !record.long_running => record.annotate(INCOMPLETE, why),
             Some(_) => {}
@@ -293,51 +301,5 @@ impl Audited {
             }
         }
         record.write(Stage::ResponseComplete);
-    }
-}
-
-impl Body for Audited {
-    type Data = Bytes;
-    type Error = BoxError;
-
-    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        let this = &mut *self;
-        let frame = ready!(Pin::new(&mut this.inner).poll_frame(cx));
-        match &frame {
-            Some(Ok(f)) => {
-                if let (Some(c), Some(data)) = (&mut this.capture, f.data_ref()) {
-                    c.bytes.extend_from_slice(data);
-                }
-                if this.inner.is_end_stream() {
-                    this.complete(None);
-                }
-            }
-            Some(Err(e)) => this.complete(Some(format!("the body failed: {e}"))),
-            None => this.complete(None),
-        }
-        Poll::Ready(frame)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> hyper::body::SizeHint {
-        self.inner.size_hint()
-    }
-}
-
-impl Drop for Audited {
-    fn drop(&mut self) {
-        match self.inner.is_end_stream() {
-            true => self.complete(None),
-            false => self.complete(Some("the client went away".into())),
-        }
-    }
-}
-
-impl std::fmt::Debug for Audited {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Audited").field("record", &self.record).finish_non_exhaustive()
     }
 }

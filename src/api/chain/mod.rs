@@ -66,7 +66,8 @@ pub fn answerer(api: &Arc<Api>) -> Answerer {
             let observed = metrics::Request::of(&attributes);
             let mut audit = Audit::arrived(api.audit.as_ref(), &req, &attributes);
             let resp = handle(&api, req, &attributes, &certificate, &mut audit).await;
-            metrics::observe(observed, audit.answered(resp))
+            let audited = audit.answered(&resp);
+            metrics::observe(observed, resp, audited)
         })
     })
 }

@@ -11,10 +11,10 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use http::Response;
-use http_body_util::BodyExt;
 use metrics::counter;
 
-use crate::api::body::{ApiBody, BoxError};
+use crate::api::body::ApiBody;
+use crate::api::followed::{End, Follow, Followed};
 use crate::api::road::Road;
 use crate::upstream::plan::Plan;
 
@@ -114,8 +114,9 @@ impl Judged {
     }
 }
 
-/// Records `resp` as `req`'s answer and counts its body's bytes as they go out.
-pub fn observe(req: Request, resp: Response<ApiBody>) -> Response<ApiBody> {
+/// Records `resp` as `req`'s answer and counts its body's bytes as they
+/// go out; `also` follows the body too, in the same wrapper.
+pub fn observe(req: Request, resp: Response<ApiBody>, also: impl Follow) -> Response<ApiBody> {
     let road = resp.extensions().get::<Road>().copied().unwrap_or(Road::Kache);
     // A consistent read's plan against what its answer took, to the body's end.
     let judged = resp.extensions().get::<Plan>().map(|plan| {
@@ -126,62 +127,30 @@ pub fn observe(req: Request, resp: Response<ApiBody>) -> Response<ApiBody> {
     let handles = Handles::of((req.verb, req.resource, road.as_str(), road.reason(), resp.status()));
     handles.requests.increment(1);
     handles.duration.record(req.started.elapsed().as_secs_f64());
-    resp.map(|inner| Counted { inner, bytes: handles.bytes, judged }.boxed())
+    resp.map(|inner| Followed::new(inner, (Counted { bytes: handles.bytes, judged }, also)).boxed())
 }
 
-/// A response body whose bytes are counted as they go out; a consistent
-/// read's is also held against its plan once its last frame is out. It adds
-/// no frame of its own (a trailer would be one), so the stream still ends
-/// with the body's last data frame.
+/// A response body's bytes, counted as they go out; a consistent read's
+/// is also held against its plan once its last frame is out.
 struct Counted {
-    inner: ApiBody,
     bytes: metrics::Counter,
     judged: Option<(Plan, Judged, Instant)>,
 }
 
-impl Counted {
-    /// The body ended (not failed, not dropped): what it took, against the plan.
-    fn ended(&mut self) {
-        if let Some((plan, judged, started)) = self.judged.take() {
+impl Follow for Counted {
+    fn data(&mut self, data: &Bytes) {
+        self.bytes.increment(data.len() as u64);
+    }
+
+    /// What the body took, against the plan, if it ended (not failed, not dropped).
+    fn end(&mut self, how: End<'_>) {
+        if let (End::Complete, Some((plan, judged, started))) = (how, self.judged.take()) {
             let took = started.elapsed();
             judged.actual.record(took.as_secs_f64());
             if plan.wrong(took) {
                 judged.wrong.increment(1);
             }
         }
-    }
-}
-
-impl hyper::body::Body for Counted {
-    type Data = Bytes;
-    type Error = BoxError;
-
-    fn poll_frame(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, Self::Error>>> {
-        let frame = std::task::ready!(std::pin::Pin::new(&mut self.inner).poll_frame(cx));
-        match &frame {
-            Some(Ok(f)) => {
-                if let Some(data) = f.data_ref() {
-                    self.bytes.increment(data.len() as u64);
-                }
-                if self.inner.is_end_stream() {
-                    self.ended();
-                }
-            }
-            Some(Err(_)) => self.judged = None,
-            None => self.ended(),
-        }
-        std::task::Poll::Ready(frame)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> hyper::body::SizeHint {
-        self.inner.size_hint()
     }
 }
 
@@ -195,7 +164,7 @@ pub fn from(road: Road, mut resp: Response<ApiBody>) -> Response<ApiBody> {
 mod tests {
     use std::time::Duration;
 
-    use hyper::body::Body;
+    use http_body_util::BodyExt;
 
     use super::*;
 
@@ -209,12 +178,11 @@ mod tests {
             round_trip: Duration::ZERO,
         };
         let judged = Some((plan, Judged::of("pods", &plan), Instant::now()));
-        let mut body = Counted { inner: crate::api::body::full(Bytes::from_static(b"{}")), bytes: metrics::Counter::noop(), judged };
+        let counted = Counted { bytes: metrics::Counter::noop(), judged };
+        let mut body = Followed::new(crate::api::body::full(Bytes::from_static(b"{}")), counted);
         let frame = body.frame().await.expect("a frame").expect("data");
         assert_eq!(frame.into_data().ok(), Some(Bytes::from_static(b"{}")));
-        // hyper ends the stream with this frame only if the body says it ended; else an empty frame follows.
-        assert!(body.is_end_stream(), "no frame of its own after the body's");
-        assert!(body.judged.is_none(), "held against its plan as its last frame went");
+        assert!(body.follow.judged.is_none(), "held against its plan as its last frame went");
         assert!(body.frame().await.is_none());
     }
 }
