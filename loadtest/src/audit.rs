@@ -14,7 +14,9 @@
 //! answer, closing ten thousand connections, is the load's too), less its
 //! idle rate (the churn it follows, measured once before the first load)
 //! over the same time, so a load that lasts longer is not charged for
-//! following the churn meanwhile; and the two kaches take turns in the
+//! following the churn meanwhile (the audited kache's `/metrics`, which
+//! says whether its log holds every event, is read only after, so that it
+//! pays for no scrape the plain one does not); and the two kaches take turns in the
 //! order plain, audited, audited, plain, … so that neither is always
 //! second (or, with `--side-by-side`, take each round's load at the same
 //! moment, so that the machine's pace is the same for both, the order in
@@ -133,9 +135,12 @@ async fn idle_rate(kache: &Proc) -> f64 {
 }
 
 /// The load once against `kache` (idle at `idle_rate`), its kubelets' connections from
-/// `127.0.0.N`: the CPU seconds it cost beyond the idle rate until its audit log holds
-/// `events` events (each load's own, and what came before; `None`: nothing written) and
-/// kache is idle again.
+/// `127.0.0.N`: the CPU seconds it cost beyond the idle rate until kache is idle again and
+/// its audit log holds `events` events (each load's own, and what came before; `None`:
+/// nothing written). Its `/metrics` (which says what the log holds) is read only once the
+/// load's CPU is taken, so that the audited kache is not charged for scrapes the plain one
+/// never gets; had its log not yet held every event then (it takes what gathered every few
+/// milliseconds, and kache had been idle for a second), the wait for them is counted too.
 async fn load(args: &AuditArgs, n: u8, kache: &Proc, idle_rate: f64, events: Option<f64>) -> anyhow::Result<f64> {
     let client = client_from(n);
     let (cpu, started) = (cpu_seconds(kache.pid()), Instant::now());
@@ -145,19 +150,29 @@ async fn load(args: &AuditArgs, n: u8, kache: &Proc, idle_rate: f64, events: Opt
     for k in kubelets {
         k.await??;
     }
-    if let Some(events) = events {
-        // The last events reach the log (its writer takes what gathered every few milliseconds).
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-        let client = procs::client();
-        while recorded(&client, &kache.url).await.map(|(written, dropped)| written + dropped)? < events {
-            if tokio::time::Instant::now() > deadline {
-                bail!("the audited kache recorded fewer than {events} events in a minute");
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
     drop(client);
-    // Idle again: its connections closed and their state freed (at most a minute).
+    settle(kache, idle_rate).await;
+    let cost = || cpu_seconds(kache.pid()) - cpu - idle_rate * started.elapsed().as_secs_f64();
+    let mut spent = cost();
+    let Some(events) = events else { return Ok(spent) };
+    let (client, deadline) = (procs::client(), Instant::now() + Duration::from_secs(60));
+    let mut waited = false;
+    while recorded(&client, &kache.url).await.map(|(written, dropped)| written + dropped)? < events {
+        if Instant::now() > deadline {
+            bail!("the audited kache recorded fewer than {events} events in a minute");
+        }
+        waited = true;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    if waited {
+        settle(kache, idle_rate).await;
+        spent = cost();
+    }
+    Ok(spent)
+}
+
+/// Waits until `kache` is idle again: its connections closed and their state freed (at most a minute).
+async fn settle(kache: &Proc, idle_rate: f64) {
     for _ in 0..60 {
         let last = cpu_seconds(kache.pid());
         tokio::time::sleep(Duration::from_secs(1)).await;
@@ -165,7 +180,6 @@ async fn load(args: &AuditArgs, n: u8, kache: &Proc, idle_rate: f64, events: Opt
             break;
         }
     }
-    Ok(cpu_seconds(kache.pid()) - cpu - idle_rate * started.elapsed().as_secs_f64())
 }
 
 /// One load against each of `kaches` (plain, audited; idle at `idle`), the

@@ -16,11 +16,13 @@
 //!
 //! Invariants: [`Sink::send`] takes constant time and never blocks (a copy
 //! under a lock no one holds longer than a copy or a swap); a backend is
-//! woken only when it waits for an empty buffer; an event is counted
+//! woken only when it waits: by the line that ends an empty buffer's wait,
+//! or the one that fills the quarter it gathers for; an event is counted
 //! exactly once per backend; a buffer holds at most its size in events.
 
 use std::cell::RefCell;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use metrics::Counter;
 use parking_lot::{Condvar, Mutex};
@@ -155,13 +157,20 @@ struct Shared {
     task: Notify,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct State {
     lines: Lines,
-    /// The backend waits for the buffer to hold something.
-    waiting: bool,
+    /// The backend waits for the buffer to hold this many lines, and the
+    /// request whose line makes them so wakes it (`usize::MAX`: it waits for none).
+    wake_at: usize,
     /// The sink is gone: nothing more comes.
     closed: bool,
+}
+
+impl Default for State {
+    fn default() -> State {
+        State { lines: Lines::default(), wake_at: usize::MAX, closed: false }
+    }
 }
 
 /// One backend's buffer, as the sink fills it.
@@ -195,7 +204,8 @@ impl Queue {
             return;
         }
         state.lines.push(line);
-        if std::mem::take(&mut state.waiting) {
+        if state.lines.len() >= state.wake_at {
+            state.wake_at = usize::MAX;
             drop(state);
             self.shared.wake();
         }
@@ -219,14 +229,23 @@ impl Drop for Queue {
 
 impl Receiver {
     /// Moves all that gathered to the end of `into`, waiting (the thread
-    /// blocked) while nothing has; `false` once nothing more will come.
-    pub fn take_blocking(&self, into: &mut Lines) -> bool {
+    /// blocked) while nothing has, then letting more gather for up to
+    /// `gather` or until a quarter of the buffer is full, whichever comes
+    /// first; `false` once nothing more will come.
+    pub fn take_blocking(&self, into: &mut Lines, gather: Duration) -> bool {
         let mut state = self.shared.state.lock();
         while state.lines.is_empty() && !state.closed {
-            state.waiting = true;
+            state.wake_at = 1;
             self.shared.thread.wait(&mut state);
         }
-        state.waiting = false;
+        let (enough, deadline) = (self.shared.size.div_ceil(4), Instant::now() + gather);
+        while state.lines.len() < enough && !state.closed {
+            state.wake_at = enough;
+            if self.shared.thread.wait_until(&mut state, deadline).timed_out() {
+                break;
+            }
+        }
+        state.wake_at = usize::MAX;
         let taken = !state.lines.is_empty();
         into.take_from(&mut state.lines, usize::MAX);
         taken
@@ -239,12 +258,12 @@ impl Receiver {
             {
                 let mut state = self.shared.state.lock();
                 if !state.lines.is_empty() || state.closed {
-                    state.waiting = false;
+                    state.wake_at = usize::MAX;
                     let taken = !state.lines.is_empty();
                     into.take_from(&mut state.lines, max);
                     return taken;
                 }
-                state.waiting = true;
+                state.wake_at = 1;
             }
             // A wake between the unlock and this wait is kept by `Notify` (a permit).
             self.shared.task.notified().await;
@@ -313,13 +332,30 @@ mod tests {
             sink.send(|out| out.push_str(line));
         }
         let mut taken = Lines::default();
-        assert!(rx.take_blocking(&mut taken));
+        assert!(rx.take_blocking(&mut taken, Duration::ZERO));
         assert_eq!(strings(&taken), ["1\n", "2\n"], "the third did not fit");
         sink.send(|out| out.push_str("4\n"));
-        assert!(rx.take_blocking(&mut taken));
+        assert!(rx.take_blocking(&mut taken, Duration::ZERO));
         assert_eq!(strings(&taken), ["1\n", "2\n", "4\n"]);
         drop(sink);
-        assert!(!rx.take_blocking(&mut taken), "closed and empty");
+        assert!(!rx.take_blocking(&mut taken, Duration::ZERO), "closed and empty");
+    }
+
+    #[test]
+    fn a_gathering_backend_is_woken_once_a_quarter_of_its_buffer_is_full() {
+        let (queue, rx, _) = Queue::new(Backend::Log, 8);
+        let (tx, taken) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut lines = Lines::default();
+            // Gathers for an hour unless woken: a quarter of 8 is 2 lines.
+            rx.take_blocking(&mut lines, Duration::from_secs(3600));
+            tx.send(strings(&lines)).unwrap();
+        });
+        let sink = Sink::new(vec![queue]);
+        sink.send(|out| out.push_str("a\n"));
+        sink.send(|out| out.push_str("b\n"));
+        let lines = taken.recv_timeout(Duration::from_secs(60)).expect("the second line woke the backend");
+        assert_eq!(lines, ["a\n", "b\n"]);
     }
 
     #[test]
@@ -328,7 +364,7 @@ mod tests {
         let backend = std::thread::spawn(move || {
             let mut taken = Lines::default();
             let mut got = Vec::new();
-            while rx.take_blocking(&mut taken) {
+            while rx.take_blocking(&mut taken, Duration::ZERO) {
                 got.extend(strings(&taken));
                 taken.clear();
             }
