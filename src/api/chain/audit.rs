@@ -164,14 +164,14 @@ impl Audit {
 impl Drop for Audit {
     /// Dropped before an answer: the client went away, or kache panicked.
     fn drop(&mut self) {
-        let State::Authenticated { auditor, arrival, user, mut later, relayed: false } = std::mem::replace(&mut self.0, State::Off) else {
+        let State::Authenticated { auditor, arrival, user, later, relayed: false } = std::mem::replace(&mut self.0, State::Off) else {
             return;
         };
         let Some(mut r) = Record::start(&auditor, arrival, user.as_ref()) else { return };
         let r = &mut r;
         let panicked = std::thread::panicking();
         r.write(Stage::RequestReceived);
-        std::mem::take(&mut later).record(r, Road::Kache);
+        later.record(r, Road::Kache);
         r.respond(match panicked {
             true => ResponseStatus {
                 code: 500,
