@@ -138,12 +138,14 @@ fn relays_take_lanes_small_ones_kept_connections_whole_collections_their_own_at_
     let sim = Process::sim_https(&["--pods", &PODS.to_string(), "--configmaps", "3"]);
     // Pods are not cached: every read of them is relayed.
     let kache = Process::kache_over(&sim, &["--resources", "configmaps"]);
+    // Until it has discovered what it caches, kache answers 503 (as it starts), relaying nothing.
+    common::eventually(Duration::from_secs(60), "kache ready", || (kache.get("/readyz").status == 200).then_some(()));
     let lanes = || {
         let m = common::scrape(&kache);
         (m["kache_upstream_own_lanes"], m["kache_upstream_own_lanes_total"])
     };
     let list = kache.get("/api/v1/pods").json();
-    assert_eq!(list["items"].as_array().expect("items").len(), PODS, "the whole list, relayed");
+    assert_eq!(list["items"].as_array().unwrap_or_else(|| panic!("items: {list}")).len(), PODS, "the whole list, relayed");
     assert_eq!(lanes(), (0.0, 1.0), "a whole list took a lane and gave it back at its end");
     let kept = || {
         let m = common::scrape(&kache);
