@@ -6,8 +6,11 @@
 //! pods and watch them; their watches end together (`timeoutSeconds`)
 //! and they all list and watch again — `--storms` relist storms. Reported:
 //! the CPU seconds each load cost kache, with and without auditing, and
-//! their ratio, the events the audited kache wrote, and any it dropped
-//! (its log queue is made large enough that none should be).
+//! their ratio, how much of the audited kache's CPU its log thread took
+//! (writing the log: the kernel's copy of each line into the page cache,
+//! which costs what the machine makes a new page cost), the events the
+//! audited kache wrote, and any it dropped (its log queue is made large
+//! enough that none should be).
 //!
 //! What a load costs is measured as it would be alone: kache's CPU from
 //! the load's start until kache is idle again (what it does after the last
@@ -41,7 +44,10 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 
-use crate::procs::{self, HttpClient, Proc, cpu_seconds, first_revision, get_with};
+use crate::procs::{self, HttpClient, Proc, cpu_seconds, first_revision, get_with, thread_cpu_seconds};
+
+/// The name of kache's audit log thread (`kache::audit::log`), whose CPU is reported apart.
+const LOG_THREAD: &str = "audit-log";
 
 /// Options of `loadtest audit`.
 #[derive(Debug, Args)]
@@ -272,6 +278,8 @@ pub async fn run_all(args: AuditArgs) -> anyhow::Result<()> {
     println!("first load (not counted: the heap grows): plain {:.2} CPU s, audited {:.2}\n", first.0, first.1);
     println!("{:<8} {:<10} {:>10} {:>10}", "round", "kache", "cpu s", "÷ plain");
     let (mut off, mut on, mut ratios) = (0.0, 0.0, Vec::new());
+    let log_thread = || thread_cpu_seconds(audited.pid(), LOG_THREAD);
+    let log_before = log_thread();
     for round in 1..=args.rounds {
         let n = u8::try_from(2 * round + 2).context("at most 120 rounds")?;
         let (base, cpu) = pair(&args, n, (&plain, &audited), idle, events(round + 1), round % 2 == 0).await?;
@@ -280,6 +288,7 @@ pub async fn run_all(args: AuditArgs) -> anyhow::Result<()> {
         (off, on) = (off + base, on + cpu);
         ratios.push(cpu / base);
     }
+    let log_cpu = log_thread() - log_before;
     let (written, dropped) = recorded(&client, &audited.url).await?;
     ratios.sort_by(f64::total_cmp);
     let median = match ratios.len() % 2 {
@@ -287,6 +296,10 @@ pub async fn run_all(args: AuditArgs) -> anyhow::Result<()> {
         _ => (ratios[ratios.len() / 2 - 1] + ratios[ratios.len() / 2]) / 2.0,
     };
     println!("\nCPU with auditing / without: {:.3} ({on:.2} s / {off:.2} s); the rounds' median {median:.3}", on / off);
+    println!(
+        "of which the log's thread (its writes, the kernel's copy into the page cache included): {log_cpu:.2} s, {:.1} % of the plain kache's",
+        100.0 * log_cpu / off
+    );
     println!(
         "audit events written {written:.0}, dropped {dropped:.0} (the load's {:.0}, and kache's health checks and metrics)",
         per_load * (args.rounds + 1) as f64

@@ -69,7 +69,19 @@ impl Drop for Proc {
 
 /// User + system CPU seconds of a process so far.
 pub fn cpu_seconds(pid: u32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    stat_cpu_seconds(&format!("/proc/{pid}"))
+}
+
+/// The CPU seconds (user and system) of `pid`'s threads named `name`.
+pub fn thread_cpu_seconds(pid: u32, name: &str) -> f64 {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten().flatten();
+    let named = tasks.filter(|t| std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.trim_end() == name));
+    named.map(|t| stat_cpu_seconds(&t.path().to_string_lossy())).sum()
+}
+
+/// The user and system time in the `stat` file under `dir` (a process's or a thread's).
+fn stat_cpu_seconds(dir: &str) -> f64 {
+    let stat = std::fs::read_to_string(format!("{dir}/stat")).unwrap_or_default();
     let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
     let ticks: f64 = fields.get(11..13).map_or(0.0, |f| f.iter().filter_map(|v| v.parse::<f64>().ok()).sum());
     ticks / 100.0
@@ -195,4 +207,34 @@ pub fn first_revision(body: &[u8]) -> Option<u64> {
     let at = body.windows(key.len()).position(|w| w == key)? + key.len();
     let digits = body[at..].iter().take_while(|b| b.is_ascii_digit()).count();
     std::str::from_utf8(&body[at..at + digits]).ok()?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_named_threads_cpu_is_read_apart_from_the_others() {
+        let (stop, stopped) = (std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)), Instant::now());
+        let flag = stop.clone();
+        let spinner = std::thread::Builder::new()
+            .name("cpu-spinner".into())
+            .spawn(move || {
+                while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            })
+            .unwrap();
+        let me = std::process::id();
+        // The kernel counts in ticks: spin until the spinner has one, or give up after a minute.
+        while thread_cpu_seconds(me, "cpu-spinner") == 0.0 && stopped.elapsed() < Duration::from_secs(60) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let spun = thread_cpu_seconds(me, "cpu-spinner");
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        spinner.join().unwrap();
+        assert!(spun > 0.0, "the spinner's CPU was read");
+        assert!(cpu_seconds(me) >= spun, "the process's CPU holds its thread's");
+        assert_eq!(thread_cpu_seconds(me, "no-such-thread"), 0.0);
+    }
 }

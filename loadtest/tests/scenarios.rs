@@ -497,8 +497,9 @@ fn audit_compares_kaches_cpu_with_and_without_a_policy_and_every_event_is_writte
         numbers("1        plain").len(),
         numbers("1        audited").len(),
         numbers("CPU with auditing").len().min(2),
+        numbers("of which the log's thread").len(),
     ];
-    assert_eq!(rows, [2, 2, 3, 2], "{stdout}");
+    assert_eq!(rows, [2, 2, 3, 2, 2], "{stdout}");
     // 20 kubelets, 2 cycles each, 5 events a cycle (a list's 2, a watch's 3), in the first load
     // (not counted) and the round's: all written, none dropped.
     let events = numbers("audit events written");
