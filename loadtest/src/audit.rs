@@ -8,7 +8,7 @@
 //! the CPU seconds each load cost kache, with and without auditing, and
 //! their ratio, how much of the audited kache's CPU its log thread took
 //! (writing the log: the kernel's copy of each line into the page cache,
-//! which costs what the machine makes a new page cost), the events the
+//! whose price moves with what else the machine is doing), the events the
 //! audited kache wrote, and any it dropped (its log queue is made large
 //! enough that none should be).
 //!

@@ -215,7 +215,7 @@ mod tests {
 
     #[test]
     fn a_named_threads_cpu_is_read_apart_from_the_others() {
-        let (stop, stopped) = (std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)), Instant::now());
+        let (stop, started) = (std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)), Instant::now());
         let flag = stop.clone();
         let spinner = std::thread::Builder::new()
             .name("cpu-spinner".into())
@@ -227,7 +227,7 @@ mod tests {
             .unwrap();
         let me = std::process::id();
         // The kernel counts in ticks: spin until the spinner has one, or give up after a minute.
-        while thread_cpu_seconds(me, "cpu-spinner") == 0.0 && stopped.elapsed() < Duration::from_secs(60) {
+        while thread_cpu_seconds(me, "cpu-spinner") == 0.0 && started.elapsed() < Duration::from_secs(60) {
             std::thread::sleep(Duration::from_millis(10));
         }
         let spun = thread_cpu_seconds(me, "cpu-spinner");
