@@ -27,7 +27,8 @@ use super::sink::{Counts, Lines, Receiver};
 /// event waits for its write. Each gathering costs the writer a wakeup, which
 /// on a busy machine takes a core from a request: in `loadtest audit`
 /// (5,000 kubelets a kache, side by side) auditing to a file cost 1.13× the
-/// plain kache's CPU gathering for 1 ms, about 1.08× for 10 ms, 1.06× for 50 (ten runs).
+/// plain kache's CPU gathering for 1 ms, about 1.08× for 10 ms, 1.06× for 50 (ten runs;
+/// 1.04× on the machine quiet, seven runs).
 const GATHERING: Duration = Duration::from_millis(50);
 
 /// How often a file that cannot be opened is tried again.
