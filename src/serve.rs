@@ -20,6 +20,7 @@ use crate::state::{Kept, Saver, StateDir, Upstream};
 use crate::store::StoreConfig;
 use crate::upstream::client::Client;
 use crate::upstream::connect::{ConnectArgs, Credentials};
+use crate::upstream::plan::Policy;
 use crate::upstream::reflector::{HEARTBEAT, ReflectorConfig};
 use crate::upstream::{UpstreamError, discovery};
 
@@ -89,6 +90,12 @@ pub struct ServeArgs {
     /// Milliseconds a list or watch for a revision kache has not reached waits before it is passed through.
     #[arg(long, default_value_t = 3000)]
     pub wait_ms: u64,
+    /// How a consistent read (no resourceVersion) chooses its road: `sooner` answers it from memory once
+    /// proven fresh where that is expected to end sooner than the apiserver's answer, else passes it through;
+    /// `memory` answers every one from memory once proven, passing it through only when the proof fails
+    /// (the apiserver carries the fewest reads; a read it would have answered sooner waits for the proof).
+    #[arg(long, value_enum, default_value_t = Policy::Sooner)]
+    pub consistent_reads: Policy,
     /// Frames queued per watcher; a watcher further behind is closed (it resumes from its last revision).
     #[arg(long, default_value_t = 1024)]
     pub watch_queue: usize,
@@ -188,6 +195,7 @@ impl ServeArgs {
                 0 => crate::flowcontrol::default_seats(),
                 seats => seats,
             }),
+            consistent_reads: self.consistent_reads,
         })
     }
 

@@ -294,6 +294,9 @@ async fn watch_shapes_and_errors_are_the_apiservers() {
     assert_eq!((status["type"].as_str(), status["object"]["code"].as_u64()), (Some("ERROR"), Some(410)));
     assert_eq!(status["object"]["reason"], "Expired");
     assert!(status["object"]["message"].as_str().unwrap_or("").starts_with(&format!("too old resource version: {first} (")));
+    // Streamed as the apiserver streams it on HTTP/1.1: chunked, no length.
+    let expired = kache.get(&format!("/api/v1/pods?watch=1&resourceVersion={first}"));
+    assert_eq!((expired.status, expired.header("transfer-encoding"), expired.header("content-length")), (200, Some("chunked"), None));
 
     // No revision: a consistent start, from memory once kache proves itself fresh, else upstream.
     let answered = metric(&kache, "kache_watches_passed_through_total") + metric(&kache, "kache_watches_served_total");

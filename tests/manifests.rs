@@ -104,19 +104,12 @@ fn builds() -> Vec<(String, String)> {
     out
 }
 
-/// The simulator as kubectl's server. It serves cluster roles and role
-/// bindings; the other two RBAC kinds, PodDisruptionBudgets and
+/// The simulator as kubectl's server: it serves every built-in kind;
 /// prometheus-operator's kinds are served as custom resources with their
 /// real group, version, kind and scope, so that discovery maps them as an
 /// apiserver's does.
 fn server() -> Process {
     Process::sim(&[
-        "--crd",
-        "clusterrolebindings.rbac.authorization.k8s.io/v1=ClusterRoleBinding,cluster",
-        "--crd",
-        "roles.rbac.authorization.k8s.io/v1=Role",
-        "--crd",
-        "poddisruptionbudgets.policy/v1=PodDisruptionBudget",
         "--crd",
         "podmonitors.monitoring.coreos.com/v1=PodMonitor",
         "--crd",

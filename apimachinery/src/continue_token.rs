@@ -1,6 +1,8 @@
 //! Continue tokens in the apiserver's format (`storage.EncodeContinue` /
 //! `DecodeContinue`): `base64.RawURLEncoding` of
-//! `{"v":"meta.k8s.io/v1","rv":N,"start":"/<key relative to the list prefix>\u0000"}`.
+//! `{"v":"meta.k8s.io/v1","rv":N,"start":"/<key relative to the list prefix>\u0000"}` — from the
+//! watch cache; etcd's (for resources the apiserver does not cache, such as
+//! events) has no leading `/`. Either form is read.
 //!
 //! Invariants: a token [`encode_after`] writes decodes to the key just
 //! after the one it was made from; a token is refused ([`TokenError`]) in
@@ -80,10 +82,11 @@ pub struct Continue {
     pub start: String,
 }
 
-/// Encodes a token that continues after `last_key` (a storage key under `prefix`).
-pub fn encode_after(last_key: &str, prefix: &str, rv: i64) -> String {
+/// Encodes a token that continues after `last_key` (a storage key under
+/// `prefix`), as the watch cache writes it (`cached`), else as etcd does.
+pub fn encode_after(last_key: &str, prefix: &str, rv: i64, cached: bool) -> String {
     let rel = last_key.strip_prefix(prefix).unwrap_or(last_key);
-    encode_start(&format!("/{rel}\u{0}"), rv)
+    encode_start(&format!("{}{rel}\u{0}", if cached { "/" } else { "" }), rv)
 }
 
 /// Encodes a token with a literal `start`.
@@ -161,7 +164,7 @@ mod tests {
 
     #[test]
     fn tokens_round_trip_in_the_apiserver_format() {
-        let t = encode_after("ns/pod-04", "ns/", 442);
+        let t = encode_after("ns/pod-04", "ns/", 442, true);
         // Captured from kube-apiserver 1.36 for the same page.
         assert_eq!(t, "eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6NDQyLCJzdGFydCI6Ii9wb2QtMDRcdTAwMDAifQ");
         let c = decode(&t, "ns/").unwrap();
@@ -169,9 +172,16 @@ mod tests {
     }
 
     #[test]
-    fn old_tokens_without_a_leading_slash_are_accepted() {
+    fn etcds_tokens_without_a_leading_slash_are_written_and_read() {
         let t = encode_start("pod-01\u{0}", 3);
         assert_eq!(decode(&t, "ns/").unwrap().key, "ns/pod-01\u{0}");
+        // Captured from kube-apiserver 1.36: events, which it serves from etcd (`events-uncached/list-limit-rv0.json`).
+        let captured = "/../tests/reference/apiserver-1.36/events-uncached/list-limit-rv0.json";
+        let list: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(format!("{}{captured}", env!("CARGO_MANIFEST_DIR"))).unwrap()).unwrap();
+        let (name, rv) = (list["items"][0]["metadata"]["name"].as_str().unwrap(), list["metadata"]["resourceVersion"].as_str().unwrap());
+        let key = format!("field-labels/{name}");
+        assert_eq!(list["metadata"]["continue"], encode_after(&key, "field-labels/", rv.parse().unwrap(), false));
     }
 
     #[test]
@@ -201,5 +211,43 @@ mod tests {
             decode(&RAW_URL.encode(b"\x81\x82"), "").unwrap_err().to_string(),
             "continue key is not valid: invalid character '\\u0081' looking for beginning of value"
         );
+    }
+
+    /// The first pages of the captured lists (`list-page.json`, `limit=2`)
+    /// continue after their last item: cluster-scoped lists (nodes,
+    /// namespaces, persistent volumes) and namespaced ones alike, relative to
+    /// the list's prefix, the watch cache's form for cached resources and
+    /// etcd's for events.
+    #[test]
+    fn the_captured_first_pages_continue_after_their_last_item() {
+        let root = format!("{}/../tests/reference/apiserver-1.36/encodings", env!("CARGO_MANIFEST_DIR"));
+        let (mut cluster_scoped, mut namespaced) = (Vec::new(), 0);
+        for dir in std::fs::read_dir(&root).unwrap() {
+            let dir = dir.unwrap().file_name().to_string_lossy().into_owned();
+            let Ok(page) = std::fs::read(format!("{root}/{dir}/list-page.json")) else { continue };
+            let page: serde_json::Value = serde_json::from_slice(&page).unwrap();
+            let Some(token) = page["metadata"]["continue"].as_str() else { continue };
+            let rv = page["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap();
+            let last = &page["items"].as_array().unwrap().last().unwrap()["metadata"];
+            let name = last["name"].as_str().unwrap();
+            let api_version = page["apiVersion"].as_str().unwrap();
+            let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+            let plural = dir.split('.').next().unwrap();
+            let prefix = match last["namespace"].as_str() {
+                Some(ns) => {
+                    namespaced += 1;
+                    format!("/registry/{plural}/{ns}/")
+                }
+                None => {
+                    cluster_scoped.push(dir.clone());
+                    format!("/registry/{plural}/")
+                }
+            };
+            let cached = crate::resource::Resource::new(group, version, plural, "", true).watch_cached;
+            assert_eq!(encode_after(&format!("{prefix}{name}"), &prefix, rv, cached), token, "{dir}/list-page.json");
+        }
+        cluster_scoped.sort();
+        assert_eq!(cluster_scoped, ["namespaces", "nodes", "persistentvolumes"]);
+        assert!(namespaced >= 20, "only {namespaced} namespaced lists");
     }
 }

@@ -26,8 +26,12 @@
 //! - [`decode`]: why an apiserver's list or watch frame could not be read,
 //!   and a sent `resourceVersion` as a revision.
 //! - [`meta`]: `ObjectMeta` and selectable fields read from raw object bytes.
+//! - [`deprecation`]: the `Warning` headers of deprecated built-ins and
+//!   custom resource versions.
+//! - [`field_labels`]: what each kind's field selectors may name, where each
+//!   label reads its value, and the apiserver's refusal of any other.
 //! - [`resource`]: resource names, keys and prefixes, and the facts of
-//!   built-in kinds (selectable fields, zero objects, discovery names).
+//!   built-in kinds (field labels, zero objects, discovery names).
 //! - [`partial`]: metadata-only objects and lists (`PartialObjectMetadata`).
 //! - [`table`]: Tables (`as=Table`) with the apiserver's printers and their
 //!   column definitions (`table::columns`, one file per API group).
@@ -41,6 +45,8 @@
 //! - [`json`]: JSON documents as the apiserver ends and indents them.
 //! - [`negotiate`]: `Accept` negotiation, pretty-printing and gzip choices.
 //! - [`auth`]: who a client is and what it asks (`RequestInfo`), reviews, 401 and 403.
+//! - [`impersonation`]: the user `Impersonate-*` headers want, and the
+//!   constrained and legacy modes that may allow it, check by check.
 //! - [`flowcontrol`]: API Priority and Fairness's bootstrap FlowSchemas and
 //!   priority levels, and the headers naming a request's classification.
 //! - [`audit`]: the `Audit-ID` header and the form of a fresh ID.
@@ -55,8 +61,11 @@ pub mod auth;
 pub mod cbor;
 pub mod continue_token;
 pub mod decode;
+pub mod deprecation;
+pub mod field_labels;
 pub mod flowcontrol;
 pub mod gostr;
+pub mod impersonation;
 pub mod json;
 pub mod list;
 pub mod meta;

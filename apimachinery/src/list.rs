@@ -20,6 +20,7 @@ use serde_json::value::RawValue;
 
 use crate::continue_token::{self, Continue};
 use crate::decode::{DecodeError, parse_revision};
+use crate::field_labels::Check;
 use crate::params::{ListOptions, parse_resource_version};
 use crate::resource::Resource;
 use crate::selector::FieldOp;
@@ -78,10 +79,11 @@ pub fn named_key(res: &Resource, namespace: Option<&str>, opts: &ListOptions) ->
 }
 
 impl ListPlan {
-    /// Decodes the plan of a validated list request whose keys start with
-    /// `prefix`, and which names the object at `one`, if it names one ([`named_key`]).
-    pub fn of(opts: &ListOptions, prefix: &str, one: Option<String>) -> Result<ListPlan, ApiError> {
-        let mut plan = ListPlan::scanning(opts, prefix)?;
+    /// Decodes the plan of a validated list request of `res` whose keys
+    /// start with `prefix`, and which names the object at `one`, if it names
+    /// one ([`named_key`]).
+    pub fn of(res: &Resource, opts: &ListOptions, prefix: &str, one: Option<String>) -> Result<ListPlan, ApiError> {
+        let mut plan = ListPlan::scanning(opts, prefix, res.watch_cached)?;
         if let Some(key) = one {
             if let (Read::Exact(rv), "") = (plan.read, opts.resource_version_match.as_str()) {
                 plan.read = Read::NotOlderThan(rv);
@@ -97,8 +99,9 @@ impl ListPlan {
         if self.one { &self.start } else { prefix }
     }
 
-    /// The plan of a list that reads its scope's keys in order.
-    fn scanning(opts: &ListOptions, prefix: &str) -> Result<ListPlan, ApiError> {
+    /// The plan of a list that reads its scope's keys in order; at any
+    /// revision, whole from the watch cache (`cached`), else paged as etcd pages it.
+    fn scanning(opts: &ListOptions, prefix: &str, cached: bool) -> Result<ListPlan, ApiError> {
         let limit = if opts.limit > 0 { usize::try_from(opts.limit).unwrap_or(usize::MAX) } else { usize::MAX };
         if !opts.continue_token.is_empty() {
             let c = continue_token::decode(&opts.continue_token, prefix)
@@ -119,7 +122,7 @@ impl ListPlan {
                 (rv, _) => Read::NotOlderThan(rv),
             }
         };
-        let limit = if read == Read::Any { usize::MAX } else { limit };
+        let limit = if read == Read::Any && cached { usize::MAX } else { limit };
         Ok(ListPlan { read, start: prefix.to_string(), limit, continued: None, one: false })
     }
 
@@ -131,14 +134,28 @@ impl ListPlan {
     }
 }
 
-/// Refuses a field selector naming a field `res` does not support.
-pub fn check_fields(res: &Resource, opts: &ListOptions) -> Result<(), ApiError> {
+/// Whether every label of a request's field selector is known.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Labels {
+    /// Every label is one `res` accepts, read as its table says.
+    Known,
+    /// This label, the first in the apiserver's order that the table does
+    /// not know: a custom resource's, which its CRD's `selectableFields`
+    /// may declare — only the apiserver can answer.
+    Unknown(String),
+}
+
+/// The apiserver's field label conversion of a request for `res`: its 400
+/// for the first label (in the selector's sorted order) it does not accept.
+pub fn check_fields(res: &Resource, opts: &ListOptions) -> Result<Labels, ApiError> {
     for r in opts.field_selector.iter().flat_map(|s| s.requirements.iter()) {
-        if !res.supports_field(&r.field) {
-            return Err(ApiError::bad_request(format!("field label not supported: {}", r.field)));
+        match res.fields.check(&r.field) {
+            Check::Refused(message) => return Err(ApiError::bad_request(message)),
+            Check::Unknown => return Ok(Labels::Unknown(r.field.clone())),
+            Check::Name | Check::Namespace | Check::Label(_) => {}
         }
     }
-    Ok(())
+    Ok(Labels::Known)
 }
 
 /// `metav1.ListMeta` of a page.
@@ -163,12 +180,13 @@ impl ListMeta {
     /// the last item when the page stopped at its limit (`None` when the
     /// scan ran to the end); `keys_after` is how many keys of the scope
     /// follow it — exact when `selectors` is false, otherwise only whether
-    /// it is zero matters.
-    pub fn for_page(rv: u64, prefix: &str, last: Option<&str>, keys_after: u64, selectors: bool) -> ListMeta {
+    /// it is zero matters; `cached`: the resource is in the apiserver's watch
+    /// cache (its token's form, [`continue_token::encode_after`]).
+    pub fn for_page(rv: u64, prefix: &str, last: Option<&str>, keys_after: u64, selectors: bool, cached: bool) -> ListMeta {
         let done = ListMeta { resource_version: rv, continue_token: None, remaining_item_count: None, shard_info: None };
         match last {
             Some(last) if keys_after > 0 => ListMeta {
-                continue_token: Some(continue_token::encode_after(last, prefix, rv as i64)),
+                continue_token: Some(continue_token::encode_after(last, prefix, rv as i64, cached)),
                 remaining_item_count: (!selectors).then_some(keys_after),
                 ..done
             },
@@ -325,7 +343,8 @@ mod tests {
     fn plan(q: &str) -> Result<ListPlan, ApiError> {
         let mut o = ListOptions::decode(q)?;
         o.validate()?;
-        ListPlan::of(&o, "ns/", None)
+        let pods = crate::resource::builtin("", "v1", "pods").unwrap().resource();
+        ListPlan::of(&pods, &o, "ns/", None)
     }
 
     #[test]
@@ -344,12 +363,12 @@ mod tests {
         {
             assert_eq!(key(&pods, Some("ns"), q), None, "{q}");
         }
-        let token = continue_token::encode_after("ns/a", "ns/", 9);
+        let token = continue_token::encode_after("ns/a", "ns/", 9, true);
         assert_eq!(key(&pods, Some("ns"), &format!("fieldSelector=metadata.name%3Da&continue={token}")), None, "a continue token reads on");
 
         let one = |q: &str| {
             let o = ListOptions::decode(q).unwrap();
-            ListPlan::of(&o, "ns/", named_key(&pods, Some("ns"), &o)).unwrap()
+            ListPlan::of(&pods, &o, "ns/", named_key(&pods, Some("ns"), &o)).unwrap()
         };
         let p = one("fieldSelector=metadata.name%3Da&limit=1");
         assert_eq!(
@@ -373,15 +392,19 @@ mod tests {
         assert_eq!(read("limit=5"), Read::MostRecent);
         assert_eq!(read("resourceVersion=0&limit=5"), Read::Any);
         assert_eq!(plan("resourceVersion=0&limit=5").unwrap().limit, usize::MAX, "Any ignores the limit");
+        // Unless the apiserver does not cache the resource: etcd pages it (`events-uncached/`).
+        let events = crate::resource::builtin("", "v1", "events").unwrap().resource();
+        let o = ListOptions::decode("resourceVersion=0&limit=5").unwrap();
+        assert_eq!((ListPlan::of(&events, &o, "ns/", None).unwrap().limit, events.watch_cached), (5, false));
         assert_eq!(read("resourceVersion=0&resourceVersionMatch=NotOlderThan"), Read::Any);
         assert_eq!(read("resourceVersion=7"), Read::NotOlderThan(7));
         assert_eq!(read("resourceVersion=7&limit=5"), Read::Exact(7));
         assert_eq!(read("resourceVersion=7&resourceVersionMatch=NotOlderThan&limit=5"), Read::NotOlderThan(7));
         assert_eq!(read("resourceVersion=7&resourceVersionMatch=Exact"), Read::Exact(7));
-        let token = continue_token::encode_after("ns/b", "ns/", 9);
+        let token = continue_token::encode_after("ns/b", "ns/", 9, true);
         let p = plan(&format!("limit=2&continue={token}")).unwrap();
         assert_eq!((p.read, p.start.as_str(), p.limit), (Read::Exact(9), "ns/b\u{0}", 2));
-        let latest = continue_token::encode_after("ns/b", "ns/", -1);
+        let latest = continue_token::encode_after("ns/b", "ns/", -1, true);
         assert_eq!(read(&format!("limit=2&continue={latest}")), Read::MostRecent);
         assert_eq!(plan(&format!("resourceVersion=3&continue={token}")).unwrap_err().code, 400);
         assert_eq!(
@@ -392,20 +415,20 @@ mod tests {
 
     #[test]
     fn page_meta_follows_the_apiservers_rules() {
-        let full = ListMeta::for_page(5, "ns/", Some("ns/b"), 3, false);
+        let full = ListMeta::for_page(5, "ns/", Some("ns/b"), 3, false, true);
         assert_eq!(full.remaining_item_count, Some(3));
         assert_eq!(continue_token::decode(full.continue_token.as_deref().unwrap(), "ns/").unwrap().key, "ns/b\u{0}");
-        let selected = ListMeta::for_page(5, "ns/", Some("ns/b"), 1, true);
+        let selected = ListMeta::for_page(5, "ns/", Some("ns/b"), 1, true, true);
         assert!(selected.continue_token.is_some() && selected.remaining_item_count.is_none());
-        assert_eq!(ListMeta::for_page(5, "ns/", Some("ns/b"), 0, false).continue_token, None);
-        assert_eq!(ListMeta::for_page(5, "ns/", None, 9, false).json(), r#"{"resourceVersion":"5"}"#);
+        assert_eq!(ListMeta::for_page(5, "ns/", Some("ns/b"), 0, false, true).continue_token, None);
+        assert_eq!(ListMeta::for_page(5, "ns/", None, 9, false, true).json(), r#"{"resourceVersion":"5"}"#);
     }
 
     #[test]
     fn lists_are_written_around_the_items_and_read_back_without_copies() {
         let res = Resource::new("", "v1", "pods", "Pod", true);
         let items = [Bytes::from_static(br#"{"metadata":{"name":"a"}}"#), Bytes::from_static(br#"{"metadata":{"name":"b"}}"#)];
-        let body = Bytes::from(json_list(&res, &ListMeta::for_page(42, "", None, 0, false), Envelope::Typed, &items).concat());
+        let body = Bytes::from(json_list(&res, &ListMeta::for_page(42, "", None, 0, false, true), Envelope::Typed, &items).concat());
         assert_eq!(&body[..], br#"{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"42"},"items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b"}}]}"#);
         let page = ListPage::parse(&body).unwrap();
         assert_eq!((page.resource_version, page.items.len()), (42, 2));
@@ -417,7 +440,7 @@ mod tests {
 
     #[test]
     fn no_items_are_an_empty_array_except_in_a_metadata_only_list() {
-        let meta = ListMeta::for_page(7, "", None, 0, false);
+        let meta = ListMeta::for_page(7, "", None, 0, false, true);
         let none = std::iter::empty::<[Bytes; 1]>;
         let list = |kind, api_version, envelope| {
             String::from_utf8(json_list_parts(kind, api_version, &meta, envelope, none()).collect::<Vec<_>>().concat()).unwrap()
@@ -444,16 +467,16 @@ mod tests {
             |meta: &ListMeta, items: &[Bytes]| String::from_utf8(json_list(&res, meta, Envelope::Unstructured, items).concat()).unwrap();
         // As kube-apiserver 1.36.2 wrote a CRD's lists: whole, a first page, empty.
         assert_eq!(
-            list(&ListMeta::for_page(171176, "", None, 0, false), &items),
+            list(&ListMeta::for_page(171176, "", None, 0, false, true), &items),
             r#"{"apiVersion":"x.io/v1","items":[{"apiVersion":"x.io/v1","kind":"W","metadata":{"name":"a"}}],"kind":"WList","metadata":{"continue":"","resourceVersion":"171176"}}"#
         );
-        let page = ListMeta::for_page(171176, "", Some("ns/a"), 2, false);
+        let page = ListMeta::for_page(171176, "", Some("ns/a"), 2, false, true);
         let token = page.continue_token.clone().unwrap();
         assert!(list(&page, &items).ends_with(&format!(
             r#"],"kind":"WList","metadata":{{"continue":"{token}","remainingItemCount":2,"resourceVersion":"171176"}}}}"#
         )));
         assert_eq!(
-            list(&ListMeta::for_page(171176, "", None, 0, true), &[]),
+            list(&ListMeta::for_page(171176, "", None, 0, true, true), &[]),
             r#"{"apiVersion":"x.io/v1","items":[],"kind":"WList","metadata":{"continue":"","resourceVersion":"171176"}}"#
         );
     }

@@ -164,6 +164,10 @@ fn field_value<'a>(top: &Top<'a>, path: &str) -> Result<Option<Cow<'a, str>>, Me
 /// DaemonSet holds as `spec.templateGeneration` instead.
 const DAEMONSET_TEMPLATE_GENERATION: &str = "deprecated.daemonset.template.generation";
 
+/// The annotation an apps/v1 Deployment may carry that the apiserver's
+/// internal Deployment holds as `spec.rollbackTo` instead (when not empty).
+const DEPLOYMENT_ROLLBACK_TO: &str = "deprecated.deployment.rollback.to";
+
 /// The annotations autoscaling/v1 HorizontalPodAutoscalers carry for what
 /// only autoscaling/v2 has fields for; the internal object drops them.
 const HPA_ROUND_TRIP: &[&str] = &[
@@ -176,12 +180,14 @@ const HPA_ROUND_TRIP: &[&str] = &[
 /// The `metadata` the apiserver writes in metadata-only answers
 /// (`PartialObjectMetadata`, Table rows) of an object of `res` stored with
 /// `metadata`: it serializes the metadata of its internal object, so a
-/// custom resource's comes in `ObjectMeta` order ([`typed_metadata`]) and a
-/// DaemonSet's without `deprecated.daemonset.template.generation` and an
+/// custom resource's comes in `ObjectMeta` order ([`typed_metadata`]), a
+/// DaemonSet's without `deprecated.daemonset.template.generation`, a
+/// Deployment's without a non-empty `deprecated.deployment.rollback.to`, and an
 /// autoscaling/v1 HorizontalPodAutoscaler's without the v2 round-trip
 /// annotations (an `annotations` left empty disappears); any other as
 /// stored. Checked against the captures (`daemonsets/get-metadata.json`,
-/// `watch-metadata.pb`, `tables/horizontalpodautoscalers.autoscaling.v1`).
+/// `watch-metadata.pb`, `tables/horizontalpodautoscalers.autoscaling.v1`,
+/// `deployment-rollback/`).
 pub fn served_metadata<'a>(res: &crate::resource::Resource, metadata: &'a [u8]) -> Cow<'a, [u8]> {
     if res.group == "autoscaling" && res.version == "v1" && res.plural == "horizontalpodautoscalers" {
         return without_annotations(metadata, HPA_ROUND_TRIP).map_or(Cow::Borrowed(metadata), Cow::Owned);
@@ -192,7 +198,20 @@ pub fn served_metadata<'a>(res: &crate::resource::Resource, metadata: &'a [u8]) 
     if res.group == "apps" && res.plural == "daemonsets" {
         return without_annotations(metadata, &[DAEMONSET_TEMPLATE_GENERATION]).map_or(Cow::Borrowed(metadata), Cow::Owned);
     }
+    if res.group == "apps" && res.plural == "deployments" && annotation(metadata, DEPLOYMENT_ROLLBACK_TO).is_some_and(|v| !v.is_empty()) {
+        return without_annotations(metadata, &[DEPLOYMENT_ROLLBACK_TO]).map_or(Cow::Borrowed(metadata), Cow::Owned);
+    }
     Cow::Borrowed(metadata)
+}
+
+/// The value of annotation `key` in `metadata`, if it has one.
+fn annotation(metadata: &[u8], key: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Annotated {
+        #[serde(default)]
+        annotations: BTreeMap<String, String>,
+    }
+    serde_json::from_slice::<Annotated>(metadata).ok()?.annotations.remove(key)
 }
 
 /// `metadata` without the annotations `keys` (an `annotations` left empty
@@ -335,6 +354,20 @@ mod tests {
         for (a, b) in stored.iter().zip(&served) {
             assert_eq!(String::from_utf8_lossy(a), String::from_utf8_lossy(b));
         }
+    }
+
+    #[test]
+    fn a_deployments_rollback_annotation_is_not_in_its_metadata_only_form() {
+        let read = |f: &str| -> serde_json::Value {
+            let path = format!("{}/../tests/reference/apiserver-1.36/deployment-rollback/{f}", env!("CARGO_MANIFEST_DIR"));
+            serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+        };
+        let deployments = crate::resource::builtin("apps", "v1", "deployments").unwrap().resource();
+        let stored = serde_json::to_vec(&read("get.json")["metadata"]).unwrap();
+        let served: serde_json::Value = serde_json::from_slice(&served_metadata(&deployments, &stored)).unwrap();
+        assert_eq!(served, read("get-metadata.json")["metadata"]);
+        let empty = br#"{"name":"d","annotations":{"deprecated.deployment.rollback.to":""}}"#;
+        assert!(matches!(served_metadata(&deployments, empty), Cow::Borrowed(_)), "an empty revision stays");
     }
 
     #[test]

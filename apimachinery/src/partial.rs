@@ -92,7 +92,11 @@ pub fn wrong_form(asked: &str, res: &Resource, list: bool) -> ApiError {
     // The Go type the apiserver names: its internal API package, or unstructured for custom resources.
     let go_type = match builtin(&res.group, &res.version, &res.plural) {
         Some(_) => {
-            let package = if res.group.is_empty() { "core" } else { res.group.split('.').next().unwrap_or(&res.group) };
+            // events.k8s.io's Events are the core group's internal Event.
+            let package = match res.group.as_str() {
+                "" | "events.k8s.io" => "core",
+                group => group.split('.').next().unwrap_or(group),
+            };
             format!("*{package}.{}{}", res.kind, if list { "List" } else { "" })
         }
         None => format!("*unstructured.Unstructured{}", if list { "List" } else { "" }),

@@ -1,20 +1,17 @@
 //! Resources as the API names and keys them: [`Resource`] (group, version,
 //! plural, kind, scope) with the derived names the apiserver uses in paths,
 //! list envelopes, lone objects and error messages, and [`BUILTINS`], the
-//! facts about built-in kinds that clients can observe: which fields their
-//! field selectors accept (and the value an absent field has), the zero
-//! object a bookmark carries, short names and categories for discovery.
+//! facts about built-in kinds that clients can observe: their field labels
+//! ([`crate::field_labels`]), the zero object a bookmark carries, short
+//! names and categories for discovery.
 //!
 //! Invariant: a [`Resource`] built with [`Resource::new`] carries the
-//! built-in facts when, and only when, its group, version and plural are
-//! those of a row of [`BUILTINS`]; any other resource (a custom resource) has
-//! no extra selectable fields and an empty zero object.
+//! built-in facts when, and only when, its group and plural are those of a
+//! kind kube-apiserver builds in ([`is_builtin`]); any other resource (a
+//! custom resource) has a custom resource's field labels and an empty zero
+//! object.
 
-/// Field paths that field selectors accept beyond `metadata.name` (and
-/// `metadata.namespace` for namespaced kinds), with the value an absent
-/// field has (`"false"` for booleans and `"0"` for numbers, as the
-/// apiserver's field sets format zero values).
-pub type Fields = &'static [(&'static str, &'static str)];
+use crate::field_labels::{self, FieldLabels};
 
 /// One built-in kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,76 +26,80 @@ pub struct BuiltinKind {
     pub namespaced: bool,
     /// kubectl short names (discovery).
     pub short_names: &'static [&'static str],
-    /// Whether the kind is in the `all` category (discovery).
-    pub in_all: bool,
-    /// Extra selectable fields.
-    pub fields: Fields,
+    /// Discovery categories (`all`, `api-extensions`).
+    pub categories: &'static [&'static str],
     /// Whether the kind has a `status` subresource.
     pub status_subresource: bool,
 }
 
-const POD_FIELDS: Fields = &[
-    ("spec.nodeName", ""),
-    ("spec.restartPolicy", ""),
-    ("spec.schedulerName", ""),
-    ("spec.serviceAccountName", ""),
-    ("spec.hostNetwork", "false"),
-    ("status.phase", ""),
-    ("status.podIP", ""),
-    ("status.nominatedNodeName", ""),
-];
-
-const EVENT_FIELDS: Fields = &[
-    ("involvedObject.kind", ""),
-    ("involvedObject.namespace", ""),
-    ("involvedObject.name", ""),
-    ("involvedObject.uid", ""),
-    ("involvedObject.apiVersion", ""),
-    ("involvedObject.resourceVersion", ""),
-    ("involvedObject.fieldPath", ""),
-    ("reason", ""),
-    ("reportingComponent", ""),
-    ("source", ""),
-    ("type", ""),
-];
-
 /// The name [`Resource::probe_path`] asks for.
 pub const PROBE_NAME: &str = "kache-freshness-probe";
 
-/// Selectable fields read from another path of the object: events select
-/// on `source`, which is `source.component` (the apiserver's `EventToSelectableFields`).
-const FIELD_PATHS: &[(&str, &str)] = &[("source", "source.component")];
-
-/// Built-in kinds, as kube-apiserver 1.36 serves them.
+/// Built-in kinds, as kube-apiserver 1.36 serves them by default: every
+/// resource that can be listed and watched, in the order of its discovery
+/// documents (`/api`, `/apis`), with what they say of it.
 #[rustfmt::skip]
 pub const BUILTINS: &[BuiltinKind] = &[
-    BuiltinKind { group_version: "v1", plural: "namespaces", kind: "Namespace", namespaced: false, short_names: &["ns"], in_all: false, fields: &[("status.phase", "")], status_subresource: true },
-    BuiltinKind { group_version: "v1", plural: "nodes", kind: "Node", namespaced: false, short_names: &["no"], in_all: false, fields: &[("spec.unschedulable", "false")], status_subresource: true },
-    BuiltinKind { group_version: "v1", plural: "pods", kind: "Pod", namespaced: true, short_names: &["po"], in_all: true, fields: POD_FIELDS, status_subresource: true },
-    BuiltinKind { group_version: "v1", plural: "configmaps", kind: "ConfigMap", namespaced: true, short_names: &["cm"], in_all: false, fields: &[], status_subresource: false },
-    BuiltinKind { group_version: "v1", plural: "secrets", kind: "Secret", namespaced: true, short_names: &[], in_all: false, fields: &[("type", "")], status_subresource: false },
-    BuiltinKind { group_version: "v1", plural: "services", kind: "Service", namespaced: true, short_names: &["svc"], in_all: true, fields: &[], status_subresource: true },
-    BuiltinKind { group_version: "v1", plural: "endpoints", kind: "Endpoints", namespaced: true, short_names: &["ep"], in_all: false, fields: &[], status_subresource: false },
-    BuiltinKind { group_version: "v1", plural: "events", kind: "Event", namespaced: true, short_names: &["ev"], in_all: false, fields: EVENT_FIELDS, status_subresource: false },
-    BuiltinKind { group_version: "v1", plural: "serviceaccounts", kind: "ServiceAccount", namespaced: true, short_names: &["sa"], in_all: false, fields: &[], status_subresource: false },
-    BuiltinKind { group_version: "v1", plural: "persistentvolumeclaims", kind: "PersistentVolumeClaim", namespaced: true, short_names: &["pvc"], in_all: false, fields: &[], status_subresource: true },
-    BuiltinKind { group_version: "v1", plural: "persistentvolumes", kind: "PersistentVolume", namespaced: false, short_names: &["pv"], in_all: false, fields: &[], status_subresource: true },
-    BuiltinKind { group_version: "v1", plural: "replicationcontrollers", kind: "ReplicationController", namespaced: true, short_names: &["rc"], in_all: true, fields: &[("status.replicas", "0")], status_subresource: true },
-    BuiltinKind { group_version: "apps/v1", plural: "deployments", kind: "Deployment", namespaced: true, short_names: &["deploy"], in_all: true, fields: &[], status_subresource: true },
-    BuiltinKind { group_version: "apps/v1", plural: "replicasets", kind: "ReplicaSet", namespaced: true, short_names: &["rs"], in_all: true, fields: &[("status.replicas", "0")], status_subresource: true },
-    BuiltinKind { group_version: "apps/v1", plural: "daemonsets", kind: "DaemonSet", namespaced: true, short_names: &["ds"], in_all: true, fields: &[], status_subresource: true },
-    BuiltinKind { group_version: "apps/v1", plural: "statefulsets", kind: "StatefulSet", namespaced: true, short_names: &["sts"], in_all: true, fields: &[], status_subresource: true },
-    BuiltinKind { group_version: "apps/v1", plural: "controllerrevisions", kind: "ControllerRevision", namespaced: true, short_names: &[], in_all: false, fields: &[], status_subresource: false },
-    BuiltinKind { group_version: "batch/v1", plural: "jobs", kind: "Job", namespaced: true, short_names: &[], in_all: true, fields: &[("status.successful", "0")], status_subresource: true },
-    BuiltinKind { group_version: "batch/v1", plural: "cronjobs", kind: "CronJob", namespaced: true, short_names: &["cj"], in_all: true, fields: &[], status_subresource: true },
-    BuiltinKind { group_version: "coordination.k8s.io/v1", plural: "leases", kind: "Lease", namespaced: true, short_names: &[], in_all: false, fields: &[], status_subresource: false },
-    BuiltinKind { group_version: "discovery.k8s.io/v1", plural: "endpointslices", kind: "EndpointSlice", namespaced: true, short_names: &[], in_all: false, fields: &[], status_subresource: false },
-    BuiltinKind { group_version: "apiextensions.k8s.io/v1", plural: "customresourcedefinitions", kind: "CustomResourceDefinition", namespaced: false, short_names: &["crd", "crds"], in_all: false, fields: &[], status_subresource: true },
-    BuiltinKind { group_version: "networking.k8s.io/v1", plural: "ingresses", kind: "Ingress", namespaced: true, short_names: &["ing"], in_all: false, fields: &[], status_subresource: true },
-    BuiltinKind { group_version: "rbac.authorization.k8s.io/v1", plural: "clusterroles", kind: "ClusterRole", namespaced: false, short_names: &[], in_all: false, fields: &[], status_subresource: false },
-    BuiltinKind { group_version: "rbac.authorization.k8s.io/v1", plural: "rolebindings", kind: "RoleBinding", namespaced: true, short_names: &[], in_all: false, fields: &[], status_subresource: false },
-    BuiltinKind { group_version: "flowcontrol.apiserver.k8s.io/v1", plural: "flowschemas", kind: "FlowSchema", namespaced: false, short_names: &[], in_all: false, fields: &[], status_subresource: true },
-    BuiltinKind { group_version: "flowcontrol.apiserver.k8s.io/v1", plural: "prioritylevelconfigurations", kind: "PriorityLevelConfiguration", namespaced: false, short_names: &[], in_all: false, fields: &[], status_subresource: true },
+    BuiltinKind { group_version: "v1", plural: "configmaps", kind: "ConfigMap", namespaced: true, short_names: &["cm"], categories: &[], status_subresource: false },
+    BuiltinKind { group_version: "v1", plural: "endpoints", kind: "Endpoints", namespaced: true, short_names: &["ep"], categories: &[], status_subresource: false },
+    BuiltinKind { group_version: "v1", plural: "events", kind: "Event", namespaced: true, short_names: &["ev"], categories: &[], status_subresource: false },
+    BuiltinKind { group_version: "v1", plural: "limitranges", kind: "LimitRange", namespaced: true, short_names: &["limits"], categories: &[], status_subresource: false },
+    BuiltinKind { group_version: "v1", plural: "namespaces", kind: "Namespace", namespaced: false, short_names: &["ns"], categories: &[], status_subresource: true },
+    BuiltinKind { group_version: "v1", plural: "nodes", kind: "Node", namespaced: false, short_names: &["no"], categories: &[], status_subresource: true },
+    BuiltinKind { group_version: "v1", plural: "persistentvolumeclaims", kind: "PersistentVolumeClaim", namespaced: true, short_names: &["pvc"], categories: &[], status_subresource: true },
+    BuiltinKind { group_version: "v1", plural: "persistentvolumes", kind: "PersistentVolume", namespaced: false, short_names: &["pv"], categories: &[], status_subresource: true },
+    BuiltinKind { group_version: "v1", plural: "pods", kind: "Pod", namespaced: true, short_names: &["po"], categories: &["all"], status_subresource: true },
+    BuiltinKind { group_version: "v1", plural: "podtemplates", kind: "PodTemplate", namespaced: true, short_names: &[], categories: &[], status_subresource: false },
+    BuiltinKind { group_version: "v1", plural: "replicationcontrollers", kind: "ReplicationController", namespaced: true, short_names: &["rc"], categories: &["all"], status_subresource: true },
+    BuiltinKind { group_version: "v1", plural: "resourcequotas", kind: "ResourceQuota", namespaced: true, short_names: &["quota"], categories: &[], status_subresource: true },
+    BuiltinKind { group_version: "v1", plural: "secrets", kind: "Secret", namespaced: true, short_names: &[], categories: &[], status_subresource: false },
+    BuiltinKind { group_version: "v1", plural: "serviceaccounts", kind: "ServiceAccount", namespaced: true, short_names: &["sa"], categories: &[], status_subresource: false },
+    BuiltinKind { group_version: "v1", plural: "services", kind: "Service", namespaced: true, short_names: &["svc"], categories: &["all"], status_subresource: true },
+    BuiltinKind { group_version: "apiregistration.k8s.io/v1", plural: "apiservices", kind: "APIService", namespaced: false, short_names: &[], categories: &["api-extensions"], status_subresource: true },
+    BuiltinKind { group_version: "apps/v1", plural: "controllerrevisions", kind: "ControllerRevision", namespaced: true, short_names: &[], categories: &[], status_subresource: false },
+    BuiltinKind { group_version: "apps/v1", plural: "daemonsets", kind: "DaemonSet", namespaced: true, short_names: &["ds"], categories: &["all"], status_subresource: true },
+    BuiltinKind { group_version: "apps/v1", plural: "deployments", kind: "Deployment", namespaced: true, short_names: &["deploy"], categories: &["all"], status_subresource: true },
+    BuiltinKind { group_version: "apps/v1", plural: "replicasets", kind: "ReplicaSet", namespaced: true, short_names: &["rs"], categories: &["all"], status_subresource: true },
+    BuiltinKind { group_version: "apps/v1", plural: "statefulsets", kind: "StatefulSet", namespaced: true, short_names: &["sts"], categories: &["all"], status_subresource: true },
+    BuiltinKind { group_version: "events.k8s.io/v1", plural: "events", kind: "Event", namespaced: true, short_names: &["ev"], categories: &[], status_subresource: false },
+    BuiltinKind { group_version: "autoscaling/v2", plural: "horizontalpodautoscalers", kind: "HorizontalPodAutoscaler", namespaced: true, short_names: &["hpa"], categories: &["all"], status_subresource: true },
+    BuiltinKind { group_version: "autoscaling/v1", plural: "horizontalpodautoscalers", kind: "HorizontalPodAutoscaler", namespaced: true, short_names: &["hpa"], categories: &["all"], status_subresource: true },
+    BuiltinKind { group_version: "batch/v1", plural: "cronjobs", kind: "CronJob", namespaced: true, short_names: &["cj"], categories: &["all"], status_subresource: true },
+    BuiltinKind { group_version: "batch/v1", plural: "jobs", kind: "Job", namespaced: true, short_names: &[], categories: &["all"], status_subresource: true },
+    BuiltinKind { group_version: "certificates.k8s.io/v1", plural: "certificatesigningrequests", kind: "CertificateSigningRequest", namespaced: false, short_names: &["csr"], categories: &[], status_subresource: true },
+    BuiltinKind { group_version: "networking.k8s.io/v1", plural: "ingressclasses", kind: "IngressClass", namespaced: false, short_names: &[], categories: &[], status_subresource: false },
+    BuiltinKind { group_version: "networking.k8s.io/v1", plural: "ingresses", kind: "Ingress", namespaced: true, short_names: &["ing"], categories: &[], status_subresource: true },
+    BuiltinKind { group_version: "networking.k8s.io/v1", plural: "ipaddresses", kind: "IPAddress", namespaced: false, short_names: &["ip"], categories: &[], status_subresource: false },
+    BuiltinKind { group_version: "networking.k8s.io/v1", plural: "networkpolicies", kind: "NetworkPolicy", namespaced: true, short_names: &["netpol"], categories: &[], status_subresource: false },
+    BuiltinKind { group_version: "networking.k8s.io/v1", plural: "servicecidrs", kind: "ServiceCIDR", namespaced: false, short_names: &[], categories: &[], status_subresource: true },
+    BuiltinKind { group_version: "policy/v1", plural: "poddisruptionbudgets", kind: "PodDisruptionBudget", namespaced: true, short_names: &["pdb"], categories: &[], status_subresource: true },
+    BuiltinKind { group_version: "rbac.authorization.k8s.io/v1", plural: "clusterrolebindings", kind: "ClusterRoleBinding", namespaced: false, short_names: &[], categories: &[], status_subresource: false },
+    BuiltinKind { group_version: "rbac.authorization.k8s.io/v1", plural: "clusterroles", kind: "ClusterRole", namespaced: false, short_names: &[], categories: &[], status_subresource: false },
+    BuiltinKind { group_version: "rbac.authorization.k8s.io/v1", plural: "rolebindings", kind: "RoleBinding", namespaced: true, short_names: &[], categories: &[], status_subresource: false },
+    BuiltinKind { group_version: "rbac.authorization.k8s.io/v1", plural: "roles", kind: "Role", namespaced: true, short_names: &[], categories: &[], status_subresource: false },
+    BuiltinKind { group_version: "storage.k8s.io/v1", plural: "csidrivers", kind: "CSIDriver", namespaced: false, short_names: &[], categories: &[], status_subresource: false },
+    BuiltinKind { group_version: "storage.k8s.io/v1", plural: "csinodes", kind: "CSINode", namespaced: false, short_names: &[], categories: &[], status_subresource: false },
+    BuiltinKind { group_version: "storage.k8s.io/v1", plural: "csistoragecapacities", kind: "CSIStorageCapacity", namespaced: true, short_names: &[], categories: &[], status_subresource: false },
+    BuiltinKind { group_version: "storage.k8s.io/v1", plural: "storageclasses", kind: "StorageClass", namespaced: false, short_names: &["sc"], categories: &[], status_subresource: false },
+    BuiltinKind { group_version: "storage.k8s.io/v1", plural: "volumeattachments", kind: "VolumeAttachment", namespaced: false, short_names: &[], categories: &[], status_subresource: true },
+    BuiltinKind { group_version: "storage.k8s.io/v1", plural: "volumeattributesclasses", kind: "VolumeAttributesClass", namespaced: false, short_names: &["vac"], categories: &[], status_subresource: false },
+    BuiltinKind { group_version: "admissionregistration.k8s.io/v1", plural: "mutatingadmissionpolicies", kind: "MutatingAdmissionPolicy", namespaced: false, short_names: &[], categories: &["api-extensions"], status_subresource: false },
+    BuiltinKind { group_version: "admissionregistration.k8s.io/v1", plural: "mutatingadmissionpolicybindings", kind: "MutatingAdmissionPolicyBinding", namespaced: false, short_names: &[], categories: &["api-extensions"], status_subresource: false },
+    BuiltinKind { group_version: "admissionregistration.k8s.io/v1", plural: "mutatingwebhookconfigurations", kind: "MutatingWebhookConfiguration", namespaced: false, short_names: &[], categories: &["api-extensions"], status_subresource: false },
+    BuiltinKind { group_version: "admissionregistration.k8s.io/v1", plural: "validatingadmissionpolicies", kind: "ValidatingAdmissionPolicy", namespaced: false, short_names: &[], categories: &["api-extensions"], status_subresource: true },
+    BuiltinKind { group_version: "admissionregistration.k8s.io/v1", plural: "validatingadmissionpolicybindings", kind: "ValidatingAdmissionPolicyBinding", namespaced: false, short_names: &[], categories: &["api-extensions"], status_subresource: false },
+    BuiltinKind { group_version: "admissionregistration.k8s.io/v1", plural: "validatingwebhookconfigurations", kind: "ValidatingWebhookConfiguration", namespaced: false, short_names: &[], categories: &["api-extensions"], status_subresource: false },
+    BuiltinKind { group_version: "apiextensions.k8s.io/v1", plural: "customresourcedefinitions", kind: "CustomResourceDefinition", namespaced: false, short_names: &["crd", "crds"], categories: &["api-extensions"], status_subresource: true },
+    BuiltinKind { group_version: "scheduling.k8s.io/v1", plural: "priorityclasses", kind: "PriorityClass", namespaced: false, short_names: &["pc"], categories: &[], status_subresource: false },
+    BuiltinKind { group_version: "coordination.k8s.io/v1", plural: "leases", kind: "Lease", namespaced: true, short_names: &[], categories: &[], status_subresource: false },
+    BuiltinKind { group_version: "node.k8s.io/v1", plural: "runtimeclasses", kind: "RuntimeClass", namespaced: false, short_names: &[], categories: &[], status_subresource: false },
+    BuiltinKind { group_version: "discovery.k8s.io/v1", plural: "endpointslices", kind: "EndpointSlice", namespaced: true, short_names: &[], categories: &[], status_subresource: false },
+    BuiltinKind { group_version: "resource.k8s.io/v1", plural: "deviceclasses", kind: "DeviceClass", namespaced: false, short_names: &[], categories: &[], status_subresource: false },
+    BuiltinKind { group_version: "resource.k8s.io/v1", plural: "resourceclaims", kind: "ResourceClaim", namespaced: true, short_names: &[], categories: &[], status_subresource: true },
+    BuiltinKind { group_version: "resource.k8s.io/v1", plural: "resourceclaimtemplates", kind: "ResourceClaimTemplate", namespaced: true, short_names: &[], categories: &[], status_subresource: false },
+    BuiltinKind { group_version: "resource.k8s.io/v1", plural: "resourceslices", kind: "ResourceSlice", namespaced: false, short_names: &[], categories: &[], status_subresource: false },
+    BuiltinKind { group_version: "flowcontrol.apiserver.k8s.io/v1", plural: "flowschemas", kind: "FlowSchema", namespaced: false, short_names: &[], categories: &[], status_subresource: true },
+    BuiltinKind { group_version: "flowcontrol.apiserver.k8s.io/v1", plural: "prioritylevelconfigurations", kind: "PriorityLevelConfiguration", namespaced: false, short_names: &[], categories: &[], status_subresource: true },
 ];
 
 impl BuiltinKind {
@@ -116,6 +117,26 @@ impl BuiltinKind {
     pub fn resource(&self) -> Resource {
         Resource::new(self.group(), self.version(), self.plural, self.kind, self.namespaced)
     }
+}
+
+/// Built-in resources of groups and versions kube-apiserver 1.36 serves
+/// only when enabled (`--runtime-config`), by group and plural.
+#[rustfmt::skip]
+const NOT_SERVED_BY_DEFAULT: &[(&str, &str)] = &[
+    ("admissionregistration.k8s.io", "mutatingadmissionpolicies"), ("admissionregistration.k8s.io", "mutatingadmissionpolicybindings"),
+    ("certificates.k8s.io", "clustertrustbundles"), ("certificates.k8s.io", "podcertificaterequests"),
+    ("coordination.k8s.io", "leasecandidates"), ("internal.apiserver.k8s.io", "storageversions"),
+    ("resource.k8s.io", "devicetaintrules"), ("resource.k8s.io", "resourcepoolstatusrequests"),
+    ("scheduling.k8s.io", "workloads"), ("scheduling.k8s.io", "podgroups"),
+    ("storagemigration.k8s.io", "storageversionmigrations"),
+];
+
+/// Whether `plural` in `group` is a kind kube-apiserver builds in (in any
+/// version it serves), not a custom resource.
+pub fn is_builtin(group: &str, plural: &str) -> bool {
+    BUILTINS.iter().any(|b| b.plural == plural && b.group() == group)
+        || (group.is_empty() && plural == "componentstatuses")
+        || NOT_SERVED_BY_DEFAULT.contains(&(group, plural))
 }
 
 /// The built-in kind served at `group`/`version`/`plural`, if it is one.
@@ -213,8 +234,14 @@ pub struct Resource {
     pub kind: String,
     /// Whether objects live in namespaces.
     pub namespaced: bool,
-    /// Extra selectable fields (built-in kinds only).
-    pub fields: Fields,
+    /// What its field selectors may name, and where each reads its value.
+    pub fields: FieldLabels,
+    /// Whether the apiserver serves it from its watch cache: every resource
+    /// but events (`DefaultWatchCacheSizes` gives `events` and
+    /// `events.k8s.io/events` none), which it lists and watches from etcd —
+    /// `resourceVersion=0` lists paged, continue tokens of etcd's form, watches
+    /// without periodic bookmarks.
+    pub watch_cached: bool,
     /// What the apiserver writes after `metadata` in the kind's empty object
     /// (what bookmarks carry), e.g. `,"spec":{"containers":null},"status":{}`;
     /// `None` for a kind it does not build in (a custom resource's bookmark
@@ -225,16 +252,22 @@ pub struct Resource {
 impl Resource {
     /// A resource, with the built-in facts when it is a built-in kind.
     pub fn new(group: &str, version: &str, plural: &str, kind: &str, namespaced: bool) -> Resource {
-        let b = builtin(group, version, plural);
         Resource {
             group: group.into(),
             version: version.into(),
             plural: plural.into(),
             kind: kind.into(),
             namespaced,
-            fields: b.map_or(&[], |b| b.fields),
+            fields: field_labels::of(group, version, plural, namespaced, is_builtin(group, plural)),
+            watch_cached: !(plural == "events" && matches!(group, "" | "events.k8s.io")),
             zero_suffix: empty_object_suffix(group, version, plural),
         }
+    }
+
+    /// Whether kache knows its form: a custom resource, or a built-in kind in
+    /// a version kube-apiserver 1.36 serves by default (one with a zero object).
+    pub fn is_known(&self) -> bool {
+        self.zero_suffix.is_some() || !is_builtin(&self.group, &self.plural)
     }
 
     /// `v1` or `GROUP/VERSION`, as objects' `apiVersion`.
@@ -295,24 +328,10 @@ impl Resource {
         }
     }
 
-    /// Whether field selectors may name `field`.
-    pub fn supports_field(&self, field: &str) -> bool {
-        field == "metadata.name" || (self.namespaced && field == "metadata.namespace") || self.fields.iter().any(|(f, _)| *f == field)
-    }
-
-    /// Where in the object each extra selectable field is read from, in
-    /// the order of [`Resource::fields`] (for [`crate::meta::parse`]).
+    /// The paths of the object whose values its field labels read, in the
+    /// order a store keeps them ([`FieldLabels::paths`]).
     pub fn field_paths(&self) -> Vec<&'static str> {
-        self.fields.iter().map(|(f, _)| FIELD_PATHS.iter().find(|(name, _)| name == f).map_or(*f, |(_, path)| *path)).collect()
-    }
-}
-
-/// The value of the `i`-th of `fields` given what was read at its path:
-/// the text, or the zero value's text when absent.
-pub fn field_or_default(fields: Fields, i: usize, read: Option<&str>) -> &str {
-    match read {
-        Some(v) => v,
-        None => fields.get(i).map_or("", |(_, default)| default),
+        self.fields.paths()
     }
 }
 
@@ -341,22 +360,20 @@ mod tests {
     #[test]
     fn builtins_carry_their_facts_and_custom_resources_none() {
         let pods = Resource::new("", "v1", "pods", "Pod", true);
-        assert!(pods.supports_field("spec.nodeName") && pods.supports_field("metadata.namespace"));
-        assert!(!pods.supports_field("spec.unknownField"));
+        assert!(matches!(pods.fields.check("spec.nodeName"), field_labels::Check::Label(_)));
+        assert_eq!(pods.fields.check("metadata.namespace"), field_labels::Check::Namespace);
+        assert!(matches!(pods.fields.check("spec.unknownField"), field_labels::Check::Refused(_)));
         assert_eq!(pods.zero_suffix, Some(r#","spec":{"containers":null},"status":{}"#));
         assert_eq!(
             (pods.key("ns", "p"), pods.prefix(Some("ns")), pods.type_prefix()),
             ("ns/p".into(), "ns/".into(), r#"{"kind":"Pod","apiVersion":"v1","#.into())
         );
         let nodes = Resource::new("", "v1", "nodes", "Node", false);
-        assert!(!nodes.supports_field("metadata.namespace"));
         assert_eq!((nodes.key("", "n"), nodes.prefix(Some("ns"))), ("n".into(), String::new()));
         let widgets = Resource::new("example.com", "v1", "widgets", "Widget", true);
-        assert_eq!((widgets.fields.len(), widgets.zero_suffix), (0, None));
+        assert_eq!((widgets.fields.labels.len(), widgets.fields.open, widgets.zero_suffix), (0, true, None));
         let events = Resource::new("", "v1", "events", "Event", true);
-        assert!(events.field_paths().contains(&"source.component") && events.supports_field("source"));
-        let of = |i, read| field_or_default(pods.fields, i, read);
-        assert_eq!((of(4, None), of(4, Some("true")), of(0, None)), ("false", "true", ""));
+        assert!(events.field_paths().contains(&"source.component") && events.field_paths().contains(&"reportingComponent"));
         assert_eq!(
             (widgets.qualified(), widgets.api_version(), widgets.collection_path()),
             ("widgets.example.com".into(), "example.com/v1".into(), "/apis/example.com/v1/widgets".into())

@@ -226,6 +226,38 @@ mod tests {
         );
     }
 
+    /// The BOOKMARK ending the initial events of every captured kind's
+    /// `watch-initial.json` is the frame kache writes at that revision.
+    #[test]
+    fn every_captured_initial_events_bookmark_is_written_byte_for_byte() {
+        let root = format!("{}/../tests/reference/apiserver-1.36/encodings", env!("CARGO_MANIFEST_DIR"));
+        let mut checked = Vec::new();
+        for dir in std::fs::read_dir(&root).unwrap() {
+            let dir = dir.unwrap().file_name().to_string_lossy().into_owned();
+            let Ok(stream) = std::fs::read(format!("{root}/{dir}/watch-initial.json")) else { continue };
+            let bookmarks: Vec<&[u8]> =
+                stream.split_inclusive(|b| *b == b'\n').filter(|l| l.starts_with(br#"{"type":"BOOKMARK""#)).collect();
+            assert_eq!(bookmarks.len(), 1, "{dir}: one bookmark");
+            let frame = parse_frame(&Bytes::copy_from_slice(bookmarks[0].strip_suffix(b"\n").unwrap())).unwrap();
+            let object: serde_json::Value = serde_json::from_slice(&frame.object).unwrap();
+            let api_version = object["apiVersion"].as_str().unwrap();
+            let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+            let plural = dir.split('.').next().unwrap();
+            let res = match crate::resource::builtin(group, version, plural) {
+                Some(b) => b.resource(),
+                None => Resource::new(group, version, plural, object["kind"].as_str().unwrap(), true),
+            };
+            let rv = object_revision(&frame.object).unwrap();
+            assert_eq!(
+                String::from_utf8_lossy(&json_bookmark(&res, rv, true)),
+                String::from_utf8_lossy(bookmarks[0]),
+                "{dir}/watch-initial.json"
+            );
+            checked.push(dir);
+        }
+        assert!(checked.len() >= 24, "only {checked:?}");
+    }
+
     #[test]
     fn frames_split_across_chunks_come_out_whole() {
         let stream =

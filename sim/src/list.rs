@@ -10,7 +10,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use apimachinery::list::{Envelope, ListMeta, ListPlan, Read, check_fields, json_list, json_list_parts, named_key};
+use apimachinery::list::{Envelope, Labels, ListMeta, ListPlan, Read, check_fields, json_list, json_list_parts, named_key};
 use apimachinery::params::ListOptions;
 use apimachinery::partial;
 use apimachinery::selector::FieldOp;
@@ -83,14 +83,24 @@ fn shard_error(e: ShardError) -> ApiError {
         .unwrap_or_else(|| ApiError::without_reason(500, "invalid shard selector: CEL parse error: beyond the simulator's CEL subset"))
 }
 
+/// The apiserver's field label conversion of a request for `rt`. The
+/// simulator's custom resources declare no `selectableFields`, so a label
+/// its table does not know is refused, as a CRD without them refuses it.
+pub fn field_labels(rt: &ResourceType, opts: &ListOptions) -> Result<(), ApiError> {
+    match check_fields(rt, opts)? {
+        Labels::Known => Ok(()),
+        Labels::Unknown(label) => Err(ApiError::bad_request(rt.fields.refusal.message(&label))),
+    }
+}
+
 /// Serves a list request (options already validated).
 pub async fn list(state: &State, res: ResourceId, namespace: Option<&str>, opts: &ListOptions) -> Result<Page, ApiError> {
     let registry = state.registry();
     let rt = registry.get(res);
-    check_fields(rt, opts)?;
+    field_labels(rt, opts)?;
     let prefix = rt.prefix(namespace);
     // A list naming one object reads its key alone (the registry's `MatchesSingle`).
-    let plan = ListPlan::of(opts, &prefix, named_key(rt, namespace, opts))?;
+    let plan = ListPlan::of(rt, opts, &prefix, named_key(rt, namespace, opts))?;
     let prefix = plan.scope(&prefix);
     let at = match plan.read {
         Read::Exact(rv) if plan.continued.is_some() && rv < state.db.read().oldest() => return Err(plan.continue_expired()),
@@ -144,16 +154,19 @@ pub async fn list(state: &State, res: ResourceId, namespace: Option<&str>, opts:
         // the page — which a shard selector makes more than the keys after it.
         after += scanned - items.len() as u64;
     }
-    let meta =
-        ListMeta { shard_info: filter.shard_info(), ..ListMeta::for_page(at, prefix, last_key.as_deref(), after, !filter.is_empty()) };
+    let meta = ListMeta {
+        shard_info: filter.shard_info(),
+        ..ListMeta::for_page(at, prefix, last_key.as_deref(), after, !filter.is_empty(), rt.watch_cached)
+    };
     Ok(Page { meta, items })
 }
 
-/// The node a pods list's field selector names with `spec.nodeName=`, if any.
+/// The node a pods list's field selector names with `spec.nodeName=`, if
+/// any (not an empty one: the index holds only pods bound to a node).
 fn node<'a>(rt: &ResourceType, opts: &'a ListOptions) -> Option<&'a str> {
     let pods = rt.group.is_empty() && rt.plural == "pods";
     let requirements = opts.field_selector.as_ref().filter(|_| pods)?.requirements.iter();
-    requirements.filter(|r| r.field == "spec.nodeName" && r.op == FieldOp::Equals).map(|r| r.value.as_str()).next()
+    requirements.filter(|r| r.field == "spec.nodeName" && r.op == FieldOp::Equals && !r.value.is_empty()).map(|r| r.value.as_str()).next()
 }
 
 /// The list envelope and items as chunks that share the objects' bytes,

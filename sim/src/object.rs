@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use apimachinery::{meta, resource};
+use apimachinery::meta;
 use bytes::Bytes;
 use serde_json::{Map, Value};
 
@@ -30,7 +30,7 @@ pub struct Obj {
     pub rv: u64,
     /// `metadata.labels`.
     pub labels: BTreeMap<String, String>,
-    /// Values of the resource's selectable fields, in `ResourceType::fields` order.
+    /// Its field labels' values, in the order of `ResourceType::fields.labels`.
     pub fields: Vec<String>,
     /// Whether `metadata.finalizers` is non-empty.
     pub has_finalizers: bool,
@@ -65,10 +65,10 @@ impl Obj {
         obj.insert("metadata".into(), Value::Object(meta));
         obj.extend(top);
         let item = Bytes::from(serde_json::to_vec(&Value::Object(obj)).expect("JSON values serialize"));
+        // Each field label's value, in the order of the kind's labels.
         let read = meta::field_values(&item, &rt.field_paths()).unwrap_or_default();
-        let fields = (0..rt.fields.len())
-            .map(|i| resource::field_or_default(rt.fields, i, read.get(i).and_then(Option::as_deref)).to_string())
-            .collect();
+        let at = |i: usize| read.get(i).and_then(Option::as_deref).unwrap_or_default();
+        let fields = rt.fields.labels.iter().map(|l| l.value(rt.fields.indexes(l).into_iter().map(at)).to_string()).collect();
         Obj { item, namespace, name, uid, rv, labels, fields, has_finalizers, deleting }
     }
 
@@ -108,7 +108,7 @@ impl Obj {
         match field {
             "metadata.name" => self.name.clone(),
             "metadata.namespace" => self.namespace.clone(),
-            _ => rt.fields.iter().position(|(f, _)| *f == field).map(|i| self.fields[i].clone()).unwrap_or_default(),
+            _ => rt.fields.labels.iter().position(|l| l.name == field).map(|i| self.fields[i].clone()).unwrap_or_default(),
         }
     }
 

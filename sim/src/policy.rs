@@ -23,11 +23,14 @@
 //! health paths, as the apiserver's default roles allow. Nothing else is
 //! allowed.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use apimachinery::auth::{AUTHENTICATED, Attributes, UserInfo};
+use apimachinery::impersonation::{Mode, Step, Wanted};
 use apimachinery::status::ApiError;
 use http::HeaderMap;
+use parking_lot::Mutex;
 use serde::Deserialize;
 
 /// The policy file.
@@ -40,6 +43,9 @@ pub struct Policy {
     users: Vec<PolicyUser>,
     #[serde(default)]
     rules: Vec<Rule>,
+    /// The impersonation mode that last allowed each requester (the apiserver's mode index cache).
+    #[serde(skip)]
+    modes: Arc<Mutex<HashMap<String, Mode>>>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -143,49 +149,36 @@ impl Policy {
     }
 
     /// The user `requester` acts as after the request's `Impersonate-*`
-    /// headers, each of which it must be allowed to impersonate; `None`
-    /// without such headers, `Err` with the 403 when one is not allowed.
-    pub fn impersonated(&self, requester: &UserInfo, headers: &HeaderMap) -> Result<Option<UserInfo>, ApiError> {
-        let values =
-            |name: &str| -> Vec<String> { headers.get_all(name).iter().filter_map(|v| v.to_str().ok()).map(str::to_string).collect() };
-        let Some(name) = values("impersonate-user").into_iter().next() else { return Ok(None) };
-        let check = |group: &str, resource: &str, namespace: &str, name: &str| -> Result<(), ApiError> {
-            let a = Attributes {
-                verb: "impersonate".into(),
-                resource_request: true,
-                group: group.into(),
-                resource: resource.into(),
-                namespace: namespace.into(),
-                name: name.into(),
-                ..Attributes::default()
-            };
-            if self.allows(requester, &a) { Ok(()) } else { Err(a.forbidden(&requester.name, "")) }
-        };
-        match name.strip_prefix("system:serviceaccount:").and_then(|r| r.split_once(':')) {
-            Some((ns, sa)) => check("", "serviceaccounts", ns, sa)?,
-            None => check("", "users", "", &name)?,
-        }
-        let mut groups = values("impersonate-group");
-        for g in &groups {
-            check("", "groups", "", g)?;
-        }
-        let uid = values("impersonate-uid").into_iter().next().unwrap_or_default();
-        if !uid.is_empty() {
-            check("authentication.k8s.io", "uids", "", &uid)?;
-        }
-        let mut extra: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for (k, v) in headers.iter() {
-            if let Some(key) = k.as_str().strip_prefix("impersonate-extra-") {
-                let key = form_urlencoded::parse(key.as_bytes()).map(|(k, _)| k.into_owned()).next().unwrap_or_else(|| key.to_string());
-                let value = v.to_str().unwrap_or_default().to_string();
-                check("authentication.k8s.io", &format!("userextras/{key}"), "", &value)?;
-                extra.entry(key).or_default().push(value);
+    /// headers, for `request`: the first impersonation mode whose every
+    /// check this policy allows (`apimachinery::impersonation`), the one
+    /// that last allowed `requester` tried first; `None` without such
+    /// headers, `Err` with the 400 or the first refusing mode's 403.
+    pub fn impersonated(&self, requester: &UserInfo, headers: &HeaderMap, request: &Attributes) -> Result<Option<UserInfo>, ApiError> {
+        let headers = headers.iter().filter_map(|(k, v)| Some((k.as_str(), v.to_str().ok()?)));
+        let Some(wanted) = Wanted::of(headers)? else { return Ok(None) };
+        let last = self.modes.lock().get(&requester.name).copied();
+        let order = last.into_iter().chain(Mode::ALL.into_iter().filter(|m| Some(*m) != last));
+        let mut first_refusal = None;
+        for mode in order.filter(|m| m.applies(&wanted, requester)) {
+            match mode.steps(&wanted, requester, request).into_iter().try_for_each(|step| self.step(step)) {
+                Ok(()) => {
+                    self.modes.lock().insert(requester.name.clone(), mode);
+                    return Ok(Some(mode.user(&wanted)));
+                }
+                Err(e) => drop(first_refusal.get_or_insert(e)),
             }
         }
-        if name != "system:anonymous" && !groups.iter().any(|g| g == AUTHENTICATED) {
-            groups.push(AUTHENTICATED.into());
+        Err(first_refusal.unwrap_or_else(|| ApiError::internal("all impersonation modes failed")))
+    }
+
+    /// Whether one impersonation step is allowed.
+    fn step(&self, step: Step) -> Result<(), ApiError> {
+        let check = |user: &UserInfo, a: &Attributes| if self.allows(user, a) { Ok(()) } else { Err(a.forbidden(&user.name, "")) };
+        match step {
+            Step::Check { user, attributes } => check(&user, &attributes),
+            Step::Either { user, wildcard, each } => check(&user, &wildcard).or_else(|_| each.iter().try_for_each(|a| check(&user, a))),
+            Step::Refuse(e) => Err(e),
         }
-        Ok(Some(UserInfo { name, uid, groups, extra }))
     }
 }
 
@@ -196,7 +189,12 @@ impl Policy {
 /// headers name; without one — the simulator lets every request in — whom
 /// it impersonates, else an administrator (`system:masters`). `cert`: a
 /// client certificate was presented, and the user it names if it verified.
-pub fn identify(policy: Option<&Policy>, headers: &HeaderMap, cert: Option<Option<UserInfo>>, public: bool) -> Result<UserInfo, ApiError> {
+pub fn identify(
+    policy: Option<&Policy>,
+    (headers, request): (&HeaderMap, &Attributes),
+    cert: Option<Option<UserInfo>>,
+    public: bool,
+) -> Result<UserInfo, ApiError> {
     let values = |name: &str| -> Vec<String> { headers.get_all(name).iter().filter_map(|v| v.to_str().ok()).map(str::to_string).collect() };
     let Some(policy) = policy else {
         let Some(name) = values("impersonate-user").into_iter().next() else {
@@ -221,7 +219,7 @@ pub fn identify(policy: Option<&Policy>, headers: &HeaderMap, cert: Option<Optio
         (None, None) => policy.anonymous.then(UserInfo::anonymous),
     };
     let Some(user) = user.or_else(|| public.then(UserInfo::anonymous)) else { return Err(ApiError::unauthorized()) };
-    Ok(policy.impersonated(&user, headers)?.unwrap_or(user))
+    Ok(policy.impersonated(&user, headers, request)?.unwrap_or(user))
 }
 
 #[cfg(test)]
@@ -258,13 +256,34 @@ mod tests {
     fn impersonation_needs_its_own_permission() {
         let p = policy();
         let kache = p.authenticate("k").unwrap();
+        let list = Attributes::of("GET", "/api/v1/namespaces/default/pods", "");
         let mut h = HeaderMap::new();
         h.insert("impersonate-user", "alice".parse().unwrap());
         h.append("impersonate-group", "dev".parse().unwrap());
-        let as_alice = p.impersonated(&kache, &h).unwrap().unwrap();
+        let as_alice = p.impersonated(&kache, &h, &list).unwrap().unwrap();
         assert_eq!((as_alice.name.as_str(), as_alice.groups.clone()), ("alice", vec!["dev".to_string(), AUTHENTICATED.to_string()]));
         let alice = p.authenticate("a").unwrap();
-        assert_eq!(p.impersonated(&alice, &h).unwrap_err().code, 403);
-        assert_eq!(p.impersonated(&kache, &HeaderMap::new()).unwrap(), None);
+        assert_eq!(p.impersonated(&alice, &h, &list).unwrap_err().code, 403);
+        assert_eq!(p.impersonated(&kache, &HeaderMap::new(), &list).unwrap(), None);
+    }
+
+    #[test]
+    fn constrained_impersonation_alone_is_enough() {
+        let p: Policy = serde_json::from_str(
+            r#"{"users": [{"name": "bob", "tokens": ["b"]}],
+                "rules": [{"subjects": ["user:bob"], "verbs": ["impersonate:user-info"], "groups": ["authentication.k8s.io"],
+                           "resources": ["users"], "names": ["alice"]},
+                          {"subjects": ["user:bob"], "verbs": ["impersonate-on:user-info:list"], "groups": [""], "resources": ["pods"]}]}"#,
+        )
+        .unwrap();
+        let bob = p.authenticate("b").unwrap();
+        let mut h = HeaderMap::new();
+        h.insert("impersonate-user", "alice".parse().unwrap());
+        let list = Attributes::of("GET", "/api/v1/namespaces/default/pods", "");
+        assert_eq!(p.impersonated(&bob, &h, &list).unwrap().map(|u| u.name), Some("alice".into()));
+        let get = Attributes::of("GET", "/api/v1/namespaces/default/pods/p", "");
+        let refused = p.impersonated(&bob, &h, &get).unwrap_err();
+        assert_eq!(refused.code, 403);
+        assert!(refused.message.contains("cannot impersonate-on:user-info:get resource"), "{}", refused.message);
     }
 }

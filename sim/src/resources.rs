@@ -44,15 +44,6 @@ impl ResourceType {
         if self.is_custom() { apimachinery::list::Envelope::Unstructured } else { apimachinery::list::Envelope::Typed }
     }
 
-    /// Whether kube-apiserver serves the resource from a watch cache. Events
-    /// are the exception (`DefaultWatchCacheSizes`: events and
-    /// events.events.k8s.io at 0): their watches go straight to etcd, whose
-    /// watch the apiserver opens without progress notifications, so they
-    /// get no bookmarks but the initial-events-end one.
-    pub fn watch_cached(&self) -> bool {
-        !(self.resource.plural == "events" && matches!(self.resource.group.as_str(), "" | "events.k8s.io"))
-    }
-
     fn discovery_verbs() -> Value {
         json!(["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"])
     }
@@ -125,7 +116,7 @@ fn builtin_type(b: &BuiltinKind) -> ResourceType {
         resource: b.resource(),
         singular: b.kind.to_lowercase(),
         short_names: b.short_names.iter().map(|s| s.to_string()).collect(),
-        categories: if b.in_all { vec!["all".into()] } else { vec![] },
+        categories: b.categories.iter().map(|c| c.to_string()).collect(),
         status_subresource: b.status_subresource,
     }
 }

@@ -11,7 +11,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use apimachinery::list::check_fields;
 use apimachinery::params::{ListOptions, parse_resource_version};
 use apimachinery::partial;
 use apimachinery::shard::ShardSelector;
@@ -167,7 +166,7 @@ pub async fn watch(
 ) -> Result<mpsc::Receiver<Bytes>, ApiError> {
     let registry = state.registry().clone();
     let rt = registry.get(res);
-    check_fields(rt, &opts)?;
+    crate::list::field_labels(rt, &opts)?;
     let shard = crate::list::shard(&opts, state.config.sharded_list_and_watch)?;
     let requested = parse_resource_version(&opts.resource_version)?;
     let initial = opts.sends_initial_events();
@@ -279,7 +278,8 @@ async fn stream(
     // is the same as the last one (a quiet resource's watch gets the same
     // bookmark every minute: kube-apiserver 1.36, `cacheWatcher.process`).
     let bookmark_rv = |delivered: u64| state.db.read().cache_rv(res).min(delivered);
-    let bookmarks = opts.allow_watch_bookmarks && rt.watch_cached();
+    // A resource served from etcd (events) gets none: its watch makes no progress notifications.
+    let bookmarks = opts.allow_watch_bookmarks && rt.watch_cached;
     loop {
         tokio::select! {
             ev = rx.recv() => match ev {

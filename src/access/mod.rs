@@ -16,8 +16,12 @@ mod reviews;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use std::collections::HashMap;
+
 use apimachinery::auth::{self, Attributes, UserInfo};
+use apimachinery::impersonation::Mode;
 use apimachinery::status::ApiError;
+use parking_lot::Mutex;
 
 use crate::upstream::client::Client;
 use reviews::Reviews;
@@ -96,15 +100,36 @@ pub struct Gate {
     config: AuthConfig,
     tokens: Reviews<String, Option<UserInfo>>,
     decisions: Reviews<(UserInfo, Attributes), Option<Decision>>,
+    /// The impersonation mode that last allowed each requester (the apiserver's `modeIndexCache`).
+    modes: Mutex<HashMap<String, Mode>>,
     pub stats: AuthStats,
 }
 
 /// Keys each cache holds at most.
 const CAPACITY: usize = 100_000;
 
+/// Requesters whose last impersonation mode is remembered (the apiserver's LRU holds 10,000; kache
+/// forgets them all when full, which only reorders the modes the next requests try).
+const MODES: usize = 10_000;
+
 impl Gate {
     pub fn new(client: Client, config: AuthConfig) -> Gate {
-        Gate { client, config, tokens: Reviews::new(CAPACITY), decisions: Reviews::new(CAPACITY), stats: AuthStats::default() }
+        let (tokens, decisions) = (Reviews::new(CAPACITY), Reviews::new(CAPACITY));
+        Gate { client, config, tokens, decisions, modes: Mutex::default(), stats: AuthStats::default() }
+    }
+
+    /// The impersonation mode that last allowed `requester`, tried first.
+    pub fn impersonation_mode(&self, requester: &str) -> Option<Mode> {
+        self.modes.lock().get(requester).copied()
+    }
+
+    /// `mode` allowed `requester` to impersonate.
+    pub fn remember_impersonation_mode(&self, requester: &str, mode: Mode) {
+        let mut modes = self.modes.lock();
+        if modes.len() >= MODES && !modes.contains_key(requester) {
+            modes.clear();
+        }
+        modes.insert(requester.to_string(), mode);
     }
 
     /// How clients authenticate and how long reviews hold.

@@ -1,8 +1,9 @@
 //! [`Filter`]: a list's or watch's scope (namespace) and selectors, checked
 //! against cached objects, and how a watch event looks through it.
 //!
-//! Field values are read from what the store parsed once per revision; an
-//! absent field has its zero value (`apimachinery::resource`). The objects a
+//! Field values are read from what the store parsed once per revision, as
+//! the resource's field labels say (`apimachinery::field_labels`: the first
+//! of a label's paths with a value, else its zero value). The objects a
 //! request may match are found through a snapshot index when a selector
 //! names an indexed value (a label `key=value`, a pod's node): the smallest
 //! such set is walked in key order instead of the whole scope, so a
@@ -19,8 +20,9 @@
 use std::ops::Bound;
 use std::sync::Arc;
 
+use apimachinery::field_labels::Check;
 use apimachinery::params::ListOptions;
-use apimachinery::resource::{Fields, Resource, field_or_default};
+use apimachinery::resource::Resource;
 use apimachinery::selector::{FieldOp, FieldSelector, LabelSelector};
 use apimachinery::shard::ShardSelector;
 use apimachinery::status::ApiError;
@@ -39,7 +41,6 @@ pub struct Filter {
     /// checks them for every event it replays.
     field_at: Box<[FieldAt]>,
     shard: Option<ShardSelector>,
-    fields: Fields,
 }
 
 /// Where a field selector's term reads the object's value.
@@ -47,10 +48,16 @@ pub struct Filter {
 enum FieldAt {
     Name,
     Namespace,
-    /// The resource's selectable field at this index.
-    Field(usize),
-    /// A field the resource does not have: always empty.
-    Unknown,
+    /// The first of these stored fields (indexes into the resource's field
+    /// paths) that is not empty, else `zero`.
+    Paths {
+        first: usize,
+        then: Option<usize>,
+        zero: &'static str,
+    },
+    /// A label the apiserver accepts but never sets, or one kache does not
+    /// know (never asked of memory: `check_fields` sends it upstream): empty.
+    Empty,
 }
 
 /// How a request's `shardSelector` is answered, from what kache learnt of
@@ -111,10 +118,15 @@ impl Filter {
         let field_at = field
             .iter()
             .flat_map(|s| &s.requirements)
-            .map(|r| match r.field.as_str() {
-                "metadata.name" => FieldAt::Name,
-                "metadata.namespace" => FieldAt::Namespace,
-                f => res.fields.iter().position(|(name, _)| *name == f).map_or(FieldAt::Unknown, FieldAt::Field),
+            .map(|r| match res.fields.check(&r.field) {
+                Check::Name => FieldAt::Name,
+                Check::Namespace => FieldAt::Namespace,
+                Check::Label(label) => match res.fields.indexes(label)[..] {
+                    [first] => FieldAt::Paths { first, then: None, zero: label.zero },
+                    [first, then] => FieldAt::Paths { first, then: Some(then), zero: label.zero },
+                    _ => FieldAt::Empty,
+                },
+                Check::Unknown | Check::Refused(_) => FieldAt::Empty,
             })
             .collect();
         Filter {
@@ -123,7 +135,6 @@ impl Filter {
             field,
             field_at,
             shard,
-            fields: res.fields,
         }
     }
 
@@ -194,11 +205,14 @@ impl Filter {
     /// The smallest index set a selector names (`Some(None)`: a value no object has; `None`: no index applies).
     fn smallest_index<'a>(&self, snapshot: &'a Snapshot) -> Option<Option<&'a OrdSet<Arc<str>>>> {
         let labels = self.label.iter().flat_map(|s| s.equalities()).map(|(k, v)| IndexKey::Label(k.into(), v.into()));
-        let fields = self
-            .fields
-            .iter()
-            .enumerate()
-            .filter_map(|(pos, (name, _))| Some(IndexKey::Field(snapshot.indexed_field(pos)?, self.equality(name)?.into())));
+        let terms = self.field.iter().flat_map(|s| &s.requirements).zip(&self.field_at);
+        // A term reading one stored field whose absence is empty reads exactly what the index holds.
+        let fields = terms.filter(|(r, _)| r.op == FieldOp::Equals).filter_map(|(r, at)| match *at {
+            FieldAt::Paths { first, then: None, zero: "" } => {
+                Some(IndexKey::Field(snapshot.indexed_field(first)?, r.value.as_str().into()))
+            }
+            _ => None,
+        });
         labels.chain(fields).map(|k| snapshot.indexed(&k)).min_by_key(|set| set.map_or(0, |s| s.len()))
     }
 
@@ -219,12 +233,13 @@ impl Filter {
         match at {
             FieldAt::Name => o.name().as_bytes(),
             FieldAt::Namespace => o.namespace().as_bytes(),
-            // The store keeps an absent field as empty text: its zero value's.
-            FieldAt::Field(i) => match o.field_bytes(i) {
-                b"" => field_or_default(self.fields, i, None).as_bytes(),
-                v => v,
+            // The store keeps an absent field as empty text.
+            FieldAt::Paths { first, then, zero } => match (o.field_bytes(first), then) {
+                (b"", Some(then)) if !o.field_bytes(then).is_empty() => o.field_bytes(then),
+                (b"", _) => zero.as_bytes(),
+                (v, _) => v,
             },
-            FieldAt::Unknown => b"",
+            FieldAt::Empty => b"",
         }
     }
 }
@@ -248,6 +263,12 @@ mod tests {
         assert!(!selects("spec.nodeName=n2") && !selects("spec.nodeName!=n1"));
         assert!(selects("metadata.name=p1,metadata.namespace=ns") && !selects("metadata.name=p1,metadata.namespace!=ns"));
         assert!(selects("spec.hostNetwork=false") && !selects("spec.hostNetwork=true"), "an absent field has its zero value");
-        assert!(selects("spec.nope=") && !selects("spec.nope=x"), "a field the resource lacks is empty");
+        assert!(selects("status.podIPs=") && !selects("status.podIPs=x"), "a label the apiserver never sets is empty");
+        assert!(selects("spec.host=n1") && !selects("spec.host=n2"), "`spec.host` reads `spec.nodeName`");
+        let events = Resource::new("", "v1", "events", "Event", true);
+        let json = br#"{"metadata":{"name":"e","namespace":"ns","resourceVersion":"5"},"source":{},"reportingComponent":"ctrl"}"#;
+        let event = CachedObject::parse(Bytes::from_static(json), &events.field_paths()).expect("an event");
+        let opts = ListOptions::decode("fieldSelector=source%3Dctrl").expect("a query");
+        assert!(Filter::new(&events, None, &opts, None).matches(&event), "`source` falls back to the reporting controller");
     }
 }

@@ -27,7 +27,7 @@ use std::ops::Bound;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use apimachinery::list::{ListMeta, ListPlan, Read, check_fields, named_key};
+use apimachinery::list::{Labels, ListMeta, ListPlan, Read, check_fields, named_key};
 use apimachinery::params::ListOptions;
 use apimachinery::shard::ShardSelector;
 use apimachinery::status::ApiError;
@@ -74,7 +74,9 @@ pub async fn list(
     if res.pressure().passes_through() {
         return Ok(Answer::Upstream(PassThrough::MemoryBudget));
     }
-    check_fields(res.info(), opts)?;
+    if let Labels::Unknown(_) = check_fields(res.info(), opts)? {
+        return Ok(Answer::Upstream(PassThrough::CustomFieldLabel));
+    }
     let shard = match Shard::of(|| res.status().capabilities.learn(Probe::Shards, res.fresh().client(), res.info()), opts) {
         Shard::Whole => None,
         Shard::Range(s) => Some(s),
@@ -82,7 +84,7 @@ pub async fn list(
         Shard::Invalid(e) => return Err(e),
     };
     let prefix = res.info().prefix(namespace);
-    let plan = ListPlan::of(opts, &prefix, named_key(res.info(), namespace, opts))?;
+    let plan = ListPlan::of(res.info(), opts, &prefix, named_key(res.info(), namespace, opts))?;
     let prefix = plan.scope(&prefix);
     let snapshot = match plan.read {
         // A consistent read (or a continue token at the latest revision): the head once proven fresh.
@@ -140,7 +142,10 @@ fn page(res: &CachedResource, snapshot: &Arc<Snapshot>, prefix: &str, start: &st
     // (the caller drops it from forms that do not carry it); custom resources' never do.
     let shard_info = filter.shard().filter(|_| !res.is_custom()).map(ShardSelector::info);
     let Some(last) = last else {
-        return Some(Page { meta: ListMeta { shard_info, ..ListMeta::for_page(rv, prefix, None, 0, selectors) }, items });
+        return Some(Page {
+            meta: ListMeta { shard_info, ..ListMeta::for_page(rv, prefix, None, 0, selectors, res.info().watch_cached) },
+            items,
+        });
     };
     // Without selectors the apiserver reports how many objects remain; with
     // them it only says whether keys remain.
@@ -154,7 +159,7 @@ fn page(res: &CachedResource, snapshot: &Arc<Snapshot>, prefix: &str, start: &st
         let count = if after > 0 { after + scanned - items.len() as u64 } else { 0 };
         (count, Some(before + scanned))
     };
-    let meta = ListMeta { shard_info, ..ListMeta::for_page(rv, prefix, Some(&last), after, selectors) };
+    let meta = ListMeta { shard_info, ..ListMeta::for_page(rv, prefix, Some(&last), after, selectors, res.info().watch_cached) };
     if meta.continue_token.is_some() {
         let now = Instant::now();
         if res.pressure().refuses_pins() {

@@ -66,12 +66,16 @@ pub async fn read(
             };
             (Road::Upstream(why), resp, None)
         }
+        // Nothing proves a resource the apiserver does not watch-cache fresh: its consistent reads are the apiserver's.
+        Err(Unanswered::Unproven(_)) if !t.res.info().watch_cached => {
+            (Road::Upstream(PassThrough::UncachedUpstream), relay(api, req, user, lane).await, None)
+        }
         Err(Unanswered::Unproven(read)) => {
             let class = Class::of(&negotiated, read.stream);
             if read.collection {
                 t.res.fresh().keep_warm();
             }
-            let plan = t.res.fresh().plan(read, class);
+            let plan = t.res.fresh().plan(read, class, api.config.consistent_reads);
             let measure = Measure::UpstreamRead(class, read.bytes);
             let small = read.collection.then(|| t.res.fresh().small_lists.clone());
             let upstream = Upstream { api, req, lane, user, measure, small };
@@ -94,6 +98,13 @@ pub async fn read(
         _ => {}
     }
     let mut resp = metrics::from(road, resp);
+    // What the apiserver warns of on every answer of a deprecated resource (upstream's answers carry their own).
+    if road == Road::Memory
+        && let Some(warning) = t.res.warning()
+        && let Ok(value) = http::HeaderValue::from_str(&warning)
+    {
+        resp.headers_mut().append(http::header::WARNING, value);
+    }
     if let Some(plan) = plan.filter(|_| !stream) {
         resp.extensions_mut().insert(plan);
     }

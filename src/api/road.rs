@@ -47,13 +47,19 @@ pub enum PassThrough {
     ShardsUnknown,
     /// A shard selector beyond the CEL subset kache reads (only cel-go words its error).
     ShardBeyondCel,
+    /// A consistent read of a resource the apiserver serves from etcd, not
+    /// its watch cache (events): its watch has no bookmarks to prove kache fresh by.
+    UncachedUpstream,
+    /// A field label kache does not know: a custom resource's, which its
+    /// CRD's `selectableFields` may declare (only the apiserver can say).
+    CustomFieldLabel,
     /// A consistent read memory does not answer (`upstream::freshness`).
     NotFresh(NotFresh),
 }
 
 impl PassThrough {
     /// Every reason, in the order the metrics list them.
-    pub const ALL: [PassThrough; 21] = [
+    pub const ALL: [PassThrough; 23] = [
         PassThrough::NotARead,
         PassThrough::NotCached,
         PassThrough::NotSynced,
@@ -71,6 +77,8 @@ impl PassThrough {
         PassThrough::ShardsIgnored,
         PassThrough::ShardsUnknown,
         PassThrough::ShardBeyondCel,
+        PassThrough::UncachedUpstream,
+        PassThrough::CustomFieldLabel,
         PassThrough::NotFresh(NotFresh::Sooner),
         PassThrough::NotFresh(NotFresh::Probe),
         PassThrough::NotFresh(NotFresh::Timeout),
@@ -97,6 +105,8 @@ impl PassThrough {
             PassThrough::ShardsIgnored => "shard selectors ignored upstream",
             PassThrough::ShardsUnknown => "shard selectors not known upstream",
             PassThrough::ShardBeyondCel => "shard selector beyond kache's CEL",
+            PassThrough::UncachedUpstream => "not watch-cached upstream",
+            PassThrough::CustomFieldLabel => "custom field label",
             PassThrough::NotFresh(why) => why.as_str(),
         }
     }

@@ -15,6 +15,7 @@ use crate::budget::{BudgetConfig, room};
 use crate::cache::Cache;
 use crate::flowcontrol::FlowControl;
 use crate::upstream::client::Client;
+use crate::upstream::plan::Policy;
 
 /// Serving settings.
 #[derive(Debug, Clone)]
@@ -32,6 +33,8 @@ pub struct ApiConfig {
     pub budget: BudgetConfig,
     /// The seats priority and fairness shares (`crate::flowcontrol`); `None`: off.
     pub priority_and_fairness: Option<usize>,
+    /// How consistent reads choose between memory and upstream.
+    pub consistent_reads: Policy,
 }
 
 impl Default for ApiConfig {
@@ -42,6 +45,7 @@ impl Default for ApiConfig {
             max_staleness: Duration::from_secs(300),
             budget: BudgetConfig::default(),
             priority_and_fairness: Some(crate::flowcontrol::default_seats()),
+            consistent_reads: Policy::default(),
         }
     }
 }

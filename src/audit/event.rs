@@ -171,7 +171,8 @@ pub struct Requested<'a> {
 /// as the request arrives, `,"auditID":…` up to `cuts[0]`, `,"requestURI":…,"verb":…` up to `cuts[1]`,
 /// `,"sourceIPs":…,"userAgent":…,"objectRef":{…}` (those given) up to `cuts[2]`, `,"requestReceivedTimestamp":…`
 /// up to `cuts[3]`; then `,"user":{…}` up to `cuts[4]` once authentication has said who sent it, and
-/// `,"impersonatedUser":{…}` to the end once impersonation has said whom it acts as. [`Event::write_line`] puts
+/// `,"impersonatedUser":{…}` (and `,"authenticationMetadata":{…}` when a constrained mode allowed it) to the end
+/// once impersonation has said whom it acts as. [`Event::write_line`] puts
 /// them in the apiserver's order. The buffer is the only allocation an audited request makes until it is answered.
 #[derive(Debug, Clone)]
 pub struct Event {
@@ -260,14 +261,19 @@ impl Event {
         self.cuts[4] = self.fixed.len();
     }
 
-    /// The user the request acts as.
-    pub fn impersonate(&mut self, u: &UserInfo) {
+    /// The user the request acts as, and the constrained impersonation mode's verb that allowed it.
+    pub fn impersonate(&mut self, u: &UserInfo, constraint: Option<&str>) {
         if self.cuts[4] == self.cuts[3] {
             self.user(None);
         }
         self.fixed.truncate(self.cuts[4]);
         self.fixed.push_str(r#","impersonatedUser":"#);
         user(&mut self.fixed, Some(u));
+        if let Some(c) = constraint {
+            self.fixed.push_str(r#","authenticationMetadata":{"impersonationConstraint":"#);
+            write_go_string(&mut self.fixed, c);
+            self.fixed.push('}');
+        }
     }
 
     /// The annotation `key`, unless it has one already (the first value set stays, as `addAuditAnnotationLocked`).
@@ -458,13 +464,17 @@ mod tests {
         let e = ApiError::forbidden_with("pods is forbidden: User \"bob\" cannot list".into(), serde_json::json!({"kind": "pods"}));
         let mut ev = event(None);
         ev.response_status = Some(ResponseStatus::refusal(&e));
-        ev.impersonate(&alice());
+        ev.impersonate(&alice(), None);
         let line = String::from_utf8(ev.line(Stage::ResponseComplete, SystemTime::now())).unwrap();
         assert!(line.contains(r#""user":{},"impersonatedUser":{"username":"alice","#), "{line}");
         assert!(
             line.contains(r#""responseStatus":{"metadata":{},"status":"Failure","message":"pods is forbidden: User \"bob\" cannot list","reason":"Forbidden","details":{"kind":"pods"},"code":403}"#),
             "{line}"
         );
+        ev.impersonate(&alice(), Some("impersonate:user-info"));
+        let line = String::from_utf8(ev.line(Stage::ResponseComplete, SystemTime::now())).unwrap();
+        let constrained = line.find(r#"},"authenticationMetadata":{"impersonationConstraint":"impersonate:user-info"},"#);
+        assert!(constrained > line.find("impersonatedUser"), "the mode after the user it allowed, as Go orders the fields: {line}");
     }
 
     #[test]

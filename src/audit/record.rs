@@ -152,9 +152,9 @@ impl Record {
         Some(Record { auditor: auditor.clone(), config, event, long_running, written: Stages::default() })
     }
 
-    /// The user the request acts as (`LogImpersonatedUser`).
-    pub fn impersonated(&mut self, user: &UserInfo) {
-        self.event.impersonate(user);
+    /// The user the request acts as, and the constrained impersonation mode that allowed it (`LogImpersonatedUser`).
+    pub fn impersonated(&mut self, user: &UserInfo, constraint: Option<&str>) {
+        self.event.impersonate(user, constraint);
     }
 
     /// An annotation; the first value set for a key stays (`addAuditAnnotationLocked`).

@@ -26,6 +26,13 @@ use crate::upstream::reflector::{Reflector, ReflectorConfig, ReflectorStatus};
 use crate::upstream::store_sink::StoreSink;
 use encodings::Encodings;
 
+/// What a custom resource's CRD gives it.
+#[derive(Debug, Clone)]
+struct CrdFacts {
+    printer: Option<Arc<Printer>>,
+    warning: Option<Arc<str>>,
+}
+
 /// One cached resource.
 #[derive(Debug)]
 pub struct CachedResource {
@@ -43,8 +50,9 @@ pub struct CachedResource {
     custom: bool,
     /// For a custom resource: the cached CRDs, whose columns its Tables follow.
     crds: OnceLock<Arc<CachedResource>>,
-    /// The Table printer of the CRD revision last read, by that revision.
-    crd_printer: Mutex<Option<(u64, Option<Arc<Printer>>)>>,
+    /// What the CRD revision last read gives it (its Table printer and
+    /// deprecation warning), by that revision.
+    memo: Mutex<Option<(u64, CrdFacts)>>,
     /// Its memory pressure level (a [`Pressure`]), set by the budget task.
     pressure: AtomicU8,
     /// Lists and watches answered from memory (what a consistency check
@@ -67,7 +75,7 @@ impl CachedResource {
             fresh,
             custom,
             crds: OnceLock::new(),
-            crd_printer: Mutex::new(None),
+            memo: Mutex::new(None),
             pressure: AtomicU8::new(Pressure::Normal as u8),
             collections_from_memory: AtomicU64::new(0),
             checks: Arc::default(),
@@ -123,19 +131,39 @@ impl CachedResource {
     /// from its CRD as the cache holds it now; `None` leaves its Tables to
     /// the apiserver.
     pub fn printer(&self) -> Option<Arc<Printer>> {
-        if !self.custom {
-            return table::printer(&self.info.group, &self.info.plural);
+        match self.custom {
+            false => table::printer(&self.info.group, &self.info.plural),
+            true => self.crd_facts()?.printer,
         }
+    }
+
+    /// The `Warning` header value the apiserver adds to its every answer:
+    /// a deprecated built-in's, or a custom resource's whose CRD deprecates
+    /// its version (`None` while the CRDs are not cached: a warning would be lost).
+    pub fn warning(&self) -> Option<Arc<str>> {
+        match self.custom {
+            false => apimachinery::deprecation::built_in(&self.info.group, &self.info.version, &self.info.plural)
+                .map(|w| apimachinery::deprecation::header(w).into()),
+            true => self.crd_facts()?.warning,
+        }
+    }
+
+    /// What its CRD, as the cache holds it now, says of it (worked out once a CRD revision).
+    fn crd_facts(&self) -> Option<CrdFacts> {
         let crds = self.crds.get().filter(|c| c.status.is_ready())?;
         let view = crds.store.view();
         let crd = view.head().get(&format!("{}.{}", self.info.plural, self.info.group))?;
-        let mut memo = self.crd_printer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut memo = self.memo.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         match &*memo {
-            Some((rv, printer)) if *rv == crd.resource_version() => printer.clone(),
+            Some((rv, facts)) if *rv == crd.resource_version() => Some(facts.clone()),
             _ => {
-                let printer = table::crd_printer(crd.bytes(), &self.info.version).map(Arc::new);
-                *memo = Some((crd.resource_version(), printer.clone()));
-                printer
+                let version = &self.info.version;
+                let facts = CrdFacts {
+                    printer: table::crd_printer(crd.bytes(), version).map(Arc::new),
+                    warning: apimachinery::deprecation::custom(crd.bytes(), version).map(|w| apimachinery::deprecation::header(&w).into()),
+                };
+                *memo = Some((crd.resource_version(), facts.clone()));
+                Some(facts)
             }
         }
     }
@@ -143,7 +171,7 @@ impl CachedResource {
     /// `base` with the indexes `info`'s store keeps: every label, and the
     /// fields of [`INDEXED_FIELDS`] the resource has.
     pub fn store_config(info: &Resource, base: &StoreConfig) -> StoreConfig {
-        let indexed_fields = info.fields.iter().enumerate().filter(|(_, (f, _))| INDEXED_FIELDS.contains(f)).map(|(i, _)| i).collect();
+        let indexed_fields = info.field_paths().iter().enumerate().filter(|(_, p)| INDEXED_FIELDS.contains(p)).map(|(i, _)| i).collect();
         StoreConfig { indexed_fields, ..base.clone() }
     }
 
@@ -170,16 +198,15 @@ impl CachedResource {
     }
 }
 
-/// Fields whose values snapshots index (with every label): the field
+/// Paths whose values snapshots index (with every label): the field
 /// selectors that select few objects of many, as the apiserver's cache
 /// indexes pods by node.
 const INDEXED_FIELDS: &[&str] = &["spec.nodeName"];
 
-/// Whether `r` is a custom resource, its Tables following its CRD's columns:
-/// neither one of the kinds kache knows whole ([`apimachinery::resource::BUILTINS`])
-/// nor one the apiserver prints itself (RBAC, storage, flow control…).
+/// Whether `r` is a custom resource, its Tables following its CRD's
+/// columns: not a kind kube-apiserver builds in (`apimachinery::resource::is_builtin`).
 pub fn is_custom(r: &Resource) -> bool {
-    apimachinery::resource::builtin(&r.group, &r.version, &r.plural).is_none() && table::printer(&r.group, &r.plural).is_none()
+    !apimachinery::resource::is_builtin(&r.group, &r.plural)
 }
 
 /// The group and resource of CRDs, cached with any custom resource for its Tables' columns.

@@ -61,6 +61,11 @@ struct GroupVersion {
     version: String,
 }
 
+/// Why a built-in resource in a version kube-apiserver 1.36 does not serve by
+/// default is not cached: kache knows built-in kinds in those versions only.
+const UNKNOWN_VERSION: &str = "a built-in kind in a version kube-apiserver 1.36 does not serve by default (alpha or beta): \
+     kache does not know its form (its bookmarks, Tables and field labels), so its requests pass through";
+
 /// Resolves each spec to one resource; an unknown or unwatchable resource is an error.
 pub async fn resolve(client: &Client, specs: &[String]) -> Result<Vec<Resource>, UpstreamError> {
     let mut out: Vec<Resource> = Vec::new();
@@ -137,7 +142,12 @@ async fn resolve_one(client: &Client, spec: &str) -> Result<Vec<Resource>, Upstr
             let mut all = Vec::new();
             for (group, version) in preferred_versions(client).await? {
                 let listing = fetch(client, &group, &version).await?;
-                all.extend(listing.into_iter().filter(|r| is_cacheable(&r.verbs)).map(|r| r.info));
+                for r in listing.into_iter().filter(|r| is_cacheable(&r.verbs)) {
+                    match r.info.is_known() {
+                        true => all.push(r.info),
+                        false => tracing::warn!(resource = %r.info.qualified(), version = %r.info.version, "{}", UNKNOWN_VERSION),
+                    }
+                }
             }
             return Ok(all);
         }
@@ -158,6 +168,9 @@ async fn resolve_one(client: &Client, spec: &str) -> Result<Vec<Resource>, Upstr
                     "resource {spec:?} cannot be cached: it must support list and watch (verbs: {})",
                     found.verbs.join(", ")
                 )));
+            }
+            if !found.info.is_known() {
+                return Err(UpstreamError::Config(format!("resource {spec:?} cannot be cached: {UNKNOWN_VERSION}")));
             }
             return Ok(vec![found.info]);
         }

@@ -29,7 +29,12 @@
 //! [`Plan::budget`]. What the road chosen then took is held against what
 //! the other was expected to take ([`Plan::wrong`]).
 //!
-//! Invariant: the arithmetic never makes a case for memory out of a figure
+//! An operator may have every consistent read wait for its proof instead
+//! ([`Policy::Memory`]): the apiserver then answers only the reads whose
+//! proof failed, at the price of a read that upstream would have answered
+//! sooner waiting for it.
+//!
+//! Invariant: under [`Policy::Sooner`] the arithmetic never makes a case for memory out of a figure
 //! not measured — upstream's unmeasured cost counts nothing (when in
 //! doubt, pass through), the proof its longest ([`CATCH_UP`]).
 
@@ -43,6 +48,17 @@ pub const CATCH_UP: Duration = Duration::from_secs(3);
 /// Beyond a read's expected wait, how late its proof may be before the
 /// read also goes upstream: scheduling, not the apiserver (a few ms).
 pub const HEDGE_SLACK: Duration = Duration::from_millis(5);
+
+/// How consistent reads choose their road (`kache serve --consistent-reads`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Policy {
+    /// Wherever it is expected to end sooner, by what kache measured.
+    #[default]
+    Sooner,
+    /// From memory once proven: upstream only when the proof fails (its
+    /// catch-up ended without one), never because upstream looked sooner.
+    Memory,
+}
 
 /// A consistent read, as its cost is judged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,11 +112,13 @@ pub struct Plan {
     pub upstream: Duration,
     /// The round trip both pay (the probe's, as measured; nothing until measured).
     pub round_trip: Duration,
+    /// How the road is chosen.
+    pub policy: Policy,
 }
 
 impl Plan {
-    /// The plan for `read` from what was `measured`.
-    pub fn of(measured: &Measured) -> Plan {
+    /// The plan for a read from what was `measured`, under `policy`.
+    pub fn of(measured: &Measured, policy: Policy) -> Plan {
         let round_trip = measured.round_trip.unwrap_or_default();
         let full = measured.proof_delay;
         // A catch-up under way is joined: only what is left of its delay
@@ -119,12 +137,12 @@ impl Plan {
         // After a miss: the proof, or upstream asked at once (one more round trip), whichever is sooner.
         let miss = miss_wait.min(round_trip + upstream);
         let wait = miss.mul_f64(1.0 - measured.hit_ratio.clamp(0.0, 1.0));
-        Plan { memory: wait + measured.making, wait, miss_wait, upstream, round_trip }
+        Plan { memory: wait + measured.making, wait, miss_wait, upstream, round_trip, policy }
     }
 
-    /// Memory answers no later than upstream is expected to.
+    /// Memory answers no later than upstream is expected to (or the policy says memory).
     pub fn from_memory(&self) -> bool {
-        self.memory <= self.upstream
+        self.policy == Policy::Memory || self.memory <= self.upstream
     }
 
     /// The chosen road's expected time to the answer's end, round trip included.
@@ -154,7 +172,12 @@ impl Plan {
     /// at all, so memory's latest is that from now plus kache's making. A
     /// large list, which upstream takes seconds to send, is not sent
     /// upstream for a proof that is only late; only for one that failed.
+    /// Under [`Policy::Memory`], once a catch-up (or the budget) is over:
+    /// only a proof that failed sends the read upstream.
     pub fn hedge_at(&self, now: Instant) -> Instant {
+        if self.policy == Policy::Memory {
+            return now + CATCH_UP.max(self.budget());
+        }
         let making = self.memory.saturating_sub(self.wait);
         if self.round_trip + self.upstream < self.miss_wait {
             return now;
@@ -260,7 +283,7 @@ mod tests {
             ),
         ];
         for (why, m, wait, memory, chosen) in cases {
-            let plan = Plan::of(&m);
+            let plan = Plan::of(&m, Policy::Sooner);
             assert_eq!((plan.wait, plan.memory, plan.upstream), (wait, memory, m.upstream), "{why}");
             assert_eq!(plan.from_memory(), chosen, "{why}");
             assert_eq!(plan.round_trip, MS, "{why}");
@@ -271,17 +294,17 @@ mod tests {
 
     #[test]
     fn an_unmeasured_round_trip_counts_nothing() {
-        let plan = Plan::of(&Measured { round_trip: None, ..measured() });
+        let plan = Plan::of(&Measured { round_trip: None, ..measured() }, Policy::Sooner);
         assert_eq!(plan.round_trip, Duration::ZERO);
     }
 
     #[test]
     fn a_plan_is_wrong_when_its_road_took_longer_than_the_other_was_expected_to() {
-        let memory = Plan::of(&Measured { hit_ratio: 0.5, upstream: 25 * MS, making: 3 * MS, ..measured() });
+        let memory = Plan::of(&Measured { hit_ratio: 0.5, upstream: 25 * MS, making: 3 * MS, ..measured() }, Policy::Sooner);
         assert!(memory.from_memory());
         assert!(!memory.wrong(20 * MS) && !memory.wrong(26 * MS), "within upstream's 1 + 25 ms");
         assert!(memory.wrong(30 * MS), "upstream was expected sooner");
-        let upstream = Plan::of(&Measured { upstream: 25 * MS, making: 3 * MS, ..measured() });
+        let upstream = Plan::of(&Measured { upstream: 25 * MS, making: 3 * MS, ..measured() }, Policy::Sooner);
         assert!(!upstream.from_memory());
         assert!(!upstream.wrong(26 * MS) && upstream.wrong(31 * MS), "memory was expected in 1 + 29 ms");
     }
@@ -302,12 +325,24 @@ mod tests {
             (Measured { upstream: secs(4.0), making: secs(0.2), ..measured() }, CATCH_UP + HEDGE_SLACK),
         ];
         for (m, after) in cases {
-            let plan = Plan::of(&m);
+            let plan = Plan::of(&m, Policy::Sooner);
             assert_eq!(plan.hedge_at(now), now + after, "{plan:?}");
             assert!(plan.gives_up_at(now) >= plan.hedge_at(now) + CATCH_UP, "memory keeps racing past its hedge");
             assert!(plan.gives_up_at(now) >= now + plan.budget());
         }
-        let plan = Plan { memory: secs(2.0), wait: secs(1.0), miss_wait: secs(1.0), upstream: secs(3.0), round_trip: MS };
+        let plan =
+            Plan { memory: secs(2.0), wait: secs(1.0), miss_wait: secs(1.0), upstream: secs(3.0), round_trip: MS, policy: Policy::Sooner };
         assert_eq!(plan.budget(), secs(6.0), "twice the longer road");
+    }
+
+    #[test]
+    fn under_the_memory_policy_every_read_waits_for_its_proof_until_a_catch_up_failed() {
+        let now = Instant::now();
+        for m in [measured(), Measured { upstream: MS, ..measured() }, Measured { upstream: 25 * MS, making: 3 * MS, ..measured() }] {
+            let plan = Plan::of(&m, Policy::Memory);
+            assert!(plan.from_memory(), "{plan:?}");
+            assert!(plan.hedge_at(now) >= now + CATCH_UP, "upstream only once a catch-up is over: {plan:?}");
+            assert!(plan.gives_up_at(now) >= plan.hedge_at(now) + CATCH_UP);
+        }
     }
 }

@@ -98,7 +98,7 @@ fn lists_are_the_apiservers_in_canonical_order() {
 
 #[test]
 fn an_empty_metadata_only_lists_items_are_null_as_in_its_json() {
-    let meta = ListMeta::for_page(7, "", None, 0, false);
+    let meta = ListMeta::for_page(7, "", None, 0, false, true);
     let items = |envelope| {
         let list = super::list("meta.k8s.io/v1", "PartialObjectMetadataList", envelope, &meta, Vec::new()).unwrap().concat();
         let key = string("items");

@@ -6,7 +6,8 @@
 //! JSON order, map entries by key (Go sorts them), with both key and value;
 //! present JSON values are written even when zero (Go writes non-pointer
 //! fields and set pointers alike), `null` is absent except a `Time` or
-//! `MicroTime` (Go's zero time: an empty message), and absent fields are
+//! `MicroTime` (Go's zero time) and a `RawExtension` (no bytes), written as
+//! an empty message, and absent fields are
 //! written as zero only where [`Field::always`] says Go does. The special
 //! types follow their Go marshallers: `Time`/`MicroTime` as
 //! `{seconds, nanos}`, `Quantity` as its string, `IntOrString` as
@@ -277,9 +278,11 @@ impl<'de> Visitor<'de> for FieldSeed<'_, '_> {
     }
 
     fn visit_none<E: serde::de::Error>(self) -> Result<(), E> {
-        // Go's zero `Time` writes `null` to JSON and an empty message to protobuf.
+        // Go's zero `Time` writes `null` to JSON and an empty message to protobuf; so does a
+        // `RawExtension` without bytes (a ControllerRevision's `data`, not a pointer: a bookmark's).
         if let (Kind::Message(m), false) = (&self.field.kind, self.field.repeated)
-            && matches!(special(self.s.messages[*m].name), Some(Special::Time))
+            && (matches!(special(self.s.messages[*m].name), Some(Special::Time))
+                || self.s.messages[*m].name == "apimachinery.pkg.runtime.RawExtension")
         {
             wire::len_field(self.out, self.field.tag, b"");
         }

@@ -30,7 +30,7 @@ fn max_len_error(n: usize) -> String {
 }
 
 /// `content.RegexError` (note the doubled space before each " or ").
-fn regex_error(msg: &str, re: &str, examples: &[&str]) -> String {
+pub(crate) fn regex_error(msg: &str, re: &str, examples: &[&str]) -> String {
     if examples.is_empty() {
         return format!("{msg} (regex used for validation is '{re}')");
     }
@@ -66,7 +66,7 @@ pub(crate) fn is_dns1123_label(s: &str) -> bool {
 }
 
 /// `content.IsDNS1123Subdomain`.
-fn dns1123_subdomain_errors(v: &str) -> Vec<String> {
+pub(crate) fn dns1123_subdomain_errors(v: &str) -> Vec<String> {
     let mut errs = Vec::new();
     if v.len() > DNS1123_SUBDOMAIN_MAX_LENGTH {
         errs.push(max_len_error(DNS1123_SUBDOMAIN_MAX_LENGTH));
@@ -132,7 +132,7 @@ pub struct InvalidValue {
 }
 
 impl InvalidValue {
-    pub(super) fn new(path: impl Into<String>, value: &str, detail: impl Into<String>) -> InvalidValue {
+    pub(crate) fn new(path: impl Into<String>, value: &str, detail: impl Into<String>) -> InvalidValue {
         InvalidValue { path: path.into(), value: value.to_string(), detail: detail.into() }
     }
 }
@@ -144,7 +144,7 @@ impl fmt::Display for InvalidValue {
 }
 
 /// `ErrorList.ToAggregate()`: duplicates dropped, `None` when none is left.
-pub(super) fn aggregate(errs: Vec<InvalidValue>) -> Option<Vec<InvalidValue>> {
+pub(crate) fn aggregate(errs: Vec<InvalidValue>) -> Option<Vec<InvalidValue>> {
     let mut unique: Vec<InvalidValue> = Vec::new();
     for e in errs {
         if !unique.contains(&e) {
@@ -155,7 +155,7 @@ pub(super) fn aggregate(errs: Vec<InvalidValue>) -> Option<Vec<InvalidValue>> {
 }
 
 /// `Aggregate.Error()`: one error as itself, several in `[a, b]`.
-pub(super) fn aggregate_text(errs: &[InvalidValue]) -> String {
+pub(crate) fn aggregate_text(errs: &[InvalidValue]) -> String {
     match errs {
         [one] => one.to_string(),
         _ => format!("[{}]", errs.iter().map(InvalidValue::to_string).collect::<Vec<_>>().join(", ")),

@@ -76,7 +76,7 @@ impl Db {
         let tables = registry.iter().map(|_| BTreeMap::new()).collect();
         let history = History::new(registry.iter().count(), start, watch_buffer);
         let pods = registry.builtin("", "pods");
-        let node_field = registry.get(pods).fields.iter().position(|(f, _)| *f == "spec.nodeName");
+        let node_field = registry.get(pods).fields.labels.iter().position(|l| l.name == "spec.nodeName");
         Self { registry, rev: start, oldest: start, tables, history, on_node: BTreeMap::new(), pods, node_field }
     }
 

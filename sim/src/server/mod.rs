@@ -51,11 +51,11 @@ pub async fn handle(state: Arc<State>, req: Request<Drained>, server_address: St
     }
     let policy = state.policy();
     // Authentication and impersonation refuse before priority and fairness, which names what follows.
-    let user = match crate::policy::identify(policy.as_deref(), req.headers(), client_cert.map(|c| c.user), public) {
+    let attrs = Attributes::of(req.method().as_str(), req.uri().path(), req.uri().query().unwrap_or(""));
+    let user = match crate::policy::identify(policy.as_deref(), (req.headers(), &attrs), client_cert.map(|c| c.user), public) {
         Ok(user) => user,
         Err(e) => return enc.error(&e),
     };
-    let attrs = Attributes::of(req.method().as_str(), req.uri().path(), req.uri().query().unwrap_or(""));
     let uids = state.flow_schemas.classify(&state.db.read(), &user, &attrs);
     if let Some(policy) = &policy
         && !public
@@ -63,9 +63,16 @@ pub async fn handle(state: Arc<State>, req: Request<Drained>, server_address: St
     {
         return crate::flowcontrol::name(enc.error(&attrs.forbidden(&user.name, "")), uids);
     }
-    let resp = match route::route(&state, req, enc, &server_address).await {
+    let mut resp = match route::route(&state, req, enc, &server_address).await {
         Ok(r) => r,
         Err(e) => enc.error(&e),
     };
+    // A deprecated built-in's every answer warns of it.
+    if let Some(warning) =
+        apimachinery::deprecation::built_in(&attrs.group, &attrs.version, &attrs.resource).filter(|_| attrs.resource_request)
+        && let Ok(value) = http::HeaderValue::from_str(&apimachinery::deprecation::header(warning))
+    {
+        resp.headers_mut().append(http::header::WARNING, value);
+    }
     crate::flowcontrol::name(resp, uids)
 }

@@ -25,7 +25,7 @@ use crate::resources::{ResourceId, ResourceType};
 use crate::state::State;
 use crate::watch;
 use apimachinery::cbor;
-use apimachinery::list::{ListMeta, check_fields};
+use apimachinery::list::ListMeta;
 use apimachinery::negotiate::{self, Endpoint};
 use apimachinery::params::{ListOptions, parse_resource_version};
 use apimachinery::partial::{self, MetaVersion};
@@ -263,7 +263,7 @@ pub(super) async fn resource(state: &Arc<State>, req: Request<Drained>, t: Targe
             verb("deletecollection");
             let mut opts = ListOptions::decode(&query)?;
             opts.validate()?;
-            check_fields(rt, &opts)?;
+            list::field_labels(rt, &opts)?;
             let filter = list::Filter::new(rt, &opts, list::shard(&opts, state.config.sharded_list_and_watch)?);
             let mut db = state.db.write();
             let prefix = rt.prefix(t.namespace.as_deref());
@@ -279,7 +279,7 @@ pub(super) async fn resource(state: &Arc<State>, req: Request<Drained>, t: Targe
                     gone.push(o);
                 }
             }
-            let page = list::Page { meta: ListMeta::for_page(db.rev(), "", None, 0, false), items: gone };
+            let page = list::Page { meta: ListMeta::for_page(db.rev(), "", None, 0, false, rt.watch_cached), items: gone };
             drop(db);
             state.publish_revision();
             Ok(enc.respond_list(list::encode(rt, &page), None))

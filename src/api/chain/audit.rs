@@ -96,12 +96,13 @@ impl Audit {
         }
     }
 
-    /// The request acts as `user` by its own `Impersonate-*` headers.
-    pub fn impersonated(&mut self, user: &UserInfo) {
+    /// The request acts as `user` by its own `Impersonate-*` headers, allowed by the constrained mode `constraint`
+    /// (`None`: the legacy verb).
+    pub fn impersonated(&mut self, user: &UserInfo, constraint: Option<String>) {
         if let State::Authenticated { arrival, later, .. } = &mut self.0
             && arrival.impersonating
         {
-            later.impersonated = Some(Box::new(user.clone()));
+            later.impersonated = Some(Box::new((user.clone(), constraint)));
         }
     }
 
@@ -192,8 +193,8 @@ impl Drop for Audit {
 /// no allocation unless it impersonates, which is rare).
 #[derive(Debug, Default)]
 struct Later {
-    /// The user the request acts as by its `Impersonate-*` headers.
-    impersonated: Option<Box<UserInfo>>,
+    /// The user the request acts as by its `Impersonate-*` headers, and the constrained mode that allowed it.
+    impersonated: Option<Box<(UserInfo, Option<String>)>>,
     /// The authorizer's verdict.
     verdict: Option<Verdict>,
 }
@@ -202,8 +203,8 @@ impl Later {
     /// Into `record`, as the apiserver records them (`impersonatedUser`, the
     /// authorization annotations), with the road the answer took.
     fn record(self, record: &mut Record, road: Road) {
-        if let Some(u) = &self.impersonated {
-            record.impersonated(u);
+        if let Some(acting) = &self.impersonated {
+            record.impersonated(&acting.0, acting.1.as_deref());
         }
         if let Some(v) = self.verdict {
             record.annotate("authorization.k8s.io/decision", if v.allowed { "allow" } else { "forbid" });

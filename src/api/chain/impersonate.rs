@@ -1,66 +1,65 @@
-//! Stage 3, impersonation (the apiserver's `WithImpersonation`): a client's
-//! own `Impersonate-*` headers make it act as another user — each header
-//! allowed only if the client may `impersonate` that user, group, uid or
-//! extra, as the apiserver's filter checks it.
+//! Stage 3, impersonation (the apiserver's `WithConstrainedImpersonation`):
+//! a client's own `Impersonate-*` headers make it act as another user, once
+//! one of the apiserver's impersonation modes allows it
+//! (`apimachinery::impersonation`): the mode that last allowed this client
+//! first, then the others in the apiserver's order, each mode's checks
+//! asked of the apiserver's authorizer.
 //!
 //! Invariant: the user a request goes on as is either the authenticated
-//! one or one every impersonation header of it was authorized for.
+//! one or one a mode allowed — every check of that mode allowed — and the
+//! mode is what the audit event names.
 
-use std::collections::BTreeMap;
-
-use apimachinery::auth::{self, Attributes, UserInfo};
+use apimachinery::auth::{Attributes, UserInfo};
+use apimachinery::impersonation::{Mode, Step, Wanted};
 use apimachinery::status::ApiError;
 use http::HeaderMap;
 
 use crate::access::Gate;
 
-/// The user `user` acts as after its own `Impersonate-*` headers; 403 when
-/// it may not impersonate one of them.
-pub async fn impersonate(gate: &Gate, user: UserInfo, headers: &HeaderMap) -> Result<UserInfo, ApiError> {
-    let values = |name: &str| -> Vec<String> { headers.get_all(name).iter().filter_map(|v| v.to_str().ok()).map(str::to_string).collect() };
-    let Some(name) = values("impersonate-user").into_iter().next() else { return Ok(user) };
-    let mut checks = vec![match name.strip_prefix("system:serviceaccount:").and_then(|r| r.split_once(':')) {
-        Some((ns, sa)) => attributes("", "serviceaccounts", "", ns, sa),
-        None => attributes("", "users", "", "", &name),
-    }];
-    let mut groups = values("impersonate-group");
-    checks.extend(groups.iter().map(|g| attributes("", "groups", "", "", g)));
-    let uid = values("impersonate-uid").into_iter().next().unwrap_or_default();
-    if !uid.is_empty() {
-        checks.push(attributes("authentication.k8s.io", "uids", "", "", &uid));
-    }
-    let mut extra = BTreeMap::<String, Vec<String>>::new();
-    for (k, v) in headers {
-        if let Some(key) = k.as_str().strip_prefix("impersonate-extra-") {
-            let key = percent_decode(key);
-            let value = v.to_str().unwrap_or_default().to_string();
-            checks.push(attributes("authentication.k8s.io", "userextras", &key, "", &value));
-            extra.entry(key).or_default().push(value);
+/// Whom a request acts as.
+#[derive(Debug)]
+pub struct Acting {
+    /// The authenticated user, or the one it impersonates.
+    pub user: UserInfo,
+    /// The mode that allowed the impersonation (`None`: none asked for).
+    pub by: Option<Mode>,
+}
+
+/// Whom `user` acts as after its own `Impersonate-*` headers, for `request`;
+/// the apiserver's 400 for headers without a user, its 403 when no mode allows it.
+pub async fn impersonate(gate: &Gate, user: UserInfo, headers: &HeaderMap, request: &Attributes) -> Result<Acting, ApiError> {
+    let headers = headers.iter().filter_map(|(k, v)| Some((k.as_str(), v.to_str().ok()?)));
+    let Some(wanted) = Wanted::of(headers)? else { return Ok(Acting { user, by: None }) };
+    let last = gate.impersonation_mode(&user.name);
+    let order = last.into_iter().chain(Mode::ALL.into_iter().filter(|m| Some(*m) != last));
+    let mut first_refusal = None;
+    for mode in order.filter(|m| m.applies(&wanted, &user)) {
+        match allowed(gate, mode.steps(&wanted, &user, request)).await {
+            Ok(()) => {
+                gate.remember_impersonation_mode(&user.name, mode);
+                return Ok(Acting { user: mode.user(&wanted), by: Some(mode) });
+            }
+            Err(e) => drop(first_refusal.get_or_insert(e)),
         }
     }
-    for a in &checks {
-        gate.authorize(&user, a).await?;
-    }
-    if name != "system:anonymous" && !groups.iter().any(|g| g == auth::AUTHENTICATED) {
-        groups.push(auth::AUTHENTICATED.into());
-    }
-    Ok(UserInfo { name, uid, groups, extra })
+    // The legacy mode applies to every user: some mode refused.
+    Err(first_refusal.unwrap_or_else(|| ApiError::internal("all impersonation modes failed")))
 }
 
-/// The `impersonate` action on one user, group, uid or extra.
-fn attributes(group: &str, resource: &str, subresource: &str, namespace: &str, name: &str) -> Attributes {
-    Attributes {
-        verb: "impersonate".into(),
-        resource_request: true,
-        group: group.into(),
-        resource: resource.into(),
-        subresource: subresource.into(),
-        namespace: namespace.into(),
-        name: name.into(),
-        ..Attributes::default()
+/// Whether every step allows.
+async fn allowed(gate: &Gate, steps: Vec<Step>) -> Result<(), ApiError> {
+    for step in steps {
+        match step {
+            Step::Check { user, attributes } => gate.authorize(&user, &attributes).await?,
+            Step::Either { user, wildcard, each } => {
+                if gate.authorize(&user, &wildcard).await.is_err() {
+                    for a in &each {
+                        gate.authorize(&user, a).await?;
+                    }
+                }
+            }
+            Step::Refuse(e) => return Err(e),
+        }
     }
-}
-
-fn percent_decode(s: &str) -> String {
-    form_urlencoded::parse(format!("k={s}").as_bytes()).next().map(|(_, v)| v.into_owned()).unwrap_or_else(|| s.to_string())
+    Ok(())
 }

@@ -98,10 +98,12 @@ async fn handle(
     };
     audit.authenticated(user.as_ref());
     let user = match (gate, user) {
-        (Some(gate), Some(user)) => match impersonate::impersonate(gate, user, req.headers()).await {
-            Ok(user) => {
-                audit.impersonated(&user);
-                Some(user)
+        (Some(gate), Some(user)) => match impersonate::impersonate(gate, user, req.headers(), attributes).await {
+            Ok(acting) => {
+                if let Some(mode) = acting.by {
+                    audit.impersonated(&acting.user, mode.constraint());
+                }
+                Some(acting.user)
             }
             Err(e) => return refused(e),
         },

@@ -248,7 +248,7 @@ struct State {
     /// Where each watcher is.
     buckets_of: HashMap<u64, Bucket>,
     buckets: Buckets,
-    /// Index of pods' `spec.nodeName` among the resource's selectable fields.
+    /// Index of pods' `spec.nodeName` among the paths the store reads.
     node_field: Option<usize>,
 }
 
@@ -259,7 +259,7 @@ async fn run(
     shared: Arc<Shared>,
 ) {
     let mut published = res.store().subscribe();
-    let node_field = res.info().fields.iter().position(|(f, _)| *f == "spec.nodeName");
+    let node_field = res.info().field_paths().iter().position(|p| *p == "spec.nodeName");
     let mut state = State {
         res,
         shared,

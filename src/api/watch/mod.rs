@@ -24,7 +24,10 @@
 //! got. The stream ends at `timeoutSeconds` (default: a random 30–60
 //! minutes, as the apiserver picks), when kache shuts down, when the
 //! dispatcher closes the watcher (slow client, re-list), or when the client
-//! goes away.
+//! goes away. A resource the apiserver serves from etcd instead of its watch
+//! cache (events: `Resource::watch_cached`) gets no periodic bookmarks, and
+//! a watch from before kache's window goes to the apiserver (etcd may
+//! still hold the revision) instead of getting the 410.
 //!
 //! A metadata-only watch (`as=PartialObjectMetadata`) gets the same stream
 //! with every object, bookmarks included, as `PartialObjectMetadata`; the
@@ -37,7 +40,7 @@ mod table;
 use std::sync::Arc;
 use std::time::Duration;
 
-use apimachinery::list::check_fields;
+use apimachinery::list::{Labels, check_fields};
 use apimachinery::negotiate::{Negotiated, Shape};
 use apimachinery::params::{ListOptions, parse_resource_version};
 use apimachinery::status::ApiError;
@@ -98,7 +101,9 @@ pub async fn watch(
     (wait, config): (Duration, &WatchConfig),
     ends: Ends,
 ) -> Result<Answer, ApiError> {
-    check_fields(res.info(), opts)?;
+    if let Labels::Unknown(_) = check_fields(res.info(), opts)? {
+        return Ok(Answer::Upstream(PassThrough::CustomFieldLabel));
+    }
     let shard = match Shard::of(|| res.status().capabilities.learn(Probe::Shards, res.fresh().client(), res.info()), opts) {
         Shard::Whole => None,
         Shard::Range(s) => Some(s),
@@ -137,9 +142,13 @@ pub async fn watch(
             (snapshot.rv(), Phase::Initial { prefix: res.info().prefix(namespace), after: None, snapshot })
         } else if requested == 0 || consistent {
             (view.confirmed_rv(), Phase::Replay)
+        } else if requested < view.oldest_rv() && !res.info().watch_cached {
+            // The apiserver watches such a resource in etcd, which may still hold the revision.
+            return Ok(Answer::Upstream(PassThrough::RevisionOutsideWindow));
         } else if requested < view.oldest_rv() {
             let frame = error_frame(&ApiError::watch_too_old(requested, view.oldest_rv()), frames.encoding);
-            return Ok(Answer::Stream(encode::stream(frames, body::full(frame))));
+            // A stream of one frame, of no length known ahead: chunked on HTTP/1.1, as the apiserver's.
+            return Ok(Answer::Stream(encode::stream(frames, body::chunks(std::iter::once(frame)))));
         } else {
             (requested, Phase::Replay)
         };
@@ -153,7 +162,10 @@ pub async fn watch(
             start,
             last: start,
             phase,
-            bookmarks: opts.allow_watch_bookmarks.then(|| Bookmarks::new(config.bookmark_interval, deadline)),
+            bookmarks: opts.allow_watch_bookmarks.then(|| match res.info().watch_cached {
+                true => Bookmarks::new(config.bookmark_interval, deadline),
+                false => Bookmarks::initial_only(deadline),
+            }),
             deadline: Box::pin(tokio::time::sleep_until(deadline)),
             recheck: ends.access.as_ref().map(|a| Instant::now() + a.interval()),
             access: ends.access.clone(),

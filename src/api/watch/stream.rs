@@ -65,6 +65,13 @@ impl Bookmarks {
         b
     }
 
+    /// Only the `k8s.io/initial-events-end` bookmark: what a watch of a
+    /// resource the apiserver serves from etcd gets (etcd's watch makes no
+    /// progress notifications for it).
+    pub(super) fn initial_only(deadline: Instant) -> Bookmarks {
+        Bookmarks { interval: Duration::MAX, deadline, timer: None, due: false }
+    }
+
     /// The next bookmark: an interval from now, or 2 s before the deadline if sooner; none once that has passed.
     fn schedule(&mut self) {
         let now = Instant::now();

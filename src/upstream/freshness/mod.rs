@@ -70,7 +70,7 @@ pub use stats::{FreshnessStats, Observed, WAIT_BUCKETS};
 
 use super::client::Client;
 use super::costs::{Class, Costs, SmallLists};
-use super::plan::{Measured, Plan, Read};
+use super::plan::{Measured, Plan, Policy, Read};
 use crate::store::StoreReader;
 
 /// A resource whose consistent reads pass through is probed for no read at
@@ -265,7 +265,7 @@ impl Freshness {
 
     /// The plan for a consistent read `read` of `class`: what it is
     /// expected to cost from memory and upstream, from what was measured.
-    pub fn plan(&self, read: Read, class: Class) -> Plan {
+    pub fn plan(&self, read: Read, class: Class, policy: Policy) -> Plan {
         let costs: &Costs = self.client.costs();
         let now = Instant::now();
         let since = now.checked_sub(RATE_WINDOW).unwrap_or(now);
@@ -288,7 +288,7 @@ impl Freshness {
                 making: costs.memory_read(class, read.bytes),
             }
         };
-        let plan = Plan::of(&measured);
+        let plan = Plan::of(&measured, policy);
         *self.stats.last_plan.lock() = Some(plan);
         plan
     }
