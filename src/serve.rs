@@ -90,11 +90,12 @@ pub struct ServeArgs {
     /// Milliseconds a list or watch for a revision kache has not reached waits before it is passed through.
     #[arg(long, default_value_t = 3000)]
     pub wait_ms: u64,
-    /// How a consistent read (no resourceVersion) chooses its road: `sooner` answers it from memory once
-    /// proven fresh where that is expected to end sooner than the apiserver's answer, else passes it through;
-    /// `memory` answers every one from memory once proven, passing it through only when the proof fails
-    /// (the apiserver carries the fewest reads; a read it would have answered sooner waits for the proof).
-    #[arg(long, value_enum, default_value_t = Policy::Sooner)]
+    /// How a consistent read (no resourceVersion) chooses its road, once kache can prove it fresh: `offload`
+    /// answers a large one (8 MiB or more) from memory unless that is expected four times slower than the
+    /// apiserver, and a small one (a GET, a page) wherever it is expected to end sooner; `sooner` weighs every
+    /// read so; `memory` answers every one from memory once proven, passing it through only when the proof
+    /// fails (the apiserver carries the fewest reads; a read it would have answered sooner waits for the proof).
+    #[arg(long, value_enum, default_value_t = Policy::Offload)]
     pub consistent_reads: Policy,
     /// Frames queued per watcher; a watcher further behind is closed (it resumes from its last revision).
     #[arg(long, default_value_t = 1024)]
@@ -410,7 +411,8 @@ pub async fn start(args: &ServeArgs, listening: impl FnOnce(&str)) -> anyhow::Re
     let (resources, opened_while_starting) = tokio::join!(discovering, answering);
     let resources = resources?;
     let state = args.state(&client, &creds).await?;
-    let cache = Cache::start(&client, resources, &args.store(), &args.reflector(), state.as_ref());
+    let budgeted = args.memory_budget > 0 || args.resource_memory_budget > 0;
+    let cache = Cache::start(&client, resources, &args.store(), &args.reflector(), state.as_ref(), !budgeted);
     let kept = cache.resources().iter().map(|r| Kept { info: r.info().clone(), store: r.store().clone() }).collect();
     let saver = state.map(|dir| Saver::start(dir, kept, Duration::from_secs(args.state_interval)));
     let api = Arc::new(Api { audit, ..Api::new(cache, client, config, auth) });

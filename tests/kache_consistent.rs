@@ -318,7 +318,8 @@ fn consistent_reads_go_where_they_are_answered_sooner() {
 fn a_quiet_resource_next_to_a_fast_apiserver_is_read_upstream_and_its_proof_is_measured() {
     // The apiserver sends lists as fast as it can; the pods are quiet while other resources write.
     let sim = Process::sim_https(&["--pods", "2000", "--nodes", "20", "--namespaces", "2", "--compact-interval", "0"]);
-    let kache = Process::kache_over(&sim, &["--resources", "pods"]);
+    // Each read where it is sooner (the default would answer this 9 MB list from memory: it spares the apiserver).
+    let kache = Process::kache_over(&sim, &["--resources", "pods", "--consistent-reads", "sooner"]);
     ready(&kache);
     let other = |i: usize| assert_eq!(kache.post("/api/v1/namespaces", &json!({"metadata": {"name": format!("other-{i}")}})).status, 201);
     other(0);
@@ -339,4 +340,18 @@ fn a_quiet_resource_next_to_a_fast_apiserver_is_read_upstream_and_its_proof_is_m
         m.get("kache_freshness_proof_seconds_count{resource=\"pods\"}").is_some_and(|n| *n >= 1.0),
         "each proof's delay is in the histogram"
     );
+}
+
+#[test]
+fn a_large_consistent_list_is_taken_off_the_apiserver_even_where_upstream_is_sooner() {
+    // As above, with the default policy: 9 MB of pods, which upstream sends sooner than a proof comes.
+    let sim = Process::sim_https(&["--pods", "2000", "--nodes", "20", "--namespaces", "2", "--compact-interval", "0"]);
+    let kache = Process::kache_over(&sim, &["--resources", "pods"]);
+    ready(&kache);
+    assert_eq!(kache.post("/api/v1/namespaces", &json!({"metadata": {"name": "other"}})).status, 201);
+    assert_eq!(kache.get("/api/v1/namespaces/ns-0000/pods/app-00000-0000000").status, 200);
+    let lists = counter(&kache, "kache_lists_served_total", "");
+    assert!(ok(kache.get("/api/v1/pods"), "a consistent list")["items"].as_array().is_some_and(|i| i.len() == 2000));
+    assert_eq!(counter(&kache, "kache_lists_served_total", ""), lists + 1, "from memory, once proven");
+    assert_eq!(counter(&kache, "kache_consistent_reads_passed_through_total", "sooner upstream"), 0);
 }

@@ -36,9 +36,10 @@ fn usage(m: &HashMap<String, f64>) -> f64 {
     pods(m, "kache_store_object_bytes") + pods(m, "kache_store_overhead_bytes")
 }
 
-/// The bytes a kache without a budget counts for the simulator's pods.
+/// The bytes a kache counts for the simulator's pods, under a budget far
+/// above them (a budgeted kache makes no protobuf messages ahead).
 fn objects_usage(sim: &Process) -> f64 {
-    let kache = Process::kache(&sim.url, &["--resources", "pods"]);
+    let kache = Process::kache(&sim.url, &["--resources", "pods", "--memory-budget", "1000000"]);
     ready(&kache);
     usage(&scrape(&kache))
 }

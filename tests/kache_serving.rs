@@ -616,8 +616,19 @@ fn yaml_lists_and_gets_are_answered_from_memory_as_the_apiserver_writes_them() {
 }
 
 #[test]
-fn the_first_large_protobuf_read_passes_through_while_every_message_is_made_then_memory_answers() {
-    first_large_read_passes_through_then_memory_answers("application/vnd.kubernetes.protobuf", "protobuf", &[]);
+fn protobuf_messages_are_made_before_kache_is_ready_so_no_protobuf_read_passes_through() {
+    let sim = Process::sim(&["--pods", "1200", "--namespaces", "3", "--nodes", "6"]);
+    let kache = Process::logged("serve", &["--server", &sim.url, "--resources", "pods"]);
+    ready(&kache);
+    assert!(kache.log().contains("protobuf made ahead of large reads"), "made before ready: {}", kache.log());
+    let protobuf = [("accept", "application/vnd.kubernetes.protobuf")];
+    let (lists, passed) = (metric(&kache, "kache_lists_served_total"), metric(&kache, "kache_passed_through_total"));
+    for path in ["/api/v1/pods?resourceVersion=0", "/api/v1/pods?resourceVersion=0&fieldSelector=spec.nodeName%3Dnode-0001"] {
+        let (k, s) = (kache.request("GET", path, &protobuf, None), sim.request("GET", path, &protobuf, None));
+        assert!(k.status == 200 && k.body == s.body, "{path}: memory's bytes are the simulator's");
+    }
+    assert_eq!(metric(&kache, "kache_lists_served_total"), lists + 2, "from memory");
+    assert_eq!(metric(&kache, "kache_passed_through_total"), passed, "nothing passed through");
 }
 
 #[test]

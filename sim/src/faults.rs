@@ -18,10 +18,13 @@ pub fn compact_now(state: &State) -> u64 {
     rev
 }
 
-/// Simulates an apiserver restart: every watch ends and, while the watch
-/// cache re-initializes (`reinit`), new watches get 429. With `reset`, etcd
-/// comes back renumbered (as after a restore from a snapshot): the same
-/// objects, all at revision 2, and no history before it. Returns the revision.
+/// Simulates an apiserver restart: every watch ends; while the watch
+/// cache re-initializes (`reinit`), new watches get 429; then its watch
+/// caches start at the current revision, so a watch resumed from before it
+/// gets 410 (kube-apiserver 1.36 restarted: its cache reaches back no
+/// further than its initial list). With `reset`, etcd comes back
+/// renumbered (as after a restore from a snapshot): the same objects, all
+/// at revision 2, and no history before it. Returns the revision.
 pub fn restart(state: &State, reset: bool, reinit: Duration) -> u64 {
     state.reinitialize(reinit);
     state.drop_watches();
@@ -33,6 +36,7 @@ pub fn restart(state: &State, reset: bool, reinit: Duration) -> u64 {
             // Dropping the old store closes its broadcast: watches still on it end.
             *db = fresh;
         }
+        db.restart_watch_caches();
         db.rev()
     };
     state.publish_revision();

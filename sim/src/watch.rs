@@ -220,12 +220,12 @@ pub async fn watch(
             if from > db.cache_rv(res) {
                 db.progress(res);
             }
-            match db.events_after(res, from) {
+            match db.events_after(res, from).filter(|_| from >= db.watch_oldest(res)) {
                 Some(events) => {
                     Start { frames: events.iter().filter_map(|e| r.event(e)).collect(), rx, rev: from.max(db.oldest()), seen: db.rev() }
                 }
                 None => {
-                    let err = ApiError::watch_too_old(from, db.oldest());
+                    let err = ApiError::watch_too_old(from, db.watch_oldest(res));
                     drop(db);
                     return fail(err, frames_rx);
                 }

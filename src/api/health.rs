@@ -8,7 +8,9 @@
 //! kache whose upstream is gone keeps serving what it holds, so a restart
 //! would only lose it); for readiness also `shutdown` (fails once kache is
 //! draining) and one `resource:NAME` per cached resource (fails until its
-//! initial list is in, naming the last upstream error meanwhile, and while
+//! initial list is in, naming the last upstream error meanwhile, until its
+//! objects' protobuf messages are made (a resource kache speaks protobuf
+//! for: `CachedResource::protobuf_ready`), and while
 //! upstream has been silent past `--max-staleness`: the resource's
 //! [`Health`], the same verdict the metrics, the routing of reads and the
 //! log of its changes ([`log_changes`]) read).
@@ -34,7 +36,8 @@ fn checks(api: &Api, endpoint: &str) -> Vec<Check> {
     let bound = api.config.max_staleness;
     for r in api.cache.resources() {
         let s = &r.status();
-        let failure = verdict(s.health(bound), bound, s.last_error());
+        let failure = verdict(s.health(bound), bound, s.last_error())
+            .or_else(|| (!r.protobuf_ready()).then(|| "its objects' protobuf messages are being made".to_string()));
         out.push((format!("resource:{}", r.info().qualified()), failure));
     }
     out

@@ -21,6 +21,7 @@ use http_body_util::BodyExt;
 
 use super::body::ApiBody;
 use super::encode;
+use super::filter::Filter;
 use super::list::{self, Answer};
 use super::road::{PassThrough, Unanswered};
 use super::shared::Api;
@@ -100,7 +101,9 @@ async fn collection(
         Ok(n) if n > 0 && opts.resource_version != "0" => n,
         _ => usize::MAX,
     };
-    if let Some(why) = cold(t.res, negotiated.encoding, limit) {
+    // A selector naming an indexed value (a kubelet's node) bounds what the read can encode.
+    let indexed = Filter::new(t.res.info(), t.namespace, &opts, None).most_matches(t.res.store().view().head());
+    if let Some(why) = cold(t.res, negotiated.encoding, limit.min(indexed.unwrap_or(usize::MAX))) {
         return Err(why.into());
     }
     match list::list(t.res, t.namespace, &opts, api.config.revision_wait, proven).await {
@@ -166,7 +169,8 @@ async fn watch_collection(
     if !served {
         return passed(PassThrough::WatchForm);
     }
-    if let Some(why) = opts.sends_initial_events().then(|| cold(t.res, negotiated.encoding, usize::MAX)).flatten() {
+    let initial = || Filter::new(t.res.info(), t.namespace, opts, None).most_matches(t.res.store().view().head()).unwrap_or(usize::MAX);
+    if let Some(why) = opts.sends_initial_events().then(|| cold(t.res, negotiated.encoding, initial())).flatten() {
         return passed(why);
     }
     let ends = watch::Ends { stopping: api.stopping.subscribe(), access };

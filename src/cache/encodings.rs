@@ -159,13 +159,17 @@ impl CachedResource {
     /// this is asked after a list (at start, or a re-list) they do not, and
     /// a warm-up starts in the background: every object of the head encoded
     /// once, on half the cores. Large answers in that encoding pass through
-    /// until it is done, so the first protobuf (or CBOR) informer after a
-    /// start is as fast as going direct, not slower. Objects that arrive
-    /// later are encoded as their events are framed. Only resources read in
-    /// an encoding pay its memory (protobuf: about two thirds of the
-    /// objects' JSON); a protobuf warm-up of 50,000 pods takes about 2.5 s of CPU.
+    /// until it is done, so a large CBOR read right after a start is as fast
+    /// as going direct, not slower (protobuf's are made before the resource
+    /// is ready: [`CachedResource::protobuf_ready`]). Objects that arrive
+    /// later are encoded as their events are framed. Protobuf costs memory
+    /// (about two thirds of the objects' JSON); a protobuf warm-up of
+    /// 50,000 pods takes about 2.5 s of CPU.
     pub fn warm(self: &Arc<Self>, encoding: Encoding) -> bool {
         let Some(warm) = warm_index(encoding).map(|i| &self.encodings.warm[i]) else { return true };
+        if encoding == Encoding::Protobuf && !self.speaks_protobuf() {
+            return true;
+        }
         if warm.epoch.load(Ordering::Acquire) == self.store.view().epoch() {
             return true;
         }
@@ -174,6 +178,18 @@ impl CachedResource {
             tokio::task::spawn_blocking(move || me.make_ahead(encoding));
         }
         false
+    }
+
+    /// Whether its objects' protobuf messages are made, for a resource whose
+    /// messages are made ahead (kache speaks protobuf for it, and no memory
+    /// budget bounds it): clients that ask protobuf (kubelets, controllers)
+    /// are most clients, so they are made as each list (or re-list) is in
+    /// ([`Cache::start`](super::Cache::start)), and the resource is ready only
+    /// then (`/readyz`): no protobuf read of a ready kache passes through
+    /// while they are made. (Asking starts them.) Under a memory budget they
+    /// are made when a large read first asks, which passes through meanwhile.
+    pub fn protobuf_ready(self: &Arc<Self>) -> bool {
+        !self.protobuf_ahead.load(Ordering::Relaxed) || self.warm(Encoding::Protobuf)
     }
 
     /// A read in `encoding` that passed through while its warm-up runs is

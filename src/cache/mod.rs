@@ -8,7 +8,7 @@ mod pressure;
 pub use encodings::OBJECT_META;
 pub use pressure::Pressure;
 
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use tokio::sync::mpsc;
@@ -60,6 +60,8 @@ pub struct CachedResource {
     collections_from_memory: AtomicU64,
     /// Its consistency checks.
     checks: Arc<CheckStats>,
+    /// Its protobuf messages are made as its lists come in ([`CachedResource::protobuf_ready`]).
+    protobuf_ahead: AtomicBool,
 }
 
 impl CachedResource {
@@ -79,6 +81,7 @@ impl CachedResource {
             pressure: AtomicU8::new(Pressure::Normal as u8),
             collections_from_memory: AtomicU64::new(0),
             checks: Arc::default(),
+            protobuf_ahead: AtomicBool::new(false),
         }
     }
 
@@ -209,6 +212,20 @@ pub fn is_custom(r: &Resource) -> bool {
     !apimachinery::resource::is_builtin(&r.group, &r.plural)
 }
 
+/// Makes `res`'s protobuf messages ahead as each of its lists (or re-lists)
+/// is in ([`CachedResource::protobuf_ready`]), until the cache is dropped.
+async fn make_protobuf_ahead(res: Arc<CachedResource>) {
+    let mut published = res.store.subscribe();
+    loop {
+        if res.status.is_ready() {
+            res.protobuf_ready();
+        }
+        if published.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
 /// The group and resource of CRDs, cached with any custom resource for its Tables' columns.
 pub const CRDS: (&str, &str) = ("apiextensions.k8s.io", "customresourcedefinitions");
 
@@ -221,13 +238,16 @@ pub struct Cache {
 
 impl Cache {
     /// Starts one reflector per resource; with `state`, each starts from
-    /// its saved state when there is a usable one (a warm restart).
+    /// its saved state when there is a usable one (a warm restart). With
+    /// `protobuf_ahead` (no memory budget: making every message would take
+    /// it), protobuf messages are made as lists come in and gate readiness.
     pub fn start(
         client: &Client,
         infos: Vec<Resource>,
         store: &StoreConfig,
         reflector: &ReflectorConfig,
         state: Option<&Arc<StateDir>>,
+        protobuf_ahead: bool,
     ) -> Cache {
         let mut resources = Vec::new();
         let mut tasks = Vec::new();
@@ -246,6 +266,10 @@ impl Cache {
                 let (res, stats) = (cached.clone(), cached.checks.clone());
                 let served = move || res.collections_from_memory.load(Ordering::Relaxed);
                 tasks.push(tokio::spawn(consistency::run(client.clone(), info, reader, r.status(), served, stats, interval)));
+            }
+            if protobuf_ahead && cached.speaks_protobuf() {
+                cached.protobuf_ahead.store(true, Ordering::Relaxed);
+                tasks.push(tokio::spawn(make_protobuf_ahead(cached.clone())));
             }
             resources.push(cached);
             tasks.push(tokio::spawn(r.run()));
@@ -269,9 +293,9 @@ impl Cache {
         &self.resources
     }
 
-    /// Whether every resource has its initial list.
+    /// Whether every resource has its initial list (and its protobuf messages made).
     pub fn ready(&self) -> bool {
-        self.resources.iter().all(|r| r.status.is_ready())
+        self.resources.iter().all(|r| r.status.is_ready() && r.protobuf_ready())
     }
 }
 

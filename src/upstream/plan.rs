@@ -29,14 +29,22 @@
 //! [`Plan::budget`]. What the road chosen then took is held against what
 //! the other was expected to take ([`Plan::wrong`]).
 //!
-//! An operator may have every consistent read wait for its proof instead
-//! ([`Policy::Memory`]): the apiserver then answers only the reads whose
-//! proof failed, at the price of a read that upstream would have answered
-//! sooner waiting for it.
+//! What "sooner" weighs is the [`Policy`]'s. By default ([`Policy::Offload`])
+//! a large read — one that costs the apiserver [`LARGE`] bytes or more to
+//! gather and encode — goes upstream only when memory is expected
+//! [`MUCH_SLOWER`] times slower than upstream, and is hedged only once its
+//! proof failed: kache exists to take such reads off the apiserver, and a
+//! busy machine, which makes kache's own estimates longer, must not shift
+//! them onto it. A small read (a GET, a page) goes where it is sooner.
+//! [`Policy::Sooner`] weighs every read so; [`Policy::Memory`] has every
+//! consistent read wait for its proof: the apiserver then answers only the
+//! reads whose proof failed, at the price of a read that upstream would
+//! have answered sooner waiting for it.
 //!
-//! Invariant: under [`Policy::Sooner`] the arithmetic never makes a case for memory out of a figure
+//! Invariant: the arithmetic never makes a case for memory out of a figure
 //! not measured — upstream's unmeasured cost counts nothing (when in
-//! doubt, pass through), the proof its longest ([`CATCH_UP`]).
+//! doubt, pass through), the proof its longest ([`CATCH_UP`]) — but under
+//! [`Policy::Memory`], which asks for memory whatever the figures.
 
 use std::time::{Duration, Instant};
 
@@ -49,11 +57,23 @@ pub const CATCH_UP: Duration = Duration::from_secs(3);
 /// read also goes upstream: scheduling, not the apiserver (a few ms).
 pub const HEDGE_SLACK: Duration = Duration::from_millis(5);
 
+/// From how many bytes a read is large: what kube-apiserver takes about
+/// 0.15 s of CPU to gather and encode (50,000 pods, 242 MB of JSON, took it
+/// 4.45 s: about 18 ms a MB).
+pub const LARGE: u64 = 8 << 20;
+
+/// How much slower than upstream memory may be expected to be and still
+/// answer a large read under [`Policy::Offload`].
+pub const MUCH_SLOWER: f64 = 4.0;
+
 /// How consistent reads choose their road (`kache serve --consistent-reads`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum Policy {
-    /// Wherever it is expected to end sooner, by what kache measured.
+    /// Large reads from memory unless it is expected [`MUCH_SLOWER`] than
+    /// upstream; small ones wherever they are expected to end sooner.
     #[default]
+    Offload,
+    /// Wherever it is expected to end sooner, by what kache measured.
     Sooner,
     /// From memory once proven: upstream only when the proof fails (its
     /// catch-up ended without one), never because upstream looked sooner.
@@ -112,13 +132,20 @@ pub struct Plan {
     pub upstream: Duration,
     /// The round trip both pay (the probe's, as measured; nothing until measured).
     pub round_trip: Duration,
-    /// How the road is chosen.
-    pub policy: Policy,
+    /// How many times slower than upstream memory may be expected to be
+    /// and still answer: 1 where the sooner road wins, more where the
+    /// policy spares the apiserver (then hedged only once the proof failed).
+    pub patience: f64,
 }
 
 impl Plan {
-    /// The plan for a read from what was `measured`, under `policy`.
-    pub fn of(measured: &Measured, policy: Policy) -> Plan {
+    /// The plan for `read` from what was `measured`, under `policy`.
+    pub fn of(read: Read, measured: &Measured, policy: Policy) -> Plan {
+        let patience = match policy {
+            Policy::Memory => f64::INFINITY,
+            Policy::Offload if read.bytes >= LARGE => MUCH_SLOWER,
+            Policy::Offload | Policy::Sooner => 1.0,
+        };
         let round_trip = measured.round_trip.unwrap_or_default();
         let full = measured.proof_delay;
         // A catch-up under way is joined: only what is left of its delay
@@ -137,12 +164,12 @@ impl Plan {
         // After a miss: the proof, or upstream asked at once (one more round trip), whichever is sooner.
         let miss = miss_wait.min(round_trip + upstream);
         let wait = miss.mul_f64(1.0 - measured.hit_ratio.clamp(0.0, 1.0));
-        Plan { memory: wait + measured.making, wait, miss_wait, upstream, round_trip, policy }
+        Plan { memory: wait + measured.making, wait, miss_wait, upstream, round_trip, patience }
     }
 
-    /// Memory answers no later than upstream is expected to (or the policy says memory).
+    /// Memory answers within the policy's patience of upstream's expected time.
     pub fn from_memory(&self) -> bool {
-        self.policy == Policy::Memory || self.memory <= self.upstream
+        self.patience == f64::INFINITY || self.memory.as_secs_f64() <= self.upstream.as_secs_f64() * self.patience
     }
 
     /// The chosen road's expected time to the answer's end, round trip included.
@@ -172,10 +199,10 @@ impl Plan {
     /// at all, so memory's latest is that from now plus kache's making. A
     /// large list, which upstream takes seconds to send, is not sent
     /// upstream for a proof that is only late; only for one that failed.
-    /// Under [`Policy::Memory`], once a catch-up (or the budget) is over:
-    /// only a proof that failed sends the read upstream.
+    /// A read the policy spares the apiserver (patience above 1), once a
+    /// catch-up (or the budget) is over: only a proof that failed sends it upstream.
     pub fn hedge_at(&self, now: Instant) -> Instant {
-        if self.policy == Policy::Memory {
+        if self.patience > 1.0 {
             return now + CATCH_UP.max(self.budget());
         }
         let making = self.memory.saturating_sub(self.wait);
@@ -204,6 +231,11 @@ mod tests {
 
     fn secs(s: f64) -> Duration {
         Duration::from_secs_f64(s)
+    }
+
+    /// A GET of one pod.
+    fn small() -> Read {
+        Read { bytes: 4_600, collection: false, stream: false }
     }
 
     /// A resource measured: round trip 1 ms, proofs 1 s, no catch-up under
@@ -283,7 +315,7 @@ mod tests {
             ),
         ];
         for (why, m, wait, memory, chosen) in cases {
-            let plan = Plan::of(&m, Policy::Sooner);
+            let plan = Plan::of(small(), &m, Policy::Sooner);
             assert_eq!((plan.wait, plan.memory, plan.upstream), (wait, memory, m.upstream), "{why}");
             assert_eq!(plan.from_memory(), chosen, "{why}");
             assert_eq!(plan.round_trip, MS, "{why}");
@@ -294,17 +326,17 @@ mod tests {
 
     #[test]
     fn an_unmeasured_round_trip_counts_nothing() {
-        let plan = Plan::of(&Measured { round_trip: None, ..measured() }, Policy::Sooner);
+        let plan = Plan::of(small(), &Measured { round_trip: None, ..measured() }, Policy::Sooner);
         assert_eq!(plan.round_trip, Duration::ZERO);
     }
 
     #[test]
     fn a_plan_is_wrong_when_its_road_took_longer_than_the_other_was_expected_to() {
-        let memory = Plan::of(&Measured { hit_ratio: 0.5, upstream: 25 * MS, making: 3 * MS, ..measured() }, Policy::Sooner);
+        let memory = Plan::of(small(), &Measured { hit_ratio: 0.5, upstream: 25 * MS, making: 3 * MS, ..measured() }, Policy::Sooner);
         assert!(memory.from_memory());
         assert!(!memory.wrong(20 * MS) && !memory.wrong(26 * MS), "within upstream's 1 + 25 ms");
         assert!(memory.wrong(30 * MS), "upstream was expected sooner");
-        let upstream = Plan::of(&Measured { upstream: 25 * MS, making: 3 * MS, ..measured() }, Policy::Sooner);
+        let upstream = Plan::of(small(), &Measured { upstream: 25 * MS, making: 3 * MS, ..measured() }, Policy::Sooner);
         assert!(!upstream.from_memory());
         assert!(!upstream.wrong(26 * MS) && upstream.wrong(31 * MS), "memory was expected in 1 + 29 ms");
     }
@@ -325,21 +357,38 @@ mod tests {
             (Measured { upstream: secs(4.0), making: secs(0.2), ..measured() }, CATCH_UP + HEDGE_SLACK),
         ];
         for (m, after) in cases {
-            let plan = Plan::of(&m, Policy::Sooner);
+            let plan = Plan::of(small(), &m, Policy::Sooner);
             assert_eq!(plan.hedge_at(now), now + after, "{plan:?}");
             assert!(plan.gives_up_at(now) >= plan.hedge_at(now) + CATCH_UP, "memory keeps racing past its hedge");
             assert!(plan.gives_up_at(now) >= now + plan.budget());
         }
-        let plan =
-            Plan { memory: secs(2.0), wait: secs(1.0), miss_wait: secs(1.0), upstream: secs(3.0), round_trip: MS, policy: Policy::Sooner };
+        let plan = Plan { memory: secs(2.0), wait: secs(1.0), miss_wait: secs(1.0), upstream: secs(3.0), round_trip: MS, patience: 1.0 };
         assert_eq!(plan.budget(), secs(6.0), "twice the longer road");
+    }
+
+    #[test]
+    fn a_large_read_goes_upstream_only_when_memory_is_expected_much_slower() {
+        // 20,000 pods: upstream expected 1 s, memory (a proof and kache's making) 1.5 s.
+        let list = Read { bytes: 92 << 20, collection: true, stream: false };
+        let m = Measured { upstream: secs(1.0), making: secs(0.5), ..measured() };
+        assert!(!Plan::of(list, &m, Policy::Sooner).from_memory(), "sooner upstream");
+        let plan = Plan::of(list, &m, Policy::Offload);
+        assert!(plan.from_memory(), "memory: not four times slower");
+        let now = Instant::now();
+        assert!(plan.hedge_at(now) >= now + CATCH_UP, "hedged only once a catch-up is over");
+        let slow = Measured { upstream: secs(1.0), making: secs(4.5), ..measured() };
+        assert!(!Plan::of(list, &slow, Policy::Offload).from_memory(), "memory expected more than four times slower");
+        // A small read under the default goes where it is sooner.
+        let get = Measured { upstream: MS, ..measured() };
+        assert_eq!(Plan::of(small(), &get, Policy::Offload), Plan::of(small(), &get, Policy::Sooner));
+        assert!(!Plan::of(small(), &get, Policy::Offload).from_memory());
     }
 
     #[test]
     fn under_the_memory_policy_every_read_waits_for_its_proof_until_a_catch_up_failed() {
         let now = Instant::now();
         for m in [measured(), Measured { upstream: MS, ..measured() }, Measured { upstream: 25 * MS, making: 3 * MS, ..measured() }] {
-            let plan = Plan::of(&m, Policy::Memory);
+            let plan = Plan::of(small(), &m, Policy::Memory);
             assert!(plan.from_memory(), "{plan:?}");
             assert!(plan.hedge_at(now) >= now + CATCH_UP, "upstream only once a catch-up is over: {plan:?}");
             assert!(plan.gives_up_at(now) >= plan.hedge_at(now) + CATCH_UP);

@@ -68,6 +68,10 @@ pub struct Db {
     pods: ResourceId,
     /// Where `spec.nodeName` is among pods' selectable fields.
     node_field: Option<usize>,
+    /// The revision the apiserver's watch caches started at when it last
+    /// restarted: a watch of a watch-cached resource from before it gets 410
+    /// (etcd, which serves events, still has it unless compacted).
+    watch_floor: u64,
 }
 
 impl Db {
@@ -77,7 +81,7 @@ impl Db {
         let history = History::new(registry.iter().count(), start, watch_buffer);
         let pods = registry.builtin("", "pods");
         let node_field = registry.get(pods).fields.labels.iter().position(|l| l.name == "spec.nodeName");
-        Self { registry, rev: start, oldest: start, tables, history, on_node: BTreeMap::new(), pods, node_field }
+        Self { registry, rev: start, oldest: start, tables, history, on_node: BTreeMap::new(), pods, node_field, watch_floor: start }
     }
 
     /// The revision `res`'s watch cache has reached: the newest of its last
@@ -183,6 +187,21 @@ impl Db {
             return None;
         }
         Some(self.history.after(res, after))
+    }
+
+    /// The oldest revision a watch of `res` may start after: what etcd
+    /// still holds, and for a watch-cached resource no earlier than where
+    /// the apiserver's cache started ([`Db::restart_watch_caches`]).
+    pub fn watch_oldest(&self, res: ResourceId) -> u64 {
+        match self.registry.get(res).watch_cached {
+            true => self.oldest.max(self.watch_floor),
+            false => self.oldest,
+        }
+    }
+
+    /// The apiserver restarted: its watch caches start at the current revision.
+    pub fn restart_watch_caches(&mut self) {
+        self.watch_floor = self.rev;
     }
 
     /// Drops history up to `to` (clamped to the current revision): reads

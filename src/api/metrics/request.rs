@@ -176,7 +176,7 @@ mod tests {
             miss_wait: Duration::ZERO,
             upstream: Duration::ZERO,
             round_trip: Duration::ZERO,
-            policy: crate::upstream::plan::Policy::Sooner,
+            patience: 1.0,
         };
         let judged = Some((plan, Judged::of("pods", &plan), Instant::now()));
         let counted = Counted { bytes: metrics::Counter::noop(), judged };

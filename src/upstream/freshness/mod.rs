@@ -288,7 +288,7 @@ impl Freshness {
                 making: costs.memory_read(class, read.bytes),
             }
         };
-        let plan = Plan::of(&measured, policy);
+        let plan = Plan::of(read, &measured, policy);
         *self.stats.last_plan.lock() = Some(plan);
         plan
     }

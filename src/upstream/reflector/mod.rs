@@ -134,9 +134,16 @@ pub const HEARTBEAT: Duration = Duration::from_secs(75);
 /// How often a long list logs its progress.
 const LIST_PROGRESS_EVERY: Duration = Duration::from_secs(5);
 
+/// What the reflector does next.
+#[derive(Debug, Clone, Copy)]
 enum Phase {
-    List,
+    /// List the resource; after the store was listed before, why
+    /// (`Some`): a re-list after a compaction keeps answering from the
+    /// store meanwhile ([`Relist::keeps_serving`]).
+    List(Option<Relist>),
+    /// Check upstream's revision before watching again.
     Probe,
+    /// Watch from the confirmed revision.
     Watch,
 }
 
@@ -201,12 +208,12 @@ impl<S: Sink> Reflector<S> {
     pub async fn run(mut self) {
         let mut phase = match self.saved.take() {
             Some(saved) => self.restore(saved).await,
-            None => Phase::List,
+            None => Phase::List(None),
         };
         let mut failures = 0u32;
         loop {
             let result = match phase {
-                Phase::List => self.list().await.map(|()| Phase::Watch),
+                Phase::List(cause) => self.list(cause).await.map(|()| Phase::Watch),
                 Phase::Probe => self.probe().await,
                 Phase::Watch => match self.watch().await {
                     WatchEnd::Timeout => Ok(Phase::Watch),
@@ -219,7 +226,7 @@ impl<S: Sink> Reflector<S> {
                     WatchEnd::Relist(cause, why) => {
                         tracing::info!(resource = %self.resource.qualified(), rv = self.rv, %why, "re-listing");
                         self.status.relisted(cause);
-                        Ok(Phase::List)
+                        Ok(Phase::List(Some(cause)))
                     }
                 },
             };
@@ -249,21 +256,24 @@ impl<S: Sink> Reflector<S> {
         }
     }
 
-    async fn list(&mut self) -> Result<(), (UpstreamError, Phase)> {
+    async fn list(&mut self, cause: Option<Relist>) -> Result<(), (UpstreamError, Phase)> {
         self.status.lists.fetch_add(1, Ordering::Relaxed);
         let base = format!("{}?limit={}", self.resource.collection_path(), self.config.page_size);
         let mut items = Vec::new();
         let mut path = base.clone();
-        if self.status.ready.swap(false, Ordering::AcqRel) {
+        let retry = Phase::List(cause);
+        if self.status.is_ready() && cause.is_some_and(Relist::keeps_serving) {
+            tracing::info!(resource = %self.resource.qualified(), "re-listing; reads keep coming from the last state until it is in");
+        } else if self.status.ready.swap(false, Ordering::AcqRel) {
             tracing::info!(resource = %self.resource.qualified(), "not ready while re-listing: reads pass through");
         }
         let relisting = self.status.lists.load(Ordering::Relaxed) > 1;
         self.status.capabilities.lost_touch();
         let mut progress = Instant::now();
         let rv = loop {
-            let body = self.client.get_bytes(&path).await.map_err(|e| (e, Phase::List))?;
+            let body = self.client.get_bytes(&path).await.map_err(|e| (e, retry.clone()))?;
             self.status.touch();
-            let page = ListPage::parse(&body).map_err(|e| (decode(e), Phase::List))?;
+            let page = ListPage::parse(&body).map_err(|e| (decode(e), retry.clone()))?;
             items.extend(page.items);
             if progress.elapsed() >= LIST_PROGRESS_EVERY {
                 progress = Instant::now();
@@ -274,7 +284,7 @@ impl<S: Sink> Reflector<S> {
                 None => break page.resource_version,
             }
         };
-        let changed = self.off_workers(|sink| sink.replace(items, rv)).map_err(|e| (UpstreamError::Refused(Box::new(e)), Phase::List))?;
+        let changed = self.off_workers(|sink| sink.replace(items, rv)).map_err(|e| (UpstreamError::Refused(Box::new(e)), retry))?;
         self.confirm(rv);
         self.status.ready.store(true, Ordering::Release);
         if relisting && !changed {
@@ -290,11 +300,11 @@ impl<S: Sink> Reflector<S> {
     /// from the saved revision (its first event or bookmark makes the
     /// resource ready), or a list when nothing usable was saved.
     async fn restore(&mut self, saved: JoinHandle<Option<Saved>>) -> Phase {
-        let Ok(Some(Saved { items, rv })) = saved.await else { return Phase::List };
+        let Ok(Some(Saved { items, rv })) = saved.await else { return Phase::List(None) };
         let objects = items.len();
         if let Err(e) = self.off_workers(|sink| sink.restore(items, rv)) {
             tracing::warn!(resource = %self.resource.qualified(), error = %e, "saved state not restored; listing");
-            return Phase::List;
+            return Phase::List(None);
         }
         self.confirm(rv);
         tracing::info!(resource = %self.resource.qualified(), rv, objects, "restored the saved state; resuming the watch from it");
@@ -317,7 +327,7 @@ impl<S: Sink> Reflector<S> {
     async fn probe(&mut self) -> Result<Phase, (UpstreamError, Phase)> {
         if self.upstream_revision().await.map_err(|e| (e, Phase::Probe))? < self.rv {
             self.status.relisted(Relist::WentBack);
-            return Ok(Phase::List);
+            return Ok(Phase::List(Some(Relist::WentBack)));
         }
         // A restored state becomes ready here (a listed one already is).
         self.status.ready.store(true, Ordering::Release);

@@ -162,6 +162,14 @@ pub enum Relist {
 }
 
 impl Relist {
+    /// Whether the store keeps answering reads while the re-list runs: after
+    /// a compaction (upstream's 410: its cache no longer reaches back to the
+    /// store's revision, as after an apiserver restart) what the store holds
+    /// is still a state upstream had; after any other cause it may not be.
+    pub fn keeps_serving(self) -> bool {
+        self == Relist::Compacted
+    }
+
     /// Every cause.
     pub const ALL: [Relist; 5] = [Relist::Compacted, Relist::TooLarge, Relist::WentBack, Relist::Protocol, Relist::Inconsistent];
 
