@@ -3,7 +3,8 @@
 source tree (e.g. /opt/realapi/k8s, v1.36.2):
 
 * every message of schema.txt has exactly the fields of its `generated.proto`
-  (numbers, names and types, compared without case and underscores);
+  (numbers, names and types, compared without case, `_`, `-` and `$`), for
+  every package of PACKAGES (all the kinds of resource.rs's BUILTINS);
 * go.txt's `always` facts are the non-pointer scalar fields tagged
   `omitempty` of the Go types, and those tagged `omitzero` (JSON drops them
   when zero, gogo-protobuf writes them always). Lists what go.txt lacks; what it has beyond that
@@ -20,6 +21,13 @@ PACKAGES = {
     "api.core.v1": "api/core/v1", "api.apps.v1": "api/apps/v1", "api.batch.v1": "api/batch/v1",
     "api.coordination.v1": "api/coordination/v1", "api.discovery.v1": "api/discovery/v1",
     "api.networking.v1": "api/networking/v1", "api.events.v1": "api/events/v1",
+    "api.autoscaling.v1": "api/autoscaling/v1", "api.autoscaling.v2": "api/autoscaling/v2",
+    "api.certificates.v1": "api/certificates/v1", "api.policy.v1": "api/policy/v1", "api.rbac.v1": "api/rbac/v1",
+    "api.storage.v1": "api/storage/v1", "api.admissionregistration.v1": "api/admissionregistration/v1",
+    "api.scheduling.v1": "api/scheduling/v1", "api.node.v1": "api/node/v1", "api.resource.v1": "api/resource/v1",
+    "api.flowcontrol.v1": "api/flowcontrol/v1",
+    "apiextensions_apiserver.pkg.apis.apiextensions.v1": "apiextensions-apiserver/pkg/apis/apiextensions/v1",
+    "kube_aggregator.pkg.apis.apiregistration.v1": "kube-aggregator/pkg/apis/apiregistration/v1",
     "apimachinery.pkg.apis.meta.v1": "apimachinery/pkg/apis/meta/v1", "apimachinery.pkg.runtime": "apimachinery/pkg/runtime",
     "apimachinery.pkg.api.resource": "apimachinery/pkg/api/resource", "apimachinery.pkg.util.intstr": "apimachinery/pkg/util/intstr",
 }
@@ -27,7 +35,8 @@ SCALARS = ("string", "bytes", "int32", "int64", "bool", "double")
 
 
 def n(s):
-    return s.replace("_", "").lower()
+    """A name compared as schema.rs compares it: without case, `_`, `-` and `$` (`x-kubernetes-list-type`, `$ref`)."""
+    return re.sub(r"[_$-]", "", s).lower()
 
 
 def main():

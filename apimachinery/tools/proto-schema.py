@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes apimachinery/src/protobuf/schema.txt: the protobuf field table of
-the built-in kinds kache caches, read from the prost sources of the k8s-pb
-crate (Apache-2.0; generated from the Kubernetes .proto files).
+the built-in kinds kache caches (every kind of resource.rs's BUILTINS), read
+from the prost sources of the k8s-pb crate (Apache-2.0; generated from the
+Kubernetes .proto files).
 
 usage: proto-schema.py K8S_PB_SRC_DIR [SOURCE] > apimachinery/src/protobuf/schema.txt
 
@@ -19,7 +20,9 @@ One block per message, `M <package>.<Message>`, then one line per field:
 `<tag> <name> <kind>[*]` where kind is `string`, `bytes`, `int32`, `int64`,
 `bool`, `double`, `<package>.<Message>`, or `map:<key>:<value>`; `*` marks a
 repeated field. Names are prost's snake_case; readers match JSON keys by
-comparing names without underscores and case.
+comparing names without case, `_`, `-` and `$` (`x-kubernetes-list-type`,
+`$ref`). Message names are prost's too (`JsonSchemaProps`, `APIService`):
+protobuf::message_name finds a kind's message without case.
 """
 import os
 import re
@@ -35,6 +38,27 @@ ROOTS = [
     "api.batch.v1.Job", "api.batch.v1.CronJob",
     "api.coordination.v1.Lease", "api.discovery.v1.EndpointSlice",
     "api.networking.v1.Ingress", "api.events.v1.Event",
+    # The other kinds kube-apiserver 1.36 serves by default (resource.rs's BUILTINS).
+    "api.core.v1.LimitRange", "api.core.v1.PodTemplate", "api.core.v1.ResourceQuota",
+    "kube_aggregator.pkg.apis.apiregistration.v1.APIService",
+    "api.autoscaling.v1.HorizontalPodAutoscaler", "api.autoscaling.v2.HorizontalPodAutoscaler",
+    "api.certificates.v1.CertificateSigningRequest",
+    "api.networking.v1.IngressClass", "api.networking.v1.IPAddress",
+    "api.networking.v1.NetworkPolicy", "api.networking.v1.ServiceCIDR",
+    "api.policy.v1.PodDisruptionBudget",
+    "api.rbac.v1.ClusterRole", "api.rbac.v1.ClusterRoleBinding", "api.rbac.v1.Role", "api.rbac.v1.RoleBinding",
+    "api.storage.v1.CSIDriver", "api.storage.v1.CSINode", "api.storage.v1.CSIStorageCapacity",
+    "api.storage.v1.StorageClass", "api.storage.v1.VolumeAttachment", "api.storage.v1.VolumeAttributesClass",
+] + [
+    "api.admissionregistration.v1." + k for k in (
+        "MutatingAdmissionPolicy MutatingAdmissionPolicyBinding MutatingWebhookConfiguration "
+        "ValidatingAdmissionPolicy ValidatingAdmissionPolicyBinding ValidatingWebhookConfiguration").split()
+] + [
+    "apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition",
+    "api.scheduling.v1.PriorityClass", "api.node.v1.RuntimeClass",
+    "api.resource.v1.DeviceClass", "api.resource.v1.ResourceClaim",
+    "api.resource.v1.ResourceClaimTemplate", "api.resource.v1.ResourceSlice",
+    "api.flowcontrol.v1.FlowSchema", "api.flowcontrol.v1.PriorityLevelConfiguration",
     "apimachinery.pkg.apis.meta.v1.ListMeta",
     "apimachinery.pkg.apis.meta.v1.PartialObjectMetadata",
     "apimachinery.pkg.apis.meta.v1.Status",
@@ -68,14 +92,16 @@ def resolve(pkg, rust_type):
 def messages(mods):
     out = {}
     for pkg, text in mods.items():
-        for m in re.finditer(r"pub struct (\w+) \{(.*?)\n\}", text, re.S):
+        # `{}` on one line is an empty message (e.g. CustomResourceSubresourceStatus).
+        for m in re.finditer(r"pub struct (\w+) \{(?:\}|(.*?)\n\})", text, re.S):
             fields = []
-            for f in FIELD.finditer(m.group(2)):
+            for f in FIELD.finditer(m.group(2) or ""):
                 attrs, tag, name, ty = f.group(1), f.group(2), f.group(3), f.group(4)
                 kind = re.match(r'\s*(\w+(?: = "[^"]*")?)', attrs).group(1)
                 repeated = "repeated" in attrs
-                ty = re.sub(r"\s+", "", ty)
+                ty = re.sub(r"\s+", "", ty).replace(",>", ">")  # rustfmt's multi-line `Option<\n  T,\n>`
                 inner = re.sub(r"^::core::option::Option<|^::prost::alloc::vec::Vec<", "", ty)
+                inner = re.sub(r"^::prost::alloc::boxed::Box<", "", inner)  # recursive messages (JSONSchemaProps)
                 if kind.startswith("btree_map"):
                     k, v = re.search(r'"(\w+), (\w+)"', kind).groups()
                     if v == "message":

@@ -8,7 +8,10 @@
 //! written exactly is an [`EncodeError`].
 //!
 //! What JSON does not say is taken from the protobuf [`schema`] of the
-//! built-in kinds: which strings are `[]byte` (`bytes` fields, map values).
+//! built-in kinds: which strings are `[]byte` (`bytes` fields, map values)
+//! and which numbers are Go `float64`s (`double` fields: a CRD schema's
+//! `maximum`, `minimum`, `multipleOf`), written as floats even when JSON
+//! shows them without a fraction (`100`).
 //! `Time`, `Quantity`, `IntOrString`, `FieldsV1` and `RawExtension` write
 //! in CBOR what they write in JSON (their `MarshalCBOR`), so they are read
 //! as plain JSON values; Go omits from CBOR exactly the fields it omits from
@@ -55,6 +58,9 @@ pub enum EncodeError {
     /// An object where the schema says `[]byte`.
     #[error("an object where bytes were expected")]
     ObjectForBytes,
+    /// An object where the schema says `float64`.
+    #[error("an object where a float was expected")]
+    ObjectForFloat,
     /// A `[]byte` field's string that is not base64.
     #[error("bad base64: {0}")]
     Base64(#[source] base64::DecodeError),
@@ -110,6 +116,7 @@ enum Ty {
     Message(usize),
     Map(&'static Kind),
     Bytes,
+    Float,
     Any,
     Custom,
 }
@@ -168,6 +175,7 @@ fn child(s: &'static proto::Schema, ty: Ty, k: &str) -> Result<Ty, EncodeError> 
         Ty::Map(kind) => field_ty(s, kind),
         Ty::Any | Ty::Custom => ty,
         Ty::Bytes => return Err(EncodeError::ObjectForBytes),
+        Ty::Float => return Err(EncodeError::ObjectForFloat),
     })
 }
 
@@ -186,6 +194,7 @@ fn field(s: &'static proto::Schema, m: usize, k: &str) -> Option<&'static Field>
 fn field_ty(s: &proto::Schema, kind: &'static Kind) -> Ty {
     match kind {
         Kind::Bytes => Ty::Bytes,
+        Kind::Double => Ty::Float,
         Kind::Map(_, value) => Ty::Map(value),
         Kind::Message(m) if !is_special(s.messages[*m].name) => Ty::Message(*m),
         _ => Ty::Any,
@@ -239,6 +248,10 @@ fn number(n: &Number, ty: Ty, out: &mut Vec<u8>) -> Result<(), EncodeError> {
     match ty {
         Ty::Bytes | Ty::Message(_) | Ty::Map(_) => return Err(EncodeError::UnexpectedNumber(n.clone())),
         Ty::Custom if !n.is_f64() => return Err(EncodeError::AmbiguousNumber(n.clone())),
+        Ty::Float => {
+            wire::float(out, n.as_f64().ok_or_else(|| EncodeError::BadNumber(n.clone()))?);
+            return Ok(());
+        }
         Ty::Any | Ty::Custom => {}
     }
     match n.as_i64() {

@@ -109,6 +109,35 @@ fn an_empty_metadata_only_lists_items_are_null_as_in_its_json() {
     assert_eq!(items(Envelope::Typed), 0x80, "an empty array");
 }
 
+/// A CRD's schema bounds are Go `float64`s (`maximum`, `minimum`,
+/// `multipleOf`): floats in CBOR even where JSON shows no fraction. What
+/// has a `MarshalCBOR` of its own that the schema does not describe
+/// (JSONSchemaPropsOrArray, JSONSchemaPropsOrBool holding a schema, a
+/// `default` holding a number or an object) is refused, never guessed: such
+/// CRDs pass through. (No CBOR capture of a CRD: the apiserver of the
+/// captures has CBOR off; these follow the Go types.)
+#[test]
+fn crd_floats_are_floats_and_what_has_its_own_marshaller_is_refused() {
+    let schema = Schema::builtin("apiextensions.k8s.io/v1", "CustomResourceDefinition").expect("CRDs have a schema");
+    let crd = |props: &str| {
+        format!(r#"{{"metadata":{{"name":"a.b"}},"spec":{{"versions":[{{"name":"v1","schema":{{"openAPIV3Schema":{props}}}}}]}}}}"#)
+    };
+    let ours = Object::encode(crd(r#"{"type":"number","maximum":100,"minimum":0.5,"default":"x","enum":["x",null]}"#).as_bytes(), schema);
+    let ours = ours.unwrap().map().concat();
+    for (key, float) in [("maximum", [0xf9, 0x56, 0x40]), ("minimum", [0xf9, 0x38, 0x00])] {
+        let want = [string(key), float.to_vec()].concat();
+        assert!(ours.windows(want.len()).any(|w| w == want), "{key}: {ours:02x?}");
+    }
+    for refused in [
+        r#"{"type":"array","items":{"type":"string"}}"#,
+        r#"{"type":"object","additionalProperties":{"type":"string"}}"#,
+        r#"{"type":"integer","default":1}"#,
+        r#"{"type":"object","default":{"a":"b"}}"#,
+    ] {
+        assert!(Object::encode(crd(refused).as_bytes(), schema).is_err(), "{refused}");
+    }
+}
+
 #[test]
 fn custom_resources_are_exact_or_refused() {
     // No plain integers outside metadata: exact.

@@ -11,9 +11,21 @@
 //! written as zero only where [`Field::always`] says Go does. The special
 //! types follow their Go marshallers: `Time`/`MicroTime` as
 //! `{seconds, nanos}`, `Quantity` as its string, `IntOrString` as
-//! `{type, intVal, strVal}`, `FieldsV1`/`RawExtension` as the raw JSON text.
+//! `{type, intVal, strVal}`, `FieldsV1`/`RawExtension` and apiextensions'
+//! `JSON` as the raw JSON text (none for `null`), certificates' `ExtraValue`
+//! (a Go `[]string`) from its JSON array, and the JSONSchemaPropsOr{Array,
+//! Bool,StringArray} unions from the JSON value of the field its JSON type
+//! picks. A key is found in a struct inlined in a struct inlined in the
+//! message too.
 //! A key the schema does not know, or a value of the wrong JSON type, is an
 //! error: the caller then does not serve protobuf rather than serve it wrong.
+//! Where JSON cannot tell, the encoding is that of Go clients' writes: a
+//! `RawExtension` holds the bytes its writer sent, which JSON shows compacted
+//! and HTML-escaped (`<` as `\u003c`), as Go writers send them; bytes sent
+//! otherwise (a dry-run DeviceClass whose parameters held a literal `<`,
+//! which its protobuf kept) are encoded wrong. apiextensions' `JSON` is
+//! re-marshalled by the apiserver (checked the same way): always right. An
+//! empty `[]byte` is the other such case (go.txt).
 
 use std::borrow::Cow;
 use std::fmt;
@@ -56,16 +68,30 @@ enum Special {
     Time,
     Quantity,
     IntOrString,
+    /// Raw JSON text as field 1 (`null`: no bytes, as Go's `UnmarshalJSON` keeps none).
     Raw,
+    /// A Go `[]string` (certificates' `ExtraValue`): a JSON array, each item field 1.
+    Strings,
+    /// JSONSchemaPropsOrArray, OrBool, OrStringArray: the JSON value of one of
+    /// the message's fields, which its JSON type says: an object is the
+    /// (single) schema field, then the bool field (`allows`) is true; an array
+    /// the repeated field; a bool the bool field; `null` none.
+    Union,
 }
 
 fn special(name: &str) -> Option<Special> {
+    const APIEXTENSIONS: &str = "apiextensions_apiserver.pkg.apis.apiextensions.v1.";
     Some(match name {
         "apimachinery.pkg.apis.meta.v1.Time" | "apimachinery.pkg.apis.meta.v1.MicroTime" => Special::Time,
         "apimachinery.pkg.api.resource.Quantity" => Special::Quantity,
         "apimachinery.pkg.util.intstr.IntOrString" => Special::IntOrString,
         "apimachinery.pkg.apis.meta.v1.FieldsV1" | "apimachinery.pkg.runtime.RawExtension" => Special::Raw,
-        _ => return None,
+        "api.certificates.v1.ExtraValue" => Special::Strings,
+        _ => match name.strip_prefix(APIEXTENSIONS) {
+            Some("Json") => Special::Raw,
+            Some("JsonSchemaPropsOrArray" | "JsonSchemaPropsOrBool" | "JsonSchemaPropsOrStringArray") => Special::Union,
+            _ => return None,
+        },
     })
 }
 
@@ -101,8 +127,74 @@ impl<'de> DeserializeSeed<'de> for MessageSeed<'_> {
                     wire::len_field(&mut out, 3, s.as_bytes());
                 }
             },
-            Some(Special::Raw) => wire::len_field(&mut out, 1, <&'de RawValue>::deserialize(d)?.get().as_bytes()),
+            Some(Special::Raw) => match <&'de RawValue>::deserialize(d)?.get() {
+                "null" => {}
+                raw => wire::len_field(&mut out, 1, raw.as_bytes()),
+            },
+            Some(Special::Strings) => {
+                let field = &self.s.messages[self.m].fields[0];
+                if let Some(items) = <Option<Vec<Cow<'de, str>>>>::deserialize(d)? {
+                    for item in items {
+                        wire::len_field(&mut out, field.tag, item.as_bytes());
+                    }
+                }
+            }
+            Some(Special::Union) => return d.deserialize_any(Union { s: self.s, m: self.m }),
         }
+        Ok(out)
+    }
+}
+
+/// A [`Special::Union`] message, from the JSON value of one of its fields.
+struct Union<'s> {
+    s: &'s Schema,
+    m: usize,
+}
+
+impl Union<'_> {
+    fn field(&self, want: impl Fn(&Field) -> bool) -> Option<&Field> {
+        self.s.messages[self.m].fields.iter().find(|f| want(f))
+    }
+
+    fn bool_field(&self, value: bool) -> Result<Vec<u8>, String> {
+        let field = self.field(|f| f.kind == Kind::Bool).ok_or("no bool here")?;
+        let mut out = Vec::new();
+        wire::varint_field(&mut out, field.tag, u64::from(value));
+        Ok(out)
+    }
+}
+
+impl<'de> Visitor<'de> for Union<'_> {
+    type Value = Vec<u8>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "a value of {}", self.s.messages[self.m].name)
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Vec<u8>, E> {
+        Ok(Vec::new())
+    }
+
+    fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<Vec<u8>, E> {
+        self.bool_field(v).map_err(E::custom)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Vec<u8>, A::Error> {
+        let schema = self.s.messages[self.m].fields.iter().find_map(|f| match f.kind {
+            Kind::Message(m) if !f.repeated => Some((f.tag, m)),
+            _ => None,
+        });
+        let (tag, inner) = schema.ok_or_else(|| A::Error::custom("no schema here"))?;
+        // Go sets `allows` along with the schema (JSONSchemaPropsOrBool), and writes it first.
+        let mut out = self.bool_field(true).unwrap_or_default();
+        wire::len_field(&mut out, tag, &MessageSeed { s: self.s, m: inner }.visit_map(map)?);
+        Ok(out)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<u8>, A::Error> {
+        let field = self.field(|f| f.repeated).ok_or_else(|| A::Error::custom("no list here"))?;
+        let mut out = Vec::new();
+        while seq.next_element_seed(ValueSeed { s: self.s, kind: &field.kind, tag: field.tag, out: &mut out })?.is_some() {}
         Ok(out)
     }
 }
@@ -151,7 +243,7 @@ impl<'s> Builder<'s> {
             return Ok(());
         }
         let holder = msg.fields.iter().enumerate().find_map(|(pos, f)| match f.kind {
-            Kind::Message(inner) if f.inline && self.s.messages[inner].field(key).is_some() => Some((pos, inner)),
+            Kind::Message(inner) if f.inline && holds(self.s, inner, key) => Some((pos, inner)),
             _ => None,
         });
         if let Some((pos, inner)) = holder {
@@ -201,6 +293,14 @@ impl<'s> Builder<'s> {
         self.parts.sort_by_key(|p| p.0);
         self.parts.iter().flat_map(|&(_, a, b)| &self.out[a..b]).copied().collect()
     }
+}
+
+/// Whether message `m` has the JSON key `key`, itself or in a struct it
+/// inlines (admissionregistration's NamedRuleWithOperations inlines
+/// RuleWithOperations, which inlines Rule).
+fn holds(s: &Schema, m: usize, key: &str) -> bool {
+    let msg = &s.messages[m];
+    msg.field(key).is_some() || msg.fields.iter().any(|f| matches!(f.kind, Kind::Message(inner) if f.inline && holds(s, inner, key)))
 }
 
 /// The zero value of a field Go always writes.

@@ -33,16 +33,24 @@ pub const MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf";
 pub const MAGIC: &[u8] = b"k8s\0";
 
 /// The schema name of a built-in kind's message (`v1`, `Pod` →
-/// `api.core.v1.Pod`), if the schema has it.
+/// `api.core.v1.Pod`; `apiregistration.k8s.io/v1`, `APIService` →
+/// `kube_aggregator.pkg.apis.apiregistration.v1.APIService`), if the schema
+/// has it. The packages are those of the `.proto` files (`k8s.io.` dropped);
+/// the kind is compared without case, as prost renamed some messages.
 pub fn message_name(api_version: &str, kind: &str) -> Option<String> {
     let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
     let package = match group {
-        "" => "core",
-        "apps" | "batch" => group,
-        _ => group.strip_suffix(".k8s.io")?,
+        "" => "api.core".to_string(),
+        "apiextensions.k8s.io" => "apiextensions_apiserver.pkg.apis.apiextensions".to_string(),
+        "apiregistration.k8s.io" => "kube_aggregator.pkg.apis.apiregistration".to_string(),
+        "rbac.authorization.k8s.io" => "api.rbac".to_string(),
+        "flowcontrol.apiserver.k8s.io" => "api.flowcontrol".to_string(),
+        // apps, autoscaling, batch, policy
+        _ if !group.contains('.') => format!("api.{group}"),
+        _ => format!("api.{}", group.strip_suffix(".k8s.io")?),
     };
-    let name = format!("api.{package}.{version}.{kind}");
-    schema::schema().message(&name).map(|_| name)
+    let s = schema::schema();
+    s.message_ignoring_case(&format!("{package}.{version}.{kind}")).map(|m| s.messages[m].name.to_string())
 }
 
 /// The `k8s\0` document of `raw`, a message of kind `kind`.

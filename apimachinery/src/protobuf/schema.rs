@@ -75,6 +75,7 @@ pub struct Schema {
     /// The messages, in table order.
     pub messages: Vec<Message>,
     by_name: HashMap<&'static str, usize>,
+    by_folded_name: HashMap<String, usize>,
 }
 
 impl Schema {
@@ -82,10 +83,21 @@ impl Schema {
     pub fn message(&self, name: &str) -> Option<usize> {
         self.by_name.get(name).copied()
     }
+
+    /// The message with this full name compared without case: prost
+    /// renamed some Kubernetes messages (`JSONSchemaProps` is
+    /// `JsonSchemaProps`, `HTTPIngressPath` `HttpIngressPath`) and kept
+    /// others (`APIService`, `IPAddress`). No two names of the table differ
+    /// only in case (a test checks).
+    pub fn message_ignoring_case(&self, name: &str) -> Option<usize> {
+        self.message(name).or_else(|| self.by_folded_name.get(&name.to_ascii_lowercase()).copied())
+    }
 }
 
+/// A name compared without case, `_`, `-` and `$`: JSON's `x-kubernetes-list-type` and
+/// `$ref` (JSONSchemaProps) are prost's `x_kubernetes_list_type` and `ref`.
 fn normalize(key: &str) -> String {
-    key.chars().filter(|c| *c != '_').map(|c| c.to_ascii_lowercase()).collect()
+    key.chars().filter(|c| !matches!(c, '_' | '-' | '$')).map(|c| c.to_ascii_lowercase()).collect()
 }
 
 /// The schema, parsed on first use.
@@ -152,7 +164,8 @@ fn parse(table: &'static str, go: &'static str) -> Schema {
             Message { name, fields, by_key }
         })
         .collect();
-    Schema { messages, by_name }
+    let by_folded_name = raw.iter().enumerate().map(|(i, (n, _))| (n.to_ascii_lowercase(), i)).collect();
+    Schema { messages, by_name, by_folded_name }
 }
 
 #[cfg(test)]
@@ -173,6 +186,15 @@ mod tests {
         let status = &s.messages[s.message("api.core.v1.PodStatus").unwrap()];
         assert!(status.field("podIPs").is_some_and(|f| f.repeated), "podIPs ~ pod_i_ps");
         assert!(om.field("nope").is_none());
+    }
+
+    #[test]
+    fn no_two_message_names_differ_only_in_case() {
+        let s = schema();
+        assert_eq!(s.by_folded_name.len(), s.messages.len());
+        let props = s.message("apiextensions_apiserver.pkg.apis.apiextensions.v1.JsonSchemaProps").expect("prost's name");
+        let kubernetes = s.message_ignoring_case("apiextensions_apiserver.pkg.apis.apiextensions.v1.JSONSchemaProps");
+        assert_eq!(kubernetes, Some(props), "Kubernetes' name finds prost's");
     }
 
     #[test]
