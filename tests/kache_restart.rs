@@ -1,9 +1,10 @@
 //! The apiserver restarts under kache: the simulator's restart, as
 //! kube-apiserver 1.36's (every watch ends; its watch cache comes back at
 //! the current revision, so a watch resumed from before it gets 410).
-//! kache re-lists the resource once, keeps answering reads at any revision
-//! from the state it held while the re-list runs, and — the re-list finding
-//! what it held — ends no client watch.
+//! kache re-lists the resource once — at the revision the 410 names as the
+//! oldest it still watches from, so writes since then reach kache as events
+//! — keeps answering reads at any revision from the state it held while the
+//! re-list runs, and, the re-list finding what it held, ends no client watch.
 
 mod common;
 
@@ -30,7 +31,19 @@ fn an_apiserver_restart_costs_one_relist_and_no_client_watch_while_reads_keep_co
     // Other resources' writes move the revision past the pods' last event, as a cluster's leases do.
     let cm = serde_json::json!({"metadata": {"name": "moves-the-revision"}});
     assert_eq!(sim.post("/api/v1/namespaces/ns-0001/configmaps", &cm).status, 201);
+    let first = sim.get("/api/v1/pods?limit=1").json()["items"][0]["metadata"].clone();
+    let (name, ns) = (first["name"].as_str().expect("a pod").to_string(), first["namespace"].as_str().expect("a namespace").to_string());
     assert_eq!(sim.request("POST", "/_sim/restart?reinit-seconds=0.5", &[], None).status, 200);
+    // A write as soon as the apiserver is back, before kache re-lists: kache lists at the revision the restarted
+    // apiserver's 410 named, so the list finds what kache held, and the write reaches the client's watch as an event.
+    let patch = br#"{"metadata":{"labels":{"restarted":"yes"}}}"#;
+    let patched = sim.request(
+        "PATCH",
+        &format!("/api/v1/namespaces/{ns}/pods/{name}"),
+        &[("content-type", "application/merge-patch+json")],
+        Some(patch),
+    );
+    assert_eq!(patched.status, 200, "{}", patched.text());
     // While the re-list runs: ready, and reads at any revision from the state kache held.
     eventually(Duration::from_secs(60), "the re-list to start", || (metric(&kache, "kache_upstream_lists_total") > lists).then_some(()));
     assert_eq!(metric(&kache, "kache_upstream_relists_unchanged_total"), 0.0, "the re-list is still running");
@@ -44,17 +57,6 @@ fn an_apiserver_restart_costs_one_relist_and_no_client_watch_while_reads_keep_co
     });
     assert_eq!(metric(&kache, "kache_upstream_lists_total"), lists + 1.0, "one re-list");
     assert!(scrape(&kache).iter().any(|(k, v)| k.contains("cause=\"compacted\"") && *v == 1.0), "after the restarted apiserver's 410");
-    // The client's watch goes on: a write after the restart reaches it.
-    let name = page.json()["items"][0]["metadata"]["name"].as_str().expect("a pod").to_string();
-    let ns = page.json()["items"][0]["metadata"]["namespace"].as_str().expect("a namespace").to_string();
-    let patch = br#"{"metadata":{"labels":{"restarted":"yes"}}}"#;
-    let patched = sim.request(
-        "PATCH",
-        &format!("/api/v1/namespaces/{ns}/pods/{name}"),
-        &[("content-type", "application/merge-patch+json")],
-        Some(patch),
-    );
-    assert_eq!(patched.status, 200, "{}", patched.text());
     let event = (0..100).find_map(|_| watch.next(Duration::from_secs(30)).filter(|f| f["type"] != "BOOKMARK")).expect("the next event");
     assert_eq!((event["type"].as_str(), event["object"]["metadata"]["name"].as_str()), (Some("MODIFIED"), Some(name.as_str())));
 }

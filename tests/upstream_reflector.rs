@@ -281,12 +281,13 @@ async fn restarts_keeping_or_resetting_revisions() {
     let rig = rig(100.0, 70).await;
     rig.until("ready", |_, s| s.is_ready()).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
-    rig.sim.restart(false, Duration::from_millis(500));
+    // A peer whose watch cache reaches back: resumed.
+    rig.sim.restart(false, Duration::from_millis(500), true);
     rig.check("restart keeping revisions").await;
     assert_eq!(rig.model.0.lock().replaces, 1, "resumed after the restart");
 
     let before = rig.model.0.lock().rv;
-    rig.sim.restart(true, Duration::ZERO);
+    rig.sim.restart(true, Duration::ZERO, true);
     assert!(rig.sim.revision() < before, "the reset renumbered revisions");
     rig.until("a re-list after the reset", |m, _| m.replaces == 2).await;
     rig.check("restart resetting revisions").await;

@@ -24,8 +24,10 @@ pub fn compact_now(state: &State) -> u64 {
 /// gets 410 (kube-apiserver 1.36 restarted: its cache reaches back no
 /// further than its initial list). With `reset`, etcd comes back
 /// renumbered (as after a restore from a snapshot): the same objects, all
-/// at revision 2, and no history before it. Returns the revision.
-pub fn restart(state: &State, reset: bool, reinit: Duration) -> u64 {
+/// at revision 2, and no history before it. With `cache_kept`, the watch
+/// caches reach back as far as before (another apiserver of a highly
+/// available pair answers). Returns the revision.
+pub fn restart(state: &State, reset: bool, reinit: Duration, cache_kept: bool) -> u64 {
     state.reinitialize(reinit);
     state.drop_watches();
     let rev = {
@@ -36,7 +38,9 @@ pub fn restart(state: &State, reset: bool, reinit: Duration) -> u64 {
             // Dropping the old store closes its broadcast: watches still on it end.
             *db = fresh;
         }
-        db.restart_watch_caches();
+        if !cache_kept {
+            db.restart_watch_caches();
+        }
         db.rev()
     };
     state.publish_revision();

@@ -208,9 +208,11 @@ impl Sim {
     }
 
     /// Simulates a restart, keeping or resetting revisions; watches get 429
-    /// for `reinit` afterwards. Returns the revision.
-    pub fn restart(&self, reset_revisions: bool, reinit: Duration) -> u64 {
-        faults::restart(&self.state, reset_revisions, reinit)
+    /// for `reinit` afterwards; the watch caches reach back as before
+    /// (`cache_kept`: an HA peer) or start at the current revision (a
+    /// restarted kube-apiserver). Returns the revision.
+    pub fn restart(&self, reset_revisions: bool, reinit: Duration, cache_kept: bool) -> u64 {
+        faults::restart(&self.state, reset_revisions, reinit, cache_kept)
     }
 
     /// Requests served for `resource` (e.g. `pods`, `deployments.apps`) and `verb` (`list`, `watch`, …).

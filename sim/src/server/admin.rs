@@ -71,7 +71,8 @@ pub(super) async fn admin(state: &Arc<State>, req: Request<Drained>, op: &str, e
         "restart" => {
             let reset = param("reset").is_some_and(|v| v == "true" || v == "1");
             let reinit: f64 = param("reinit-seconds").and_then(|s| s.parse().ok()).unwrap_or(0.0);
-            let rev = crate::faults::restart(state, reset, Duration::from_secs_f64(reinit.clamp(0.0, 600.0)));
+            let cache_kept = param("cache").is_some_and(|v| v == "kept");
+            let rev = crate::faults::restart(state, reset, Duration::from_secs_f64(reinit.clamp(0.0, 600.0)), cache_kept);
             Ok(enc.value(StatusCode::OK, &json!({"restarted": true, "revision": rev})))
         }
         "churn" => {

@@ -11,6 +11,14 @@
 //!    └──error── backoff
 //! ```
 //!
+//! A 410 from upstream's watch cache names the oldest revision it still
+//! watches from (an apiserver restarted: its cache starts at the present):
+//! the re-list reads exactly that revision, so a list that finds the
+//! store's state shows nothing changed in between, and the watch goes on
+//! from it — writes since reach the store as events, and no client watch
+//! ends. A re-list after a compaction keeps answering from the store
+//! meanwhile; after any other cause, reads pass through until it is in.
+//!
 //! Invariants:
 //! - The list is paged at one consistent revision (the first page is a quorum
 //!   read; later pages follow its continue token) and handed to the sink as
@@ -137,10 +145,13 @@ const LIST_PROGRESS_EVERY: Duration = Duration::from_secs(5);
 /// What the reflector does next.
 #[derive(Debug, Clone, Copy)]
 enum Phase {
-    /// List the resource; after the store was listed before, why
-    /// (`Some`): a re-list after a compaction keeps answering from the
-    /// store meanwhile ([`Relist::keeps_serving`]).
-    List(Option<Relist>),
+    /// List the resource. `after`: why, when the store was listed before (a
+    /// re-list after a compaction keeps answering from the store meanwhile:
+    /// [`Relist::keeps_serving`]); `at`: the revision to list at exactly —
+    /// the oldest one upstream's watch cache still watches from, after its
+    /// 410: a list there that finds the store's state shows nothing changed
+    /// in between, and the watch goes on from it, ending no client watch.
+    List { after: Option<Relist>, at: Option<u64> },
     /// Check upstream's revision before watching again.
     Probe,
     /// Watch from the confirmed revision.
@@ -208,12 +219,12 @@ impl<S: Sink> Reflector<S> {
     pub async fn run(mut self) {
         let mut phase = match self.saved.take() {
             Some(saved) => self.restore(saved).await,
-            None => Phase::List(None),
+            None => Phase::List { after: None, at: None },
         };
         let mut failures = 0u32;
         loop {
             let result = match phase {
-                Phase::List(cause) => self.list(cause).await.map(|()| Phase::Watch),
+                Phase::List { after, at } => self.list(after, at).await.map(|()| Phase::Watch),
                 Phase::Probe => self.probe().await,
                 Phase::Watch => match self.watch().await {
                     WatchEnd::Timeout => Ok(Phase::Watch),
@@ -223,10 +234,15 @@ impl<S: Sink> Reflector<S> {
                         self.status.capabilities.lost_touch();
                         Err((e, Phase::Probe))
                     }
+                    WatchEnd::Expired { at, why } => {
+                        tracing::info!(resource = %self.resource.qualified(), rv = self.rv, at, %why, "re-listing");
+                        self.status.relisted(Relist::Compacted);
+                        Ok(Phase::List { after: Some(Relist::Compacted), at })
+                    }
                     WatchEnd::Relist(cause, why) => {
                         tracing::info!(resource = %self.resource.qualified(), rv = self.rv, %why, "re-listing");
                         self.status.relisted(cause);
-                        Ok(Phase::List(Some(cause)))
+                        Ok(Phase::List { after: Some(cause), at: None })
                     }
                 },
             };
@@ -256,12 +272,16 @@ impl<S: Sink> Reflector<S> {
         }
     }
 
-    async fn list(&mut self, cause: Option<Relist>) -> Result<(), (UpstreamError, Phase)> {
+    async fn list(&mut self, cause: Option<Relist>, at: Option<u64>) -> Result<(), (UpstreamError, Phase)> {
         self.status.lists.fetch_add(1, Ordering::Relaxed);
         let base = format!("{}?limit={}", self.resource.collection_path(), self.config.page_size);
         let mut items = Vec::new();
-        let mut path = base.clone();
-        let retry = Phase::List(cause);
+        let mut path = match at {
+            Some(rv) => format!("{base}&resourceVersion={rv}&resourceVersionMatch=Exact"),
+            None => base.clone(),
+        };
+        // A list at a revision that failed is tried again as a consistent one.
+        let retry = Phase::List { after: cause, at: None };
         if self.status.is_ready() && cause.is_some_and(Relist::keeps_serving) {
             tracing::info!(resource = %self.resource.qualified(), "re-listing; reads keep coming from the last state until it is in");
         } else if self.status.ready.swap(false, Ordering::AcqRel) {
@@ -300,11 +320,11 @@ impl<S: Sink> Reflector<S> {
     /// from the saved revision (its first event or bookmark makes the
     /// resource ready), or a list when nothing usable was saved.
     async fn restore(&mut self, saved: JoinHandle<Option<Saved>>) -> Phase {
-        let Ok(Some(Saved { items, rv })) = saved.await else { return Phase::List(None) };
+        let Ok(Some(Saved { items, rv })) = saved.await else { return Phase::List { after: None, at: None } };
         let objects = items.len();
         if let Err(e) = self.off_workers(|sink| sink.restore(items, rv)) {
             tracing::warn!(resource = %self.resource.qualified(), error = %e, "saved state not restored; listing");
-            return Phase::List(None);
+            return Phase::List { after: None, at: None };
         }
         self.confirm(rv);
         tracing::info!(resource = %self.resource.qualified(), rv, objects, "restored the saved state; resuming the watch from it");
@@ -327,7 +347,7 @@ impl<S: Sink> Reflector<S> {
     async fn probe(&mut self) -> Result<Phase, (UpstreamError, Phase)> {
         if self.upstream_revision().await.map_err(|e| (e, Phase::Probe))? < self.rv {
             self.status.relisted(Relist::WentBack);
-            return Ok(Phase::List(Some(Relist::WentBack)));
+            return Ok(Phase::List { after: Some(Relist::WentBack), at: None });
         }
         // A restored state becomes ready here (a listed one already is).
         self.status.ready.store(true, Ordering::Release);

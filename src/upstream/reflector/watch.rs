@@ -44,7 +44,15 @@ pub(super) enum WatchEnd {
     Timeout,
     /// It broke early (connection, EOF, an error event to retry).
     Broken(UpstreamError),
-    /// The revision is gone or unusable: re-list.
+    /// The revision is gone from upstream's watch cache (410): re-list —
+    /// at `at`, the oldest revision it still watches from, when its 410 says.
+    Expired {
+        /// The revision the 410 names as the oldest a watch may start from.
+        at: Option<u64>,
+        /// The 410's words.
+        why: String,
+    },
+    /// The revision is unusable: re-list.
     Relist(Relist, String),
     /// Resumed from a saved state, it brought nothing in [`PROOF_WAIT`]: probe.
     Quiet,
@@ -216,14 +224,34 @@ async fn next_proof(proofs: &mut Option<mpsc::UnboundedReceiver<Proof>>) -> Opti
     }
 }
 
+/// The revision a 410 from the apiserver's watch cache names as the oldest a
+/// watch may start from: `too old resource version: X (Y)` (`watch_cache.go`).
+fn oldest_watchable(message: &str) -> Option<u64> {
+    let (_, rest) = message.split_once("too old resource version: ")?;
+    let (_, y) = rest.split_once(" (")?;
+    y.strip_suffix(')')?.parse().ok()
+}
+
 /// 410 Gone and "too large resource version" need a re-list; anything else a retry.
 fn classify(e: UpstreamError) -> WatchEnd {
     match &e {
-        UpstreamError::Status { code: 410, .. } => WatchEnd::Relist(Relist::Compacted, e.to_string()),
+        UpstreamError::Status { code: 410, message } => WatchEnd::Expired { at: oldest_watchable(message), why: e.to_string() },
         UpstreamError::Status { code: 504, message } if message.contains("Too large resource version") => {
             WatchEnd::Relist(Relist::TooLarge, e.to_string())
         }
         _ => WatchEnd::Broken(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_410_names_the_oldest_revision_a_watch_may_start_from() {
+        assert_eq!(oldest_watchable("too old resource version: 120 (4521)"), Some(4521));
+        assert_eq!(oldest_watchable("The resourceVersion for the provided watch is too old."), None);
+        assert_eq!(oldest_watchable("too old resource version: 120"), None);
     }
 }
 
