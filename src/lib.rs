@@ -7,7 +7,7 @@
 //! what kache answered;
 //! [`state`] saves and restores the stores for warm restarts; [`budget`]
 //! bounds the memory they hold; [`serve`] wires it together. See
-//! `DESIGN.md` for how the parts fit.
+//! `ARCHITECTURE.md` for how the parts fit.
 
 pub mod access;
 pub mod api;

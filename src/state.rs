@@ -25,7 +25,7 @@
 //!   it answers what a past state may (`resourceVersion=0`, and reads at its
 //!   revision), the store confirms its revision only, and every consistent
 //!   read still needs a freshness proof against upstream now
-//!   (`upstream/freshness.rs`). It is served only once upstream has shown
+//!   (`upstream/freshness/`). It is served only once upstream has shown
 //!   that its revision has not gone back below it — the resumed watch's
 //!   first event or bookmark, or else a one-item probe (etcd restored while
 //!   kache was down: then revisions no longer name the same states, and a

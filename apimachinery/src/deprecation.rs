@@ -5,7 +5,7 @@
 //! (`customresource_handler.go`, `defaultDeprecationWarning`).
 //!
 //! Invariants: the texts are the apiserver's byte for byte (captured in
-//! `tests/reference/apiserver-1.36/tables/index.json`: endpoints and the
+//! `tests/reference/apiserver-1.36/encodings/endpoints/*.meta` and the
 //! `gizmos` CRD's `v1beta1`); a header value is `net.NewWarningHeader`'s.
 
 use std::cmp::Ordering;

@@ -3,7 +3,7 @@
 //! oracle of the tests: for any request whose answer is determined by its
 //! revision, kache must answer exactly as the simulator does.
 //!
-//! What it implements (see `shared/SEMANTICS.md`):
+//! What it implements (see `docs/simulator.md`):
 //! - one global revision; create / get / update / patch / delete (two-phase
 //!   with finalizers) / deletecollection / list / watch over a table of
 //!   built-in resources plus custom resources named at start-up, with

@@ -1,5 +1,5 @@
-//! Lists: which revision a request reads at (the seed's table in
-//! `shared/SEMANTICS.md`), paging with continue tokens, selectors, and the
+//! Lists: which revision a request reads at (`apimachinery::list::ListPlan`; the rows in
+//! `docs/simulator.md`), paging with continue tokens, selectors, and the
 //! list envelope.
 //!
 //! The simulator answers like kube-apiserver over etcd with its watch cache:

@@ -1,5 +1,5 @@
 //! The watch cache core: every retained revision of one resource, in memory,
-//! with one writer and any number of readers that never wait (DESIGN
+//! with one writer and any number of readers that never wait (ARCHITECTURE.md,
 //! invariants 1–4 and 6). No I/O.
 //!
 //! - [`CachedObject`]: an object's bytes as upstream sent them, plus the

@@ -1,7 +1,7 @@
 //! [`CachedObject`]: one object revision exactly as upstream encoded it,
 //! plus the few parsed parts that lists, selectors and watches need.
 //!
-//! Invariants: `bytes` is never modified or re-encoded (DESIGN invariant 2);
+//! Invariants: `bytes` is never modified or re-encoded (ARCHITECTURE.md, invariant 2);
 //! every parsed string is a span of `bytes` (no copy) unless JSON escapes
 //! forced unescaping, in which case it lives in the small `extra` buffer.
 //! The key is etcd's order key: `namespace/name`, or `name` when the object

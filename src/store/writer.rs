@@ -1,4 +1,4 @@
-//! [`StoreWriter`]: the one writer of a store (DESIGN invariant 1). It
+//! [`StoreWriter`]: the one writer of a store (ARCHITECTURE.md, invariant 1). It
 //! changes a private working view and makes it visible with
 //! [`StoreWriter::publish`], an atomic pointer swap: readers never wait on
 //! it and it never waits on a reader. Subscribers learn of a publish through

@@ -3,7 +3,7 @@
 //! `sendInitialEvents`) is answered by kache; upstream sees only the
 //! reflector's one watch per resource. A watch without `resourceVersion`
 //! asks for a consistent start: it is answered once the resource is proven
-//! fresh (`upstream/freshness.rs`), and passed through otherwise.
+//! fresh (`upstream/freshness/`), and passed through otherwise.
 //!
 //! A stream is, in order: the initial state as ADDED in key order (when the
 //! request asks for initial events, explicitly or by the 1.34 default for
