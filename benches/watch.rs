@@ -23,7 +23,8 @@ use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_m
 /// The objects, in JSON.
 const JSON: Negotiated = Negotiated { encoding: Encoding::Json, shape: Shape::Objects, pretty: false, gzip: false };
 use kache::api::filter::Filter;
-use kache::api::list::{self, Answer};
+use kache::api::list;
+use kache::api::source::Answer;
 use kache::api::watch::{Dispatcher, Subscription};
 use kache::cache::CachedResource;
 use kache::store::{CachedObject, EventType, StoreConfig, StoreWriter};
@@ -135,7 +136,7 @@ fn select(c: &mut Criterion) {
         let opts = ListOptions::decode(query).expect("options");
         group.bench_function(name, |b| {
             b.iter(|| match rt.block_on(list::list(&res, None, &opts, Duration::ZERO, None)) {
-                Ok(Answer::Page(p)) => black_box(p.items.len()),
+                Ok(Answer::Memory(p)) => black_box(p.items.len()),
                 other => panic!("{other:?}"),
             })
         });

@@ -394,9 +394,9 @@ pub async fn start(args: &ServeArgs, listening: impl FnOnce(&str)) -> anyhow::Re
     let starting = Starting::new();
     if let Some(probes) = probes {
         tracing::info!(url = %format!("http://{}", probes.local_addr()?), "health checks and metrics served");
-        let answerer = api::probes::answerer(&starting);
+        let handler = api::probes::handler(&starting);
         // Until the process ends: probes must keep answering while kache drains.
-        tokio::spawn(async move { api::server::accept(&probes, &None, answerer, std::future::pending(), None, || {}).await });
+        tokio::spawn(async move { api::server::accept(&probes, &None, handler, std::future::pending(), None, || {}).await });
     }
     let (discovered, done) = oneshot::channel::<()>();
     let discovering = async {
@@ -407,7 +407,7 @@ pub async fn start(args: &ServeArgs, listening: impl FnOnce(&str)) -> anyhow::Re
         let _ = discovered.send(());
         resources
     };
-    let answering = api::server::accept(&listener, &tls, starting.answerer(), async { _ = done.await }, None, || {});
+    let answering = api::server::accept(&listener, &tls, starting.handler(), async { _ = done.await }, None, || {});
     let (resources, opened_while_starting) = tokio::join!(discovering, answering);
     let resources = resources?;
     let state = args.state(&client, &creds).await?;
@@ -422,9 +422,9 @@ pub async fn start(args: &ServeArgs, listening: impl FnOnce(&str)) -> anyhow::Re
     let (stop, stopped) = oneshot::channel::<()>();
     let drain = Duration::from_secs(args.shutdown_drain);
     // Watches end at once, as an apiserver's do when it shuts down; other requests get the drain period.
-    let (answerer, serving) = (api::chain::answerer(&api), api.clone());
+    let (handler, serving) = (api::chain::handler(&api), api.clone());
     let task = tokio::spawn(async move {
-        api::server::accept(&listener, &tls, answerer, async move { _ = stopped.await }, Some(drain), || serving.stop()).await;
+        api::server::accept(&listener, &tls, handler, async move { _ = stopped.await }, Some(drain), || serving.stop()).await;
     });
     let names: Vec<String> = api.cache.resources().iter().map(|r| r.info().qualified()).collect();
     tracing::info!(%url, upstream = %creds.server, resources = %names.join(","), "kache serving; loading the initial lists");

@@ -28,7 +28,7 @@ use apimachinery::shard::ShardSelector;
 use apimachinery::status::ApiError;
 use imbl::OrdSet;
 
-use super::road::PassThrough;
+use super::source::PassThrough;
 use crate::store::{CachedObject, Event, EventType, IndexKey, Snapshot};
 
 /// A request's scope and selectors.

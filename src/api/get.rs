@@ -12,7 +12,7 @@ use http::{Response, StatusCode};
 
 use super::body::ApiBody;
 use super::encode;
-use super::road::{PassThrough, Unanswered};
+use super::source::{Answer, PassThrough};
 use crate::cache::CachedResource;
 use crate::upstream::freshness::Proven;
 use crate::upstream::plan::Read;
@@ -20,7 +20,7 @@ use crate::upstream::plan::Read;
 /// The object `name` (in `namespace`) of `res`, or why memory does not
 /// answer it; `wait`: how long a revision the store has not reached is
 /// waited for; `proven`: the proof a consistent GET is answered from the
-/// head with (without it, it is [`Unanswered::Unproven`]).
+/// head with (without it, it is [`Answer::Unproven`]).
 pub async fn get(
     res: &CachedResource,
     namespace: Option<&str>,
@@ -29,9 +29,9 @@ pub async fn get(
     wait: Duration,
     negotiated: Negotiated,
     proven: Option<Proven>,
-) -> Result<Response<ApiBody>, Unanswered> {
+) -> Answer<Response<ApiBody>> {
     if res.pressure().passes_through() {
-        return Err(PassThrough::MemoryBudget.into());
+        return Answer::Upstream(PassThrough::MemoryBudget);
     }
     let rv = form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == "resourceVersion").map(|(_, v)| v.into_owned());
     let key = match namespace {
@@ -41,20 +41,22 @@ pub async fn get(
     match rv.as_deref() {
         None | Some("") if proven.is_none() => {
             let bytes = res.store().view().head().get(&key).map_or(0, |o| o.bytes().len() as u64);
-            return Err(Unanswered::Unproven(Read { bytes, collection: false, stream: false }));
+            return Answer::Unproven(Read { bytes, collection: false, stream: false });
         }
         None | Some("") => {}
         // A malformed revision gets upstream's own error.
         Some(rv) => match apimachinery::params::parse_resource_version(rv) {
             Ok(rv) if res.reached(rv, wait).await => {}
-            Ok(_) => return Err(PassThrough::RevisionNotReached.into()),
-            Err(_) => return Err(PassThrough::MalformedRevision.into()),
+            Ok(_) => return Answer::Upstream(PassThrough::RevisionNotReached),
+            Err(_) => return Answer::Upstream(PassThrough::MalformedRevision),
         },
     }
     let view = res.store().view();
     let Some(o) = view.head().get(&key) else {
-        return Ok(encode::error(negotiated, &ApiError::not_found(res.info(), name)));
+        return Answer::Memory(encode::error(negotiated, &ApiError::not_found(res.info(), name)));
     };
-    let parts = encode::get_parts(res, o, negotiated).ok_or(PassThrough::Encoding)?;
-    Ok(encode::respond(negotiated, StatusCode::OK, parts))
+    match encode::get_parts(res, o, negotiated) {
+        Some(parts) => Answer::Memory(encode::respond(negotiated, StatusCode::OK, parts)),
+        None => Answer::Upstream(PassThrough::Encoding),
+    }
 }

@@ -94,12 +94,12 @@ pub fn log_changes(api: &std::sync::Arc<Api>) {
 }
 
 /// The answer to `GET /{endpoint}[/{check}]?{query}`, or `None` when `path` is not a health path.
-pub fn answer(api: &Api, path: &str, query: &str) -> Option<(StatusCode, String)> {
-    answer_with(path, query, |endpoint| checks(api, endpoint))
+pub fn report(api: &Api, path: &str, query: &str) -> Option<(StatusCode, String)> {
+    report_with(path, query, |endpoint| checks(api, endpoint))
 }
 
-/// [`answer`] with the checks `checks(endpoint)` makes.
-pub fn answer_with(path: &str, query: &str, checks: impl FnOnce(&str) -> Vec<Check>) -> Option<(StatusCode, String)> {
+/// [`report`] with the checks `checks(endpoint)` makes.
+pub fn report_with(path: &str, query: &str, checks: impl FnOnce(&str) -> Vec<Check>) -> Option<(StatusCode, String)> {
     let mut parts = path.trim_start_matches('/').splitn(2, '/');
     let endpoint = parts.next()?;
     if !matches!(endpoint, "healthz" | "livez" | "readyz") {

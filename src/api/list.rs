@@ -33,7 +33,7 @@ use apimachinery::shard::ShardSelector;
 use apimachinery::status::ApiError;
 
 use super::filter::{Filter, Shard};
-use super::road::PassThrough;
+use super::source::{Answer, PassThrough};
 use crate::cache::CachedResource;
 use crate::store::{CachedObject, Snapshot, StoreError};
 use crate::upstream::capability::Probe;
@@ -49,17 +49,6 @@ pub struct Page {
     pub items: Vec<Arc<CachedObject>>,
 }
 
-/// How a list is answered.
-#[derive(Debug)]
-pub enum Answer {
-    /// From memory.
-    Page(Page),
-    /// By the apiserver, for this reason.
-    Upstream(PassThrough),
-    /// From memory once proven fresh: a consistent read, and what it reads.
-    Unproven(Consistent),
-}
-
 /// Answers a validated list request for `res` in `namespace` (or all);
 /// `wait`: how long a revision the store has not reached is waited for;
 /// `proven`: the proof a consistent read is answered from the head with
@@ -70,7 +59,7 @@ pub async fn list(
     opts: &ListOptions,
     wait: Duration,
     proven: Option<Proven>,
-) -> Result<Answer, ApiError> {
+) -> Result<Answer<Page>, ApiError> {
     if res.pressure().passes_through() {
         return Ok(Answer::Upstream(PassThrough::MemoryBudget));
     }
@@ -108,7 +97,7 @@ pub async fn list(
         },
     };
     let filter = Filter::new(res.info(), namespace, opts, shard);
-    Ok(page(res, &snapshot, prefix, &plan.start, &filter, plan.limit).map_or(Answer::Upstream(PassThrough::MemoryBudget), Answer::Page))
+    Ok(page(res, &snapshot, prefix, &plan.start, &filter, plan.limit).map_or(Answer::Upstream(PassThrough::MemoryBudget), Answer::Memory))
 }
 
 /// The snapshot at exactly `rv`, pinned or rebuilt; `None` when it is out of reach.
@@ -227,7 +216,7 @@ mod tests {
         (writer, CachedResource::new(info, reader, Arc::default(), fresh))
     }
 
-    async fn ask(res: &CachedResource, query: &str) -> Answer {
+    async fn ask(res: &CachedResource, query: &str) -> Answer<Page> {
         let mut opts = ListOptions::decode(query).expect("a list query");
         opts.validate().expect("a valid list query");
         list(res, None, &opts, Duration::from_secs(3), None).await.expect("an answer")
@@ -238,17 +227,17 @@ mod tests {
         let (_writer, res) = pods().await;
         let paged = "resourceVersion=10&resourceVersionMatch=Exact&limit=4";
         // A pin made before the pressure still serves its pages.
-        let Answer::Page(first) = ask(&res, paged).await else { panic!("the first page from memory") };
+        let Answer::Memory(first) = ask(&res, paged).await else { panic!("the first page from memory") };
         let token = first.meta.continue_token.expect("more pages");
         res.set_pressure(Pressure::NoPins);
-        let Answer::Page(second) = ask(&res, &format!("limit=4&continue={token}")).await else { panic!("a pinned page from memory") };
+        let Answer::Memory(second) = ask(&res, &format!("limit=4&continue={token}")).await else { panic!("a pinned page from memory") };
         assert_eq!(second.items.len(), 4);
         // A page that would make a new pin passes through; a whole list pins nothing and is served.
         assert!(matches!(
             ask(&res, "resourceVersion=11&resourceVersionMatch=Exact&limit=4").await,
             Answer::Upstream(PassThrough::MemoryBudget)
         ));
-        assert!(matches!(ask(&res, "resourceVersion=0").await, Answer::Page(p) if p.items.len() == 10));
+        assert!(matches!(ask(&res, "resourceVersion=0").await, Answer::Memory(p) if p.items.len() == 10));
         res.set_pressure(Pressure::PassThrough);
         assert!(matches!(ask(&res, "resourceVersion=0").await, Answer::Upstream(PassThrough::MemoryBudget)));
     }

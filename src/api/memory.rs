@@ -22,9 +22,9 @@ use http_body_util::BodyExt;
 use super::body::ApiBody;
 use super::encode;
 use super::filter::Filter;
-use super::list::{self, Answer};
-use super::road::{PassThrough, Unanswered};
+use super::list;
 use super::shared::Api;
+use super::source::{Answer, PassThrough};
 use super::target::Target;
 use super::{get, watch};
 use crate::access::Access;
@@ -36,22 +36,26 @@ use crate::upstream::freshness::Proven;
 /// A GET of a cached, fresh resource answered from memory (or refused), or
 /// why memory does not answer it. `access`: the client's permission, which
 /// a watch re-checks while it lives; `proven`: a consistent read's proof
-/// (without it, a consistent read is [`Unanswered::Unproven`]).
-pub async fn answer(
+/// (without it, a consistent read is [`Answer::Unproven`]).
+pub async fn read(
     api: &Api,
     t: &Target<'_>,
     negotiated: Negotiated,
     query: &str,
     access: Option<Access>,
     proven: Option<Proven>,
-) -> Result<Response<ApiBody>, Unanswered> {
+) -> Answer<Response<ApiBody>> {
     match t.name {
         None => collection(api, t, query, negotiated, access, proven).await,
         // A GET asking for the list form gets the apiserver's 406.
-        Some(_) if negotiated.shape == Shape::MetadataList => Err(PassThrough::Encoding.into()),
-        Some(name) => get::get(t.res, t.namespace, name, query, api.config.revision_wait, negotiated, proven).await.inspect(|_| {
-            api.counters.gets_served.fetch_add(1, Ordering::Relaxed);
-        }),
+        Some(_) if negotiated.shape == Shape::MetadataList => Answer::Upstream(PassThrough::Encoding),
+        Some(name) => {
+            let answer = get::get(t.res, t.namespace, name, query, api.config.revision_wait, negotiated, proven).await;
+            if let Answer::Memory(_) = answer {
+                api.counters.gets_served.fetch_add(1, Ordering::Relaxed);
+            }
+            answer
+        }
     }
 }
 
@@ -81,20 +85,20 @@ async fn collection(
     negotiated: Negotiated,
     access: Option<Access>,
     proven: Option<Proven>,
-) -> Result<Response<ApiBody>, Unanswered> {
+) -> Answer<Response<ApiBody>> {
     let mut opts = match ListOptions::decode(query) {
         Ok(o) => o,
-        Err(e) => return Ok(encode::error(negotiated, &e)),
+        Err(e) => return Answer::Memory(encode::error(negotiated, &e)),
     };
     if let Err(e) = opts.validate() {
-        return Ok(encode::error(negotiated, &e));
+        return Answer::Memory(encode::error(negotiated, &e));
     }
     if opts.watch {
         return watch_collection(api, t, &opts, negotiated, access, proven).await;
     }
     if negotiated.shape == Shape::Metadata {
         // A list asking for the single-object form gets the apiserver's 406.
-        return Err(PassThrough::Encoding.into());
+        return Answer::Upstream(PassThrough::Encoding);
     }
     // Decided before any wait for a proof: a large protobuf or CBOR list goes upstream at once while its encodings are made.
     let limit = match usize::try_from(opts.limit) {
@@ -104,15 +108,15 @@ async fn collection(
     // A selector naming an indexed value (a kubelet's node) bounds what the read can encode.
     let indexed = Filter::new(t.res.info(), t.namespace, &opts, None).most_matches(t.res.store().view().head());
     if let Some(why) = cold(t.res, negotiated.encoding, limit.min(indexed.unwrap_or(usize::MAX))) {
-        return Err(why.into());
+        return Answer::Upstream(why);
     }
     match list::list(t.res, t.namespace, &opts, api.config.revision_wait, proven).await {
-        Ok(Answer::Page(page)) => {
+        Ok(Answer::Memory(page)) => {
             let cost = room::cost(page.items.len(), negotiated.gzip);
             let read: u64 = page.items.iter().map(|o| o.bytes().len() as u64).sum();
             let Some(reservation) = api.room.reserve(cost, room::WAIT).await else {
                 tracing::debug!(resource = %t.res.info().qualified(), "no room for a list in the memory budget: 429");
-                return Ok(encode::too_many_requests());
+                return Answer::Memory(encode::too_many_requests());
             };
             match encode::page_parts(t.res, page, negotiated) {
                 Some(parts) => {
@@ -121,20 +125,20 @@ async fn collection(
                     let measure = Measure::MemoryRead(Class::of(&negotiated, false), read);
                     let meter = Meter::new(api.client.costs().clone(), measure, Instant::now());
                     let resp = encode::respond(negotiated, StatusCode::OK, room::Held::new(parts, reservation));
-                    Ok(resp.map(|b| Metered::new(b, Some(meter)).boxed()))
+                    Answer::Memory(resp.map(|b| Metered::new(b, Some(meter)).boxed()))
                 }
                 None => {
                     tracing::debug!(resource = %t.res.info().qualified(), "list passed through: an object its printer or protobuf cannot express");
-                    Err(PassThrough::Encoding.into())
+                    Answer::Upstream(PassThrough::Encoding)
                 }
             }
         }
         Ok(Answer::Upstream(why)) => {
             tracing::debug!(resource = %t.res.info().qualified(), %why, "list passed through");
-            Err(why.into())
+            Answer::Upstream(why)
         }
-        Ok(Answer::Unproven(read)) => Err(Unanswered::Unproven(read)),
-        Err(e) => Ok(encode::error(negotiated, &e)),
+        Ok(Answer::Unproven(read)) => Answer::Unproven(read),
+        Err(e) => Answer::Memory(encode::error(negotiated, &e)),
     }
 }
 
@@ -146,11 +150,11 @@ async fn watch_collection(
     negotiated: Negotiated,
     access: Option<Access>,
     proven: Option<Proven>,
-) -> Result<Response<ApiBody>, Unanswered> {
+) -> Answer<Response<ApiBody>> {
     let passed = |why: PassThrough| {
         tracing::debug!(resource = %t.res.info().qualified(), %why, "watch passed through");
         api.counters.watches_passed_through.fetch_add(1, Ordering::Relaxed);
-        Err(why.into())
+        Answer::Upstream(why)
     };
     // Indented streams, YAML (which has no stream form: the apiserver's 406),
     // table streams with bookmarks the printer cannot print, and watches
@@ -183,12 +187,12 @@ async fn watch_collection(
         ends,
     );
     match answer.await {
-        Ok(watch::Answer::Stream(resp)) => {
+        Ok(Answer::Memory(resp)) => {
             api.counters.watches_served.fetch_add(1, Ordering::Relaxed);
-            Ok(resp)
+            Answer::Memory(resp)
         }
-        Ok(watch::Answer::Upstream(why)) => passed(why),
-        Ok(watch::Answer::Unproven(read)) => Err(Unanswered::Unproven(read)),
-        Err(e) => Ok(encode::error(negotiated, &e)),
+        Ok(Answer::Upstream(why)) => passed(why),
+        Ok(Answer::Unproven(read)) => Answer::Unproven(read),
+        Err(e) => Answer::Memory(encode::error(negotiated, &e)),
     }
 }

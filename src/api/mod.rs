@@ -11,7 +11,7 @@
 //! resource's printer, in JSON (compact or indented), YAML (lists and
 //! GETs), protobuf where kache encodes the kind, or CBOR where the
 //! apiserver serves it ([`encode`]). Everything else passes through, with
-//! its reason ([`road::PassThrough`]). Every refusal is the apiserver's
+//! its reason ([`source::PassThrough`]). Every refusal is the apiserver's
 //! `Status`, in the encoding asked for (invariant 7).
 
 pub mod body;
@@ -28,9 +28,9 @@ pub mod negotiate;
 pub mod pass_through;
 pub mod probes;
 pub mod race;
-pub mod road;
 pub mod server;
 pub mod shared;
+pub mod source;
 pub mod starting;
 pub mod target;
 pub mod watch;

@@ -14,7 +14,7 @@ use apimachinery::negotiate::{self, Encoding, Endpoint, Negotiated, Shape};
 use http::HeaderMap;
 use http::header::{ACCEPT, ACCEPT_ENCODING, USER_AGENT};
 
-use super::road::PassThrough;
+use super::source::PassThrough;
 use crate::cache::CachedResource;
 use crate::upstream::capability::Probe;
 use crate::upstream::client::Client;

@@ -16,20 +16,20 @@ use hyper::body::Incoming;
 
 use super::body::ApiBody;
 use super::encode::text;
-use super::server::Answerer;
+use super::server::Handler;
 use super::starting::Starting;
 use super::{health, metrics};
 
 /// The probe listener's answers, from `starting` until kache serves, then from its API.
-pub fn answerer(starting: &Arc<Starting>) -> Answerer {
+pub fn handler(starting: &Arc<Starting>) -> Handler {
     let starting = starting.clone();
     Arc::new(move |req, _certificate| {
-        let resp = answer(&starting, &req);
+        let resp = respond(&starting, &req);
         Box::pin(async move { resp })
     })
 }
 
-fn answer(starting: &Starting, req: &Request<Incoming>) -> Response<ApiBody> {
+fn respond(starting: &Starting, req: &Request<Incoming>) -> Response<ApiBody> {
     let (path, query) = (req.uri().path(), req.uri().query().unwrap_or(""));
     if req.method() != Method::GET {
         return text(StatusCode::NOT_FOUND, "404 page not found\n");
@@ -37,7 +37,7 @@ fn answer(starting: &Starting, req: &Request<Incoming>) -> Response<ApiBody> {
     let health = match (starting.api(), path) {
         (Some(api), "/metrics") => return metrics::response(api),
         (None, "/metrics") => return text(StatusCode::SERVICE_UNAVAILABLE, "kache is starting\n"),
-        (Some(api), _) => health::answer(api, path, query),
+        (Some(api), _) => health::report(api, path, query),
         (None, _) => starting.health(path, query),
     };
     match health {

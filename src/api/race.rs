@@ -4,7 +4,7 @@
 //! Memory answers a read that names a revision (or refuses it, or says why
 //! upstream must) on its own. A consistent read it answers only once
 //! proven fresh, so memory first says what such a read would read
-//! ([`Unanswered::Unproven`]); the resource's freshness then plans it
+//! ([`Answer::Unproven`]); the resource's freshness then plans it
 //! (`upstream::plan`): a read memory would not answer sooner goes upstream
 //! at once, and one that chose memory is proven while upstream waits to be
 //! asked as well should the proof be late (`upstream::freshness::Proving`);
@@ -23,10 +23,10 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
 use super::body::ApiBody;
-use super::road::{PassThrough, Road, Unanswered};
 use super::shared::Api;
+use super::source::{Answer, PassThrough, Source};
 use super::target::Target;
-use super::{memory, metrics, pass_through};
+use super::{memory, pass_through};
 use crate::access::Access;
 use crate::upstream::client::Lane;
 use crate::upstream::costs::{Class, Measure, Meter, Metered, SmallLists};
@@ -45,9 +45,9 @@ pub async fn read(
 ) -> Response<ApiBody> {
     let (path, query) = (req.uri().path().to_string(), req.uri().query().unwrap_or("").to_string());
     let stream = apimachinery::params::is_stream(&path, &query);
-    let (road, resp, plan) = match memory::answer(api, t, negotiated, &query, access.clone(), None).await {
-        Ok(resp) => (Road::Memory, resp, None),
-        Err(Unanswered::Upstream(why)) => {
+    let (source, resp, plan) = match memory::read(api, t, negotiated, &query, access.clone(), None).await {
+        Answer::Memory(resp) => (Source::Memory, resp, None),
+        Answer::Upstream(why) => {
             // The warm-up that made this read pass through yields the CPU to it while its bytes flow.
             let warming = matches!(why, PassThrough::ProtobufBeingMade | PassThrough::CborBeingMade).then(|| t.res.clone());
             if let Some(res) = &warming {
@@ -64,13 +64,13 @@ pub async fn read(
                 }),
                 None => resp,
             };
-            (Road::Upstream(why), resp, None)
+            (Source::Upstream(why), resp, None)
         }
         // Nothing proves a resource the apiserver does not watch-cache fresh: its consistent reads are the apiserver's.
-        Err(Unanswered::Unproven(_)) if !t.res.info().watch_cached => {
-            (Road::Upstream(PassThrough::UncachedUpstream), relay(api, req, user, lane).await, None)
+        Answer::Unproven(_) if !t.res.info().watch_cached => {
+            (Source::Upstream(PassThrough::UncachedUpstream), relay(api, req, user, lane).await, None)
         }
-        Err(Unanswered::Unproven(read)) => {
+        Answer::Unproven(read) => {
             let class = Class::of(&negotiated, read.stream);
             if read.collection {
                 t.res.fresh().keep_warm();
@@ -79,27 +79,27 @@ pub async fn read(
             let measure = Measure::UpstreamRead(class, read.bytes);
             let small = read.collection.then(|| t.res.fresh().small_lists.clone());
             let upstream = Upstream { api, req, lane, user, measure, small };
-            let (road, resp) = match plan.from_memory() {
+            let (source, resp) = match plan.from_memory() {
                 true => consistent(api, t, (negotiated, &query, access), plan, upstream).await,
                 false => {
                     let why = PassThrough::NotFresh(t.res.fresh().go_upstream());
-                    (Road::Upstream(why), upstream.ask().await)
+                    (Source::Upstream(why), upstream.ask().await)
                 }
             };
-            if stream && matches!(road, Road::Upstream(PassThrough::NotFresh(_))) {
+            if stream && matches!(source, Source::Upstream(PassThrough::NotFresh(_))) {
                 api.counters.watches_passed_through.fetch_add(1, Ordering::Relaxed);
             }
-            (road, resp, Some(plan))
+            (source, resp, Some(plan))
         }
     };
-    match road {
-        Road::Memory if t.name.is_none() => t.res.served_collection(),
-        Road::Upstream(_) => drop(api.counters.passed_through.fetch_add(1, Ordering::Relaxed)),
+    match source {
+        Source::Memory if t.name.is_none() => t.res.served_collection(),
+        Source::Upstream(_) => drop(api.counters.passed_through.fetch_add(1, Ordering::Relaxed)),
         _ => {}
     }
-    let mut resp = metrics::from(road, resp);
+    let mut resp = source.mark(resp);
     // What the apiserver warns of on every answer of a deprecated resource (upstream's answers carry their own).
-    if road == Road::Memory
+    if source == Source::Memory
         && let Some(warning) = t.res.warning()
         && let Ok(value) = http::HeaderValue::from_str(&warning)
     {
@@ -153,15 +153,15 @@ async fn consistent(
     (negotiated, query, access): (Negotiated, &str, Option<Access>),
     plan: Plan,
     upstream: Upstream<'_>,
-) -> (Road, Response<ApiBody>) {
+) -> (Source, Response<ApiBody>) {
     let proving = t.res.fresh().proving(plan);
     let memory = async {
         let proven = proving.proven().await.map_err(PassThrough::NotFresh)?;
-        match memory::answer(api, t, negotiated, query, access, Some(proven)).await {
-            Ok(resp) => Ok(resp),
-            Err(Unanswered::Upstream(why)) => Err(why),
+        match memory::read(api, t, negotiated, query, access, Some(proven)).await {
+            Answer::Memory(resp) => Ok(resp),
+            Answer::Upstream(why) => Err(why),
             // A proven read is never unproven; should one be, memory does not answer it.
-            Err(Unanswered::Unproven(_)) => Err(PassThrough::NotFresh(NotFresh::Probe)),
+            Answer::Unproven(_) => Err(PassThrough::NotFresh(NotFresh::Probe)),
         }
     };
     let upstream = async {
@@ -173,15 +173,15 @@ async fn consistent(
     tokio::select! {
         biased;
         answered = &mut memory => match answered {
-            Ok(resp) => (Road::Memory, resp),
+            Ok(resp) => (Source::Memory, resp),
             Err(why) => {
                 proving.go_upstream();
-                (Road::Upstream(why), upstream.await)
+                (Source::Upstream(why), upstream.await)
             }
         },
         resp = &mut upstream => {
             t.res.fresh().stats.record(Err(NotFresh::Late));
-            (Road::Upstream(PassThrough::NotFresh(NotFresh::Late)), resp)
+            (Source::Upstream(PassThrough::NotFresh(NotFresh::Late)), resp)
         }
     }
 }

@@ -5,7 +5,7 @@
 //! Invariants: a client that does not finish its TLS handshake within
 //! [`HANDSHAKE_TIMEOUT`] is dropped; every request carries an `Audit-ID`
 //! (the client's, else a fresh one, as the apiserver's `WithAuditInit`)
-//! and its peer's address ([`Peer`]) into the answerer, so what it relays
+//! and its peer's address ([`Peer`]) into the handler, so what it relays
 //! upstream carries the same ID; every answer leaves with that `Audit-ID`
 //! and the apiserver's `Cache-Control` unless its handler set them (a
 //! relayed answer keeps upstream's); once shutdown begins no connection is
@@ -48,13 +48,13 @@ const PRIVATE: HeaderValue = HeaderValue::from_static("no-cache, private");
 pub type Tls = Option<(TlsAcceptor, Option<Arc<ClientCertificates>>)>;
 
 /// What answers a connection's requests, given its client certificate.
-pub type Answerer = Arc<dyn Fn(Request<Incoming>, Arc<Certificate>) -> BoxFuture<Response<ApiBody>> + Send + Sync>;
+pub type Handler = Arc<dyn Fn(Request<Incoming>, Arc<Certificate>) -> BoxFuture<Response<ApiBody>> + Send + Sync>;
 
 /// A boxed, sendable future.
 pub type BoxFuture<T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send>>;
 
 /// Accepts connections on `listener` and answers their requests with
-/// `answer` until `shutdown` completes; then calls `stopping`, stops
+/// `handler` until `shutdown` completes; then calls `stopping`, stops
 /// accepting and gives open connections `drain` to finish. With `drain`
 /// `None` (a hand-over to the next server on the same listener, which must
 /// not close a connection whose request is on its way) the open
@@ -63,7 +63,7 @@ pub type BoxFuture<T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + 
 pub async fn accept(
     listener: &TcpListener,
     tls: &Tls,
-    answer: Answerer,
+    handler: Handler,
     shutdown: impl std::future::Future<Output = ()>,
     drain: Option<Duration>,
     stopping: impl FnOnce(),
@@ -83,14 +83,14 @@ pub async fn accept(
             () = &mut shutdown => break,
         };
         let _ = stream.set_nodelay(true);
-        let (answer, watcher, tls) = (answer.clone(), graceful.watcher(), tls.clone());
+        let (handler, watcher, tls) = (handler.clone(), graceful.watcher(), tls.clone());
         tokio::spawn(async move {
             let result = match tls {
-                None => serve_connection(stream, peer, answer, watcher, Arc::new(Certificate::None)).await,
+                None => serve_connection(stream, peer, handler, watcher, Arc::new(Certificate::None)).await,
                 Some((acceptor, clients)) => match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
                     Ok(Ok(stream)) => {
                         let certificate = Certificate::of(stream.get_ref().1.peer_certificates(), clients.as_deref());
-                        serve_connection(stream, peer, answer, watcher, Arc::new(certificate)).await
+                        serve_connection(stream, peer, handler, watcher, Arc::new(certificate)).await
                     }
                     Ok(Err(e)) => Err(e.into()),
                     Err(_) => Err("TLS handshake timed out".into()),
@@ -113,7 +113,7 @@ pub async fn accept(
 async fn serve_connection<I>(
     io: I,
     peer: SocketAddr,
-    answer: Answerer,
+    handler: Handler,
     watcher: Watcher,
     certificate: Arc<Certificate>,
 ) -> Result<(), BoxError>
@@ -121,7 +121,7 @@ where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let service = hyper::service::service_fn(move |mut req: Request<Incoming>| {
-        let answer = answer.clone();
+        let handler = handler.clone();
         let certificate = certificate.clone();
         async move {
             let id = match req.headers().get(AUDIT_ID).filter(|v| !v.is_empty()) {
@@ -130,7 +130,7 @@ where
             };
             req.headers_mut().insert(AUDIT_ID, id.clone());
             req.extensions_mut().insert(Peer(peer));
-            let mut resp = answer(req, certificate).await;
+            let mut resp = handler(req, certificate).await;
             resp.headers_mut().entry(AUDIT_ID).or_insert(id);
             resp.headers_mut().entry(CACHE_CONTROL).or_insert(PRIVATE);
             Ok::<_, std::convert::Infallible>(resp)

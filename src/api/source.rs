@@ -1,8 +1,11 @@
-//! Which road an answer took — kache's memory, the apiserver (and why), or
-//! kache itself — as a closed set of values: every reason a request goes
-//! upstream is one [`PassThrough`], named once by [`PassThrough::as_str`],
-//! which is the `reason` label of `kache_requests_total` and the reason in
-//! logs. No free string becomes a label.
+//! Who answered a request ([`Source`]: kache's memory, the apiserver and
+//! why, or kache itself) as a closed set of values: every reason a request
+//! goes upstream is one [`PassThrough`], named once by
+//! [`PassThrough::as_str`], which is the `reason` label of
+//! `kache_requests_total` and the reason in logs. No free string becomes a
+//! label.
+
+use http::Response;
 
 use crate::upstream::freshness::NotFresh;
 use crate::upstream::plan::Read;
@@ -118,9 +121,11 @@ impl std::fmt::Display for PassThrough {
     }
 }
 
-/// Why memory did not answer a read (yet).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unanswered {
+/// What memory made of a read: its answer, or why it does not answer (yet).
+#[derive(Debug)]
+pub enum Answer<T> {
+    /// Answered from memory (an error `Status` included).
+    Memory(T),
     /// It goes upstream, for this reason.
     Upstream(PassThrough),
     /// A consistent read, which memory answers only once proven fresh: what
@@ -128,15 +133,11 @@ pub enum Unanswered {
     Unproven(Read),
 }
 
-impl From<PassThrough> for Unanswered {
-    fn from(why: PassThrough) -> Unanswered {
-        Unanswered::Upstream(why)
-    }
-}
-
-/// Who produced an answer; set as a response extension, read by the metrics.
+/// Who produced an answer (the `source` label); carried by the response as
+/// an extension ([`Source::mark`]), read by the metrics, the audit and
+/// priority and fairness ([`Source::of`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Road {
+pub enum Source {
     /// kache's memory.
     Memory,
     /// The apiserver, for this reason.
@@ -145,20 +146,31 @@ pub enum Road {
     Kache,
 }
 
-impl Road {
+impl Source {
+    /// `resp`, marked as answered by this source.
+    pub fn mark<B>(self, mut resp: Response<B>) -> Response<B> {
+        resp.extensions_mut().insert(self);
+        resp
+    }
+
+    /// Who answered `resp`: its mark, or kache itself when unmarked.
+    pub fn of<B>(resp: &Response<B>) -> Source {
+        resp.extensions().get::<Source>().copied().unwrap_or(Source::Kache)
+    }
+
     /// The `source` label.
     pub fn as_str(self) -> &'static str {
         match self {
-            Road::Memory => "memory",
-            Road::Upstream(_) => "upstream",
-            Road::Kache => "kache",
+            Source::Memory => "memory",
+            Source::Upstream(_) => "upstream",
+            Source::Kache => "kache",
         }
     }
 
     /// The `reason` label: why it went upstream, empty otherwise.
     pub fn reason(self) -> &'static str {
         match self {
-            Road::Upstream(why) => why.as_str(),
+            Source::Upstream(why) => why.as_str(),
             _ => "",
         }
     }

@@ -13,18 +13,18 @@ use hyper::body::Incoming;
 use parking_lot::Mutex;
 
 use super::body::{self, ApiBody};
-use super::chain::answerer;
+use super::chain::handler;
 use super::health;
-use super::server::Answerer;
+use super::server::Handler;
 use super::shared::Api;
 
 /// Why kache is not serving yet.
 pub struct Starting {
     why: Mutex<String>,
-    /// The API's answerer, once kache serves: connections opened while it
+    /// The API's handler, once kache serves: connections opened while it
     /// started are answered by it from then on (none is closed under a
     /// request on its way).
-    next: OnceLock<Answerer>,
+    next: OnceLock<Handler>,
     /// The API itself, once kache serves (for the probe listener).
     api: OnceLock<Arc<Api>>,
 }
@@ -48,7 +48,7 @@ impl Starting {
 
     /// kache serves: `api` answers from now on.
     pub fn hand_over(&self, api: &Arc<Api>) {
-        let _ = self.next.set(answerer(api));
+        let _ = self.next.set(handler(api));
         let _ = self.api.set(api.clone());
     }
 
@@ -60,7 +60,7 @@ impl Starting {
     /// The answer to a health check while kache starts (`None`: not a health path).
     pub fn health(&self, path: &str, query: &str) -> Option<(StatusCode, String)> {
         let why = self.why.lock().clone();
-        health::answer_with(path, query, |endpoint| {
+        health::report_with(path, query, |endpoint| {
             let mut checks: Vec<health::Check> = vec![("ping".into(), None)];
             if endpoint == "readyz" {
                 checks.push(("upstream".into(), Some(why)));
@@ -69,19 +69,19 @@ impl Starting {
         })
     }
 
-    /// The answerer of the connections opened while kache starts.
-    pub fn answerer(self: &Arc<Self>) -> Answerer {
+    /// The handler of the connections opened while kache starts.
+    pub fn handler(self: &Arc<Self>) -> Handler {
         let me = self.clone();
         Arc::new(move |req, certificate| match me.next.get() {
             Some(api) => api(req, certificate),
             None => {
-                let resp = me.answer(&req);
+                let resp = me.respond(&req);
                 Box::pin(async move { resp })
             }
         })
     }
 
-    fn answer(&self, req: &Request<Incoming>) -> Response<ApiBody> {
+    fn respond(&self, req: &Request<Incoming>) -> Response<ApiBody> {
         let health = self.health(req.uri().path(), req.uri().query().unwrap_or(""));
         let why = self.why.lock().clone();
         let (status, content_type, body) = match health {

@@ -34,8 +34,8 @@ use crate::access::Verdict;
 use crate::api::body::ApiBody;
 use crate::api::followed::{End, Follow};
 use crate::api::pass_through::Unreached;
-use crate::api::road::Road;
 use crate::api::server::Peer;
+use crate::api::source::Source;
 use crate::audit::Auditor;
 use crate::audit::event::{ResponseStatus, Stage};
 use crate::audit::json::go_json;
@@ -67,7 +67,7 @@ enum State {
 }
 
 /// Annotations of kache's own facts.
-const ROAD: &str = "kache.dev/road";
+const SOURCE: &str = "kache.dev/road";
 const REASON: &str = "kache.dev/pass-through-reason";
 const INCOMPLETE: &str = "kache.dev/response-incomplete";
 const NOT_RECORDED: &str = "kache.dev/response-object";
@@ -124,8 +124,8 @@ impl Audit {
     /// `resp` is the request's answer: its events are written as it goes
     /// out, by what follows its body (`None`: nothing is audited).
     pub fn answered(mut self, resp: &Response<ApiBody>) -> Option<Audited> {
-        let road = resp.extensions().get::<Road>().copied().unwrap_or(Road::Kache);
-        let reached_upstream = matches!(road, Road::Upstream(_)) && resp.extensions().get::<Unreached>().is_none();
+        let source = Source::of(resp);
+        let reached_upstream = matches!(source, Source::Upstream(_)) && resp.extensions().get::<Unreached>().is_none();
         let refusal = resp.extensions().get::<ApiError>();
         let status = refusal.map_or_else(|| ResponseStatus::code(resp.status().as_u16()), ResponseStatus::refusal);
         let (mut record, later) = match std::mem::replace(&mut self.0, State::Off) {
@@ -135,7 +135,7 @@ impl Audit {
             State::Arrived(a, arrival) => (Record::start(&a, arrival, None)?, Later::default()),
             State::Unauthenticated(a, arrival) => {
                 let mut r = Record::start(&a, arrival, None)?;
-                r.annotate(ROAD, road.as_str());
+                r.annotate(SOURCE, source.as_str());
                 r.respond(status);
                 if let Some(e) = refusal {
                     r.response_object(&status_object(e));
@@ -146,7 +146,7 @@ impl Audit {
         };
         // As the apiserver's, `RequestReceived` holds what was known at arrival: no impersonation, verdict or status.
         record.write(Stage::RequestReceived);
-        later.record(&mut record, road);
+        later.record(&mut record, source);
         record.respond(status);
         if record.long_running {
             record.write(Stage::ResponseStarted);
@@ -172,7 +172,7 @@ impl Drop for Audit {
         let r = &mut r;
         let panicked = std::thread::panicking();
         r.write(Stage::RequestReceived);
-        later.record(r, Road::Kache);
+        later.record(r, Source::Kache);
         r.respond(match panicked {
             true => ResponseStatus {
                 code: 500,
@@ -201,8 +201,8 @@ struct Later {
 
 impl Later {
     /// Into `record`, as the apiserver records them (`impersonatedUser`, the
-    /// authorization annotations), with the road the answer took.
-    fn record(self, record: &mut Record, road: Road) {
+    /// authorization annotations), with who answered.
+    fn record(self, record: &mut Record, source: Source) {
         if let Some(acting) = &self.impersonated {
             record.impersonated(&acting.0, acting.1.as_deref());
         }
@@ -210,8 +210,8 @@ impl Later {
             record.annotate("authorization.k8s.io/decision", if v.allowed { "allow" } else { "forbid" });
             record.annotate("authorization.k8s.io/reason", v.reason);
         }
-        record.annotate(ROAD, road.as_str());
-        if let Road::Upstream(why) = road {
+        record.annotate(SOURCE, source.as_str());
+        if let Source::Upstream(why) = source {
             record.annotate(REASON, why.as_str());
         }
     }

@@ -47,16 +47,16 @@ use hyper::body::Incoming;
 use super::body::ApiBody;
 use super::encode::{self, text};
 use super::metrics;
-use super::road::Road;
-use super::server::Answerer;
+use super::server::Handler;
 use super::shared::Api;
+use super::source::Source;
 use super::{health, pass_through, race};
 use crate::access::Certificate;
 use audit::Audit;
 use route::Route;
 
 /// The API's answers: every request handled and observed (metrics).
-pub fn answerer(api: &Arc<Api>) -> Answerer {
+pub fn handler(api: &Arc<Api>) -> Handler {
     let api = api.clone();
     Arc::new(move |req, certificate| {
         let api = api.clone();
@@ -83,7 +83,7 @@ async fn handle(
     let path = req.uri().path().to_string();
     let query = req.uri().query().unwrap_or("").to_string();
     if req.method() == Method::GET
-        && let Some((status, body)) = health::answer(api, &path, &query)
+        && let Some((status, body)) = health::report(api, &path, &query)
     {
         return text(status, body);
     }
@@ -134,7 +134,7 @@ async fn handle(
         Route::Upstream(why) => {
             audit.relayed();
             api.counters.passed_through.fetch_add(1, Ordering::Relaxed);
-            metrics::from(Road::Upstream(why), pass_through::forward(&api.client, req, user.as_ref(), lane).await)
+            Source::Upstream(why).mark(pass_through::forward(&api.client, req, user.as_ref(), lane).await)
         }
     }
 }

@@ -50,7 +50,7 @@ use hyper::body::{Body, Frame, SizeHint};
 use crate::api::body::{ApiBody, BoxError};
 use crate::api::encode;
 use crate::api::filter::Filter;
-use crate::api::road::Road;
+use crate::api::source::Source;
 use crate::api::target::Target;
 use crate::flowcontrol::width::{self, Stats};
 use crate::flowcontrol::{Admission, Classified, FlowControl, Seat, WAIT_LIMIT};
@@ -140,7 +140,7 @@ async fn admit(
 /// level.
 fn hold(granted: Option<(Seat, Classified)>, request: &Attributes, resp: Response<ApiBody>) -> Response<ApiBody> {
     let Some((seat, class)) = granted else { return resp };
-    if matches!(resp.extensions().get::<Road>(), Some(Road::Upstream(_))) {
+    if matches!(Source::of(&resp), Source::Upstream(_)) {
         // Answered upstream after all: its seats go back now, its headers are upstream's.
         return resp;
     }

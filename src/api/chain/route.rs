@@ -10,8 +10,8 @@ use apimachinery::negotiate::Negotiated;
 use http::{HeaderMap, Method};
 
 use crate::api::negotiate::negotiate;
-use crate::api::road::PassThrough;
 use crate::api::shared::Api;
+use crate::api::source::PassThrough;
 use crate::api::target::{Target, target};
 use crate::upstream::reflector::Health;
 

@@ -29,12 +29,12 @@ use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
 use crate::upstream::freshness::{NotFresh, WAIT_BUCKETS};
 
-use super::road::PassThrough;
 use super::shared::Api;
+use super::source::PassThrough;
 
 mod request;
 
-pub use request::{Request, from, observe};
+pub use request::{Request, observe};
 
 /// Upper bounds (seconds) of request latency buckets.
 const REQUEST_BUCKETS: [f64; 14] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];

@@ -1,5 +1,5 @@
 //! Per-request figures, recorded as each request is answered ([`observe`]):
-//! its count by verb, resource, road and status, its time to the response
+//! its count by verb, resource, source and status, its time to the response
 //! head, its body's bytes as they go out, and for a consistent read its
 //! plan held against what its answer took to its end. Metric handles are
 //! kept per thread by their labels: registering one builds its key under
@@ -15,7 +15,7 @@ use metrics::counter;
 
 use crate::api::body::ApiBody;
 use crate::api::followed::{End, Follow, Followed};
-use crate::api::road::Road;
+use crate::api::source::Source;
 use crate::upstream::plan::Plan;
 
 /// What a request is, for its metrics.
@@ -117,14 +117,14 @@ impl Judged {
 /// Records `resp` as `req`'s answer and counts its body's bytes as they
 /// go out; `also` follows the body too, in the same wrapper.
 pub fn observe(req: Request, resp: Response<ApiBody>, also: impl Follow) -> Response<ApiBody> {
-    let road = resp.extensions().get::<Road>().copied().unwrap_or(Road::Kache);
+    let source = Source::of(&resp);
     // A consistent read's plan against what its answer took, to the body's end.
     let judged = resp.extensions().get::<Plan>().map(|plan| {
         let judged = Judged::of(&req.resource, plan);
         judged.predicted.record(plan.expected().as_secs_f64());
         (*plan, judged, req.started)
     });
-    let handles = Handles::of((req.verb, req.resource, road.as_str(), road.reason(), resp.status()));
+    let handles = Handles::of((req.verb, req.resource, source.as_str(), source.reason(), resp.status()));
     handles.requests.increment(1);
     handles.duration.record(req.started.elapsed().as_secs_f64());
     resp.map(|inner| Followed::new(inner, (Counted { bytes: handles.bytes, judged }, also)).boxed())
@@ -152,12 +152,6 @@ impl Follow for Counted {
             }
         }
     }
-}
-
-/// Marks `resp` as having taken `road`.
-pub fn from(road: Road, mut resp: Response<ApiBody>) -> Response<ApiBody> {
-    resp.extensions_mut().insert(road);
-    resp
 }
 
 #[cfg(test)]

@@ -55,7 +55,7 @@ use table::TableFrames;
 use super::body::{self, ApiBody};
 use super::encode::{self, error_frame};
 use super::filter::{Filter, Shard};
-use super::road::PassThrough;
+use super::source::{Answer, PassThrough};
 use crate::cache::CachedResource;
 use crate::upstream::capability::Probe;
 use crate::upstream::freshness::Proven;
@@ -77,17 +77,6 @@ impl Default for WatchConfig {
     }
 }
 
-/// How a watch request is answered.
-#[derive(Debug)]
-pub enum Answer {
-    /// A stream from memory.
-    Stream(Response<ApiBody>),
-    /// By the apiserver, for this reason.
-    Upstream(PassThrough),
-    /// From memory once proven fresh: a consistent start, and what it reads.
-    Unproven(Consistent),
-}
-
 /// Answers a validated watch request of `res` (in `namespace`, or all), as
 /// `negotiated`; `wait`: how long a revision the store has not reached is
 /// waited for; `proven`: the proof a consistent start is answered from the
@@ -100,7 +89,7 @@ pub async fn watch(
     negotiated: Negotiated,
     (wait, config): (Duration, &WatchConfig),
     ends: Ends,
-) -> Result<Answer, ApiError> {
+) -> Result<Answer<Response<ApiBody>>, ApiError> {
     if let Labels::Unknown(_) = check_fields(res.info(), opts)? {
         return Ok(Answer::Upstream(PassThrough::CustomFieldLabel));
     }
@@ -148,7 +137,7 @@ pub async fn watch(
         } else if requested < view.oldest_rv() {
             let frame = error_frame(&ApiError::watch_too_old(requested, view.oldest_rv()), frames.encoding);
             // A stream of one frame, of no length known ahead: chunked on HTTP/1.1, as the apiserver's.
-            return Ok(Answer::Stream(encode::stream(frames, body::chunks(std::iter::once(frame)))));
+            return Ok(Answer::Memory(encode::stream(frames, body::chunks(std::iter::once(frame)))));
         } else {
             (requested, Phase::Replay)
         };
@@ -173,7 +162,7 @@ pub async fn watch(
             sub,
             table,
         };
-        return Ok(Answer::Stream(encode::stream(frames, stream.into_body())));
+        return Ok(Answer::Memory(encode::stream(frames, stream.into_body())));
     }
     Ok(Answer::Upstream(PassThrough::Relisting))
 }
