@@ -93,9 +93,11 @@ struct Decision {
     reason: String,
 }
 
-/// The gate every request passes.
+/// Reviews by the apiserver, cached and coalesced: who a bearer token
+/// names (`TokenReview`) and what a user may do (`SubjectAccessReview`),
+/// with the impersonation mode that last allowed each requester.
 #[derive(Debug)]
-pub struct Gate {
+pub struct Reviewer {
     client: Client,
     config: AuthConfig,
     tokens: Reviews<String, Option<UserInfo>>,
@@ -112,10 +114,10 @@ const CAPACITY: usize = 100_000;
 /// forgets them all when full, which only reorders the modes the next requests try).
 const MODES: usize = 10_000;
 
-impl Gate {
-    pub fn new(client: Client, config: AuthConfig) -> Gate {
+impl Reviewer {
+    pub fn new(client: Client, config: AuthConfig) -> Reviewer {
         let (tokens, decisions) = (Reviews::new(CAPACITY), Reviews::new(CAPACITY));
-        Gate { client, config, tokens, decisions, modes: Mutex::default(), stats: AuthStats::default() }
+        Reviewer { client, config, tokens, decisions, modes: Mutex::default(), stats: AuthStats::default() }
     }
 
     /// The impersonation mode that last allowed `requester`, tried first.
@@ -168,7 +170,7 @@ impl Gate {
         self.decide(user, attrs).await.0
     }
 
-    /// [`Gate::authorize`]'s answer, and the authorizer's [`Verdict`] (a failed review is a deny).
+    /// [`Reviewer::authorize`]'s answer, and the authorizer's [`Verdict`] (a failed review is a deny).
     pub async fn decide(&self, user: &UserInfo, attrs: &Attributes) -> (Result<(), ApiError>, Verdict) {
         let key = (user.clone(), attrs.clone());
         let review = || async move {
@@ -205,24 +207,24 @@ impl Gate {
 
 /// A watcher's standing permission, re-checked while its stream lives.
 #[derive(Debug, Clone)]
-pub struct Access {
-    gate: std::sync::Arc<Gate>,
+pub struct Permission {
+    reviewer: std::sync::Arc<Reviewer>,
     user: UserInfo,
     attrs: Attributes,
 }
 
-impl Access {
-    pub fn new(gate: std::sync::Arc<Gate>, user: UserInfo, attrs: Attributes) -> Access {
-        Access { gate, user, attrs }
+impl Permission {
+    pub fn new(reviewer: std::sync::Arc<Reviewer>, user: UserInfo, attrs: Attributes) -> Permission {
+        Permission { reviewer, user, attrs }
     }
 
     /// How often the permission is re-checked: when its cached allow expires.
     pub fn interval(&self) -> Duration {
-        self.gate.config.allow_ttl.max(Duration::from_secs(1))
+        self.reviewer.config.allow_ttl.max(Duration::from_secs(1))
     }
 
     /// Whether the user still may (a fresh review once the cached allow has expired).
     pub async fn still_allowed(&self) -> bool {
-        self.gate.authorize(&self.user, &self.attrs).await.is_ok()
+        self.reviewer.authorize(&self.user, &self.attrs).await.is_ok()
     }
 }

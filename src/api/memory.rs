@@ -5,9 +5,9 @@
 //! list, watch or GET itself decides ([`super::list`], [`super::watch`],
 //! [`super::get`]). Malformed requests get the apiserver's `Status` here.
 //!
-//! Invariant: a list from memory reserves its room in the memory budget
-//! before its first byte (`crate::budget::room`) and is metered for the
-//! consistent reads' plan; none is answered when the budget has no room
+//! Invariant: a list from memory reserves its memory in the budget before
+//! its first byte (`crate::budget::inflight`) and is metered for the
+//! consistent reads' plan; none is answered when the budget has nothing free
 //! within the apiserver's queueing bound (429 instead).
 
 use std::sync::Arc;
@@ -27,14 +27,14 @@ use super::shared::Api;
 use super::source::{Answer, PassThrough};
 use super::target::Target;
 use super::{get, watch};
-use crate::access::Access;
-use crate::budget::room;
+use crate::access::Permission;
+use crate::budget::inflight;
 use crate::cache::CachedResource;
 use crate::upstream::costs::{Class, Measure, Meter, Metered};
 use crate::upstream::freshness::Proven;
 
 /// A GET of a cached, fresh resource answered from memory (or refused), or
-/// why memory does not answer it. `access`: the client's permission, which
+/// why memory does not answer it. `permission`: the client's permission, which
 /// a watch re-checks while it lives; `proven`: a consistent read's proof
 /// (without it, a consistent read is [`Answer::Unproven`]).
 pub async fn read(
@@ -42,11 +42,11 @@ pub async fn read(
     t: &Target<'_>,
     negotiated: Negotiated,
     query: &str,
-    access: Option<Access>,
+    permission: Option<Permission>,
     proven: Option<Proven>,
 ) -> Answer<Response<ApiBody>> {
     match t.name {
-        None => collection(api, t, query, negotiated, access, proven).await,
+        None => collection(api, t, query, negotiated, permission, proven).await,
         // A GET asking for the list form gets the apiserver's 406.
         Some(_) if negotiated.shape == Shape::MetadataList => Answer::Upstream(PassThrough::Encoding),
         Some(name) => {
@@ -83,7 +83,7 @@ async fn collection(
     t: &Target<'_>,
     query: &str,
     negotiated: Negotiated,
-    access: Option<Access>,
+    permission: Option<Permission>,
     proven: Option<Proven>,
 ) -> Answer<Response<ApiBody>> {
     let mut opts = match ListOptions::decode(query) {
@@ -94,7 +94,7 @@ async fn collection(
         return Answer::Memory(encode::error(negotiated, &e));
     }
     if opts.watch {
-        return watch_collection(api, t, &opts, negotiated, access, proven).await;
+        return watch_collection(api, t, &opts, negotiated, permission, proven).await;
     }
     if negotiated.shape == Shape::Metadata {
         // A list asking for the single-object form gets the apiserver's 406.
@@ -112,10 +112,10 @@ async fn collection(
     }
     match list::list(t.res, t.namespace, &opts, api.config.revision_wait, proven).await {
         Ok(Answer::Memory(page)) => {
-            let cost = room::cost(page.items.len(), negotiated.gzip);
+            let cost = inflight::cost(page.items.len(), negotiated.gzip);
             let read: u64 = page.items.iter().map(|o| o.bytes().len() as u64).sum();
-            let Some(reservation) = api.room.reserve(cost, room::WAIT).await else {
-                tracing::debug!(resource = %t.res.info().qualified(), "no room for a list in the memory budget: 429");
+            let Some(reservation) = api.list_memory.reserve(cost, inflight::WAIT).await else {
+                tracing::debug!(resource = %t.res.info().qualified(), "no memory for a list in the budget: 429");
                 return Answer::Memory(encode::too_many_requests());
             };
             match encode::page_parts(t.res, page, negotiated) {
@@ -124,7 +124,7 @@ async fn collection(
                     // What lists from memory cost, for the choice of consistent reads' road.
                     let measure = Measure::MemoryRead(Class::of(&negotiated, false), read);
                     let meter = Meter::new(api.client.costs().clone(), measure, Instant::now());
-                    let resp = encode::respond(negotiated, StatusCode::OK, room::Held::new(parts, reservation));
+                    let resp = encode::respond(negotiated, StatusCode::OK, inflight::Reserved::new(parts, reservation));
                     Answer::Memory(resp.map(|b| Metered::new(b, Some(meter)).boxed()))
                 }
                 None => {
@@ -148,7 +148,7 @@ async fn watch_collection(
     t: &Target<'_>,
     opts: &ListOptions,
     negotiated: Negotiated,
-    access: Option<Access>,
+    permission: Option<Permission>,
     proven: Option<Proven>,
 ) -> Answer<Response<ApiBody>> {
     let passed = |why: PassThrough| {
@@ -177,7 +177,7 @@ async fn watch_collection(
     if let Some(why) = opts.sends_initial_events().then(|| cold(t.res, negotiated.encoding, initial())).flatten() {
         return passed(why);
     }
-    let ends = watch::Ends { stopping: api.stopping.subscribe(), access };
+    let ends = watch::Ends { stopping: api.stopping.subscribe(), permission };
     let answer = watch::watch(
         (t.res, &api.dispatchers[t.index]),
         t.namespace,

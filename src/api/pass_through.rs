@@ -82,11 +82,11 @@ pub fn lane(method: &http::Method, attributes: &Attributes, query: &str) -> Lane
     let param = |name: &str| form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == name).map(|(_, v)| v);
     let get = method == http::Method::GET && attributes.resource_request;
     match attributes.verb.as_str() {
-        "list" if get && param("limit").is_none_or(|l| l.parse::<i64>().is_ok_and(|l| l <= 0)) => Lane::Own,
-        "watch" if get && param("sendInitialEvents").is_some_and(|v| apimachinery::params::parse_bool(&v)) => Lane::Own,
-        "watch" => Lane::Shared,
-        _ if method == http::Method::GET && apimachinery::params::is_stream(&attributes.path, query) => Lane::Shared,
-        _ => Lane::Kept,
+        "list" if get && param("limit").is_none_or(|l| l.parse::<i64>().is_ok_and(|l| l <= 0)) => Lane::Dedicated,
+        "watch" if get && param("sendInitialEvents").is_some_and(|v| apimachinery::params::parse_bool(&v)) => Lane::Dedicated,
+        "watch" => Lane::Http2,
+        _ if method == http::Method::GET && apimachinery::params::is_stream(&attributes.path, query) => Lane::Http2,
+        _ => Lane::KeptAlive,
     }
 }
 
@@ -230,23 +230,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn whole_collections_take_a_lane_of_their_own_streams_share_and_the_rest_keep_one() {
+    fn whole_collections_take_a_dedicated_lane_streams_share_http2_and_the_rest_keep_one_alive() {
         let lane = |method: http::Method, path: &str, query: &str| lane(&method, &Attributes::of(method.as_str(), path, query), query);
         let informer = "watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true";
         for (method, path, query, expected) in [
-            (http::Method::GET, "/api/v1/pods", "", Lane::Own),
-            (http::Method::GET, "/api/v1/pods", "limit=0&resourceVersion=0", Lane::Own),
-            (http::Method::GET, "/apis/apps/v1/namespaces/a/deployments", "labelSelector=x%3Dy", Lane::Own),
-            (http::Method::GET, "/api/v1/pods", informer, Lane::Own),
-            (http::Method::GET, "/api/v1/pods", "limit=500", Lane::Kept),
-            (http::Method::GET, "/api/v1/namespaces/a/pods/x", "", Lane::Kept),
-            (http::Method::POST, "/api/v1/namespaces/a/pods", "", Lane::Kept),
-            (http::Method::PATCH, "/api/v1/namespaces/a/configmaps/c", "", Lane::Kept),
-            (http::Method::GET, "/version", "", Lane::Kept),
-            (http::Method::GET, "/api/v1/pods", "watch=1&resourceVersion=5", Lane::Shared),
-            (http::Method::GET, "/api/v1/pods", "watch=1&sendInitialEvents=false", Lane::Shared),
-            (http::Method::GET, "/api/v1/watch/pods", "", Lane::Shared),
-            (http::Method::GET, "/api/v1/namespaces/a/pods/x/log", "follow=true", Lane::Shared),
+            (http::Method::GET, "/api/v1/pods", "", Lane::Dedicated),
+            (http::Method::GET, "/api/v1/pods", "limit=0&resourceVersion=0", Lane::Dedicated),
+            (http::Method::GET, "/apis/apps/v1/namespaces/a/deployments", "labelSelector=x%3Dy", Lane::Dedicated),
+            (http::Method::GET, "/api/v1/pods", informer, Lane::Dedicated),
+            (http::Method::GET, "/api/v1/pods", "limit=500", Lane::KeptAlive),
+            (http::Method::GET, "/api/v1/namespaces/a/pods/x", "", Lane::KeptAlive),
+            (http::Method::POST, "/api/v1/namespaces/a/pods", "", Lane::KeptAlive),
+            (http::Method::PATCH, "/api/v1/namespaces/a/configmaps/c", "", Lane::KeptAlive),
+            (http::Method::GET, "/version", "", Lane::KeptAlive),
+            (http::Method::GET, "/api/v1/pods", "watch=1&resourceVersion=5", Lane::Http2),
+            (http::Method::GET, "/api/v1/pods", "watch=1&sendInitialEvents=false", Lane::Http2),
+            (http::Method::GET, "/api/v1/watch/pods", "", Lane::Http2),
+            (http::Method::GET, "/api/v1/namespaces/a/pods/x/log", "follow=true", Lane::Http2),
         ] {
             assert_eq!(lane(method.clone(), path, query), expected, "{method} {path}?{query}");
         }

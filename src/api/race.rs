@@ -27,7 +27,7 @@ use super::shared::Api;
 use super::source::{Answer, PassThrough, Source};
 use super::target::Target;
 use super::{memory, pass_through};
-use crate::access::Access;
+use crate::access::Permission;
 use crate::upstream::client::Lane;
 use crate::upstream::costs::{Class, Measure, Meter, Metered, SmallLists};
 use crate::upstream::freshness::NotFresh;
@@ -41,11 +41,11 @@ pub async fn read(
     negotiated: Negotiated,
     (req, lane): (Request<Incoming>, Lane),
     user: Option<&UserInfo>,
-    access: Option<Access>,
+    permission: Option<Permission>,
 ) -> Response<ApiBody> {
     let (path, query) = (req.uri().path().to_string(), req.uri().query().unwrap_or("").to_string());
     let stream = apimachinery::params::is_stream(&path, &query);
-    let (source, resp, plan) = match memory::read(api, t, negotiated, &query, access.clone(), None).await {
+    let (source, resp, plan) = match memory::read(api, t, negotiated, &query, permission.clone(), None).await {
         Answer::Memory(resp) => (Source::Memory, resp, None),
         Answer::Upstream(why) => {
             // The warm-up that made this read pass through yields the CPU to it while its bytes flow.
@@ -80,7 +80,7 @@ pub async fn read(
             let small = read.collection.then(|| t.res.fresh().small_lists.clone());
             let upstream = Upstream { api, req, lane, user, measure, small };
             let (source, resp) = match plan.from_memory() {
-                true => consistent(api, t, (negotiated, &query, access), plan, upstream).await,
+                true => consistent(api, t, (negotiated, &query, permission), plan, upstream).await,
                 false => {
                     let why = PassThrough::NotFresh(t.res.fresh().go_upstream());
                     (Source::Upstream(why), upstream.ask().await)
@@ -150,14 +150,14 @@ impl Upstream<'_> {
 async fn consistent(
     api: &Api,
     t: &Target<'_>,
-    (negotiated, query, access): (Negotiated, &str, Option<Access>),
+    (negotiated, query, permission): (Negotiated, &str, Option<Permission>),
     plan: Plan,
     upstream: Upstream<'_>,
 ) -> (Source, Response<ApiBody>) {
     let proving = t.res.fresh().proving(plan);
     let memory = async {
         let proven = proving.proven().await.map_err(PassThrough::NotFresh)?;
-        match memory::read(api, t, negotiated, query, access, Some(proven)).await {
+        match memory::read(api, t, negotiated, query, permission, Some(proven)).await {
             Answer::Memory(resp) => Ok(resp),
             Answer::Upstream(why) => Err(why),
             // A proven read is never unproven; should one be, memory does not answer it.

@@ -1,6 +1,6 @@
 //! What every stage of the request path shares: the cached resources and
 //! their watch dispatchers, the apiserver connection, the settings, the
-//! client gate, the auditor, the room lists in flight take, priority and
+//! client reviewer, the auditor, the memory lists take while written, priority and
 //! fairness, and the counters. Built once
 //! when kache serves; read, never replaced, by every request.
 
@@ -9,9 +9,10 @@ use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 use super::watch::{Dispatcher, WatchConfig};
-use crate::access::{AuthConfig, Gate};
+use crate::access::{AuthConfig, Reviewer};
 use crate::audit::Auditor;
-use crate::budget::{BudgetConfig, room};
+use crate::budget::BudgetConfig;
+use crate::budget::inflight::ListMemory;
 use crate::cache::Cache;
 use crate::flowcontrol::FlowControl;
 use crate::upstream::client::Client;
@@ -81,9 +82,9 @@ pub struct Api {
     /// Set when kache shuts down: watch streams end.
     pub stopping: tokio::sync::watch::Sender<bool>,
     /// Client authentication and authorization (`None`: none, loopback only).
-    pub gate: Option<Arc<Gate>>,
-    /// The memory lists from memory hold while they are written.
-    pub room: Arc<room::Room>,
+    pub reviewer: Option<Arc<Reviewer>>,
+    /// Memory reserved for lists being written from memory (`crate::budget::inflight`).
+    pub list_memory: Arc<ListMemory>,
     /// Priority and fairness for what kache answers itself (`None`: off).
     pub flow: Option<Arc<FlowControl>>,
     /// The audit policy and backends (`None`: nothing is audited).
@@ -94,10 +95,10 @@ impl Api {
     /// The server's state over `cache`, with a watch dispatcher per cached resource.
     pub fn new(cache: Cache, client: Client, config: ApiConfig, auth: Option<AuthConfig>) -> Api {
         let dispatchers = cache.resources().iter().map(|r| Dispatcher::start(r.clone())).collect();
-        let gate = auth.map(|a| Arc::new(Gate::new(client.clone(), a)));
-        let (counters, stopping, room) = (Counters::default(), tokio::sync::watch::Sender::new(false), Arc::default());
+        let reviewer = auth.map(|a| Arc::new(Reviewer::new(client.clone(), a)));
+        let (counters, stopping, list_memory) = (Counters::default(), tokio::sync::watch::Sender::new(false), Arc::default());
         let flow = config.priority_and_fairness.map(|seats| FlowControl::start(seats, &cache));
-        Api { cache, dispatchers, client, config, counters, stopping, gate, room, flow, audit: None }
+        Api { cache, dispatchers, client, config, counters, stopping, reviewer, list_memory, flow, audit: None }
     }
 
     /// Ends every watch stream from memory (kache shuts down).

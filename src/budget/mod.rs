@@ -13,11 +13,11 @@
 //! pinned snapshots (continue tokens) hold apart from the head. The cache's
 //! usage is the sum over its resources.
 //!
-//! **Lists in flight** ([`room`]): what a list from memory holds while it
+//! **Lists in flight** ([`inflight`]): what a list from memory holds while it
 //! is written (a pointer per object, never a copy of the objects; a 64 KiB
 //! frame and hyper's queue; gzipped, the deflate state) is reserved from
 //! what the store leaves of the whole cache's budget, set at each check; a
-//! list without room waits for it, then gets 429 as from an overloaded
+//! list that does not fit waits for lists in flight to end, then gets 429 as from an overloaded
 //! apiserver.
 //!
 //! **Not counted**: object revisions that only a pin, a response being
@@ -76,9 +76,9 @@ use std::time::{Duration, Instant};
 use crate::cache::{CachedResource, Pressure};
 use crate::store::StoreReader;
 
-pub mod room;
+pub mod inflight;
 
-use room::Room;
+use inflight::ListMemory;
 
 /// The shortest the budget makes an event log: enough for the dispatcher to
 /// read each publish before it is trimmed (a publish carries the events of
@@ -233,16 +233,16 @@ impl Controller {
 }
 
 /// Starts the budget's checks for `api` when a budget is set; they end when
-/// the server is gone. Each check gives lists in flight the `room` the
-/// store leaves of the whole cache's budget.
-pub fn start(resources: &[Arc<CachedResource>], config: BudgetConfig, room: Arc<Room>) {
+/// the server is gone. Each check gives lists being written what the
+/// stores leave of the whole cache's budget (`lists`' limit).
+pub fn start(resources: &[Arc<CachedResource>], config: BudgetConfig, lists: Arc<ListMemory>) {
     if config.is_set() {
-        tokio::spawn(run(resources.iter().map(Arc::downgrade).collect(), config, room));
+        tokio::spawn(run(resources.iter().map(Arc::downgrade).collect(), config, lists));
     }
 }
 
 /// Checks the budget until the resources are dropped (kache stopped).
-async fn run(resources: Vec<Weak<CachedResource>>, config: BudgetConfig, room: Arc<Room>) {
+async fn run(resources: Vec<Weak<CachedResource>>, config: BudgetConfig, lists: Arc<ListMemory>) {
     let mut controller: Option<Controller> = None;
     let mut delay = INTERVAL;
     loop {
@@ -261,7 +261,7 @@ async fn run(resources: Vec<Weak<CachedResource>>, config: BudgetConfig, room: A
         controller.check(&readings);
         let cache_usage: u64 = readings.iter().map(|r| r.usage).sum();
         if config.total > 0 {
-            room.set_limit(config.total.saturating_sub(cache_usage));
+            lists.set_limit(config.total.saturating_sub(cache_usage));
         }
         tracing::debug!(took = ?took, cache_usage, "memory budget checked");
         for (((res, r), was), now) in resources.iter().zip(&readings).zip(&before).zip(&controller.controls) {

@@ -7,7 +7,7 @@
 //! or ALPN chooses it (a connection per request in flight), and for
 //! connection upgrades (exec, attach, port-forward), an HTTP/1.1 mechanism.
 //! Relays choose their lane ([`super::lane`]): a small request a kept-alive
-//! HTTP/1.1 connection, a whole collection one of its own, while one is free.
+//! HTTP/1.1 connection, a whole collection a dedicated one, while one is free.
 //! No request waits for another to end.
 
 use std::sync::Arc;
@@ -30,12 +30,12 @@ use super::connect::Credentials;
 use super::costs::{Costs, Measure, Meter, Metered};
 pub use super::lane::Lane;
 use super::lane::Lanes;
-use super::pool::{Held, Place, Pool, PoolError, PoolStats};
+use super::pool::{Lease, LeasedBody, Pool, PoolError, PoolStats};
 use super::tls::client_config;
 
 /// A response body from the apiserver: it holds its HTTP/2 stream's place
 /// until it ends, and a document's throughput is measured as it goes.
-pub type Body = Metered<Held>;
+pub type Body = Metered<LeasedBody>;
 
 pub use super::pool::{BoxError, UpBody};
 
@@ -64,7 +64,7 @@ pub struct Client {
     http1: HyperClient<HttpsConnector<HttpConnector>, UpBody>,
     /// What reads from the apiserver cost, measured on the documents it sends.
     costs: Arc<Costs>,
-    /// The lanes relays take besides HTTP/2 ([`Lane::Kept`], [`Lane::Own`]), for an HTTPS server.
+    /// The lanes relays take besides HTTP/2 ([`Lane::KeptAlive`], [`Lane::Dedicated`]), for an HTTPS server.
     lanes: Option<Arc<Lanes>>,
 }
 
@@ -146,7 +146,7 @@ impl Client {
 
     /// Sends `req` with kache's credentials in place of any the request had.
     pub async fn send(&self, req: Request<UpBody>) -> Result<Response<Body>, UpstreamError> {
-        self.send_on(req, Lane::Shared).await
+        self.send_on(req, Lane::Http2).await
     }
 
     /// [`Client::send`] on `lane`.
@@ -154,19 +154,19 @@ impl Client {
         let mut req = self.credentials(req);
         let measures = Self::measures(&req);
         let h2 = self.h2.as_ref().filter(|_| !self.http1_only.load(Ordering::Relaxed));
-        if lane == Lane::Own
+        if lane == Lane::Dedicated
             && h2.is_some()
             && let Some(lanes) = &self.lanes
-            && let Some(permit) = lanes.take()
+            && let Some(permit) = lanes.take_dedicated()
         {
-            let (resp, own) = lanes.send(req, permit).await?;
-            return Ok(resp.map(|b| Metered::new(Held::new(b, Some(Place::Lane(own))), self.meter(measures))));
+            let (resp, dedicated) = lanes.send(req, permit).await?;
+            return Ok(resp.map(|b| Metered::new(LeasedBody::new(b, Some(Lease::Dedicated(dedicated))), self.meter(measures))));
         }
-        if lane == Lane::Kept
+        if lane == Lane::KeptAlive
             && h2.is_some()
-            && let Some(permit) = self.lanes.as_ref().and_then(|lanes| lanes.take_kept())
+            && let Some(permit) = self.lanes.as_ref().and_then(|lanes| lanes.take_kept_alive())
         {
-            return self.send_http1(req, measures, Some(Place::Kept(permit))).await;
+            return self.send_http1(req, measures, Some(Lease::KeptAlive(permit))).await;
         }
         if let Some(pool) = h2 {
             // What it takes to send a body-less request again.
@@ -175,7 +175,7 @@ impl Client {
             let mut resent = 0;
             loop {
                 match pool.send(req).await {
-                    Ok((resp, slot)) => return Ok(resp.map(|b| Metered::new(Held::new(b, slot.map(Place::Stream)), self.meter(measures)))),
+                    Ok((resp, slot)) => return Ok(resp.map(|b| Metered::new(LeasedBody::new(b, slot.map(Lease::Http2)), self.meter(measures)))),
                     Err(PoolError::NotHttp2(unsent)) => {
                         tracing::info!(upstream = %self.base, "the apiserver chose HTTP/1.1: a connection per request from now on");
                         self.http1_only.store(true, Ordering::Relaxed);
@@ -203,11 +203,11 @@ impl Client {
         self.send_http1(self.credentials(req), false, None).await
     }
 
-    /// Sends `req` over a kept-alive HTTP/1.1 connection; its body holds `place` until it ends.
-    async fn send_http1(&self, mut req: Request<UpBody>, measures: bool, place: Option<Place>) -> Result<Response<Body>, UpstreamError> {
+    /// Sends `req` over a kept-alive HTTP/1.1 connection; its body holds `lease` until it ends.
+    async fn send_http1(&self, mut req: Request<UpBody>, measures: bool, lease: Option<Lease>) -> Result<Response<Body>, UpstreamError> {
         *req.version_mut() = http::Version::HTTP_11;
         let resp = self.http1.request(req).await.map_err(|e| UpstreamError::Transport(Box::new(e)))?;
-        Ok(resp.map(|b| Metered::new(Held::new(b, place), self.meter(measures))))
+        Ok(resp.map(|b| Metered::new(LeasedBody::new(b, lease), self.meter(measures))))
     }
 
     /// `req` with kache's credentials in place of any it had.

@@ -1,17 +1,17 @@
 //! How relays travel to the apiserver ([`Lane`]): a small request (an
 //! answer that ends: a GET, a page, a write) on a kept-alive HTTP/1.1
-//! connection while one of [`KEPT_LANES`] is free; a whole collection on
-//! an HTTP/1.1 connection of its own, driven by the body that reads it,
-//! while one of [`OWN_LANES`] is free; the rest (watches, and whatever
+//! connection while one of [`KEPT_ALIVE_LANES`] is free; a whole collection
+//! on a dedicated HTTP/1.1 connection, driven by the body that reads it,
+//! while one of [`DEDICATED_LANES`] is free; the rest (watches, and whatever
 //! finds no lane free) as streams of the shared HTTP/2 connections.
 //!
-//! Why kept lanes. A relayed GET costs kache about 320 µs of CPU over
+//! Why kept-alive lanes. A relayed GET costs kache about 320 µs of CPU over
 //! HTTP/2 and 200 µs over HTTP/1.1 (the h2 connection task's framing and
 //! wake-ups), and the apiserver answers it sooner: GETs of a Service
 //! through kache, 3,000 in a row, two runs each: p50 +0.41 and +0.50 ms
 //! over direct on HTTP/2, +0.09 and +0.25 ms on HTTP/1.1.
 //!
-//! Why own lanes. The apiserver streams a large answer faster over HTTP/1.1 than
+//! Why dedicated lanes. The apiserver streams a large answer faster over HTTP/1.1 than
 //! over HTTP/2 (Go's HTTP/2 server hands each 4 KiB frame from the handler
 //! to the connection's writer; 172 MB of protobuf pods, medians of 5:
 //! 1.39 s against 1.71 s). And a relayed body read through a connection
@@ -20,9 +20,9 @@
 //! another thread; here the task that writes the answer to the client
 //! also reads the apiserver's connection, so a chunk is a function call.
 //!
-//! Invariants: at most [`KEPT_LANES`] + [`OWN_LANES`] relays on HTTP/1.1
-//! at once, so the apiserver never sees a connection per relay (more go on
-//! the shared HTTP/2 connections); an own lane's connection serves one
+//! Invariants: at most [`KEPT_ALIVE_LANES`] + [`DEDICATED_LANES`] relays on
+//! HTTP/1.1 at once, so the apiserver never sees a connection per relay
+//! (more go on the shared HTTP/2 connections); a dedicated connection serves one
 //! request and closes when its answer ends or is dropped; a lane's permit
 //! is given back when its answer ends or is dropped, exactly once.
 
@@ -37,13 +37,13 @@ use hyper_util::rt::TokioIo;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::UpstreamError;
-use super::pool::{DIAL_TIMEOUT, DialError, Dialer, Own, UpBody};
+use super::pool::{DIAL_TIMEOUT, Dedicated, DialError, Dialer, UpBody};
 
-/// Lanes large relays may hold at once.
-pub const OWN_LANES: usize = 4;
+/// Dedicated connections large relays may hold at once.
+pub const DEDICATED_LANES: usize = 4;
 
 /// Small relays on kept-alive HTTP/1.1 connections at once (each its own connection while it lasts).
-pub const KEPT_LANES: usize = 32;
+pub const KEPT_ALIVE_LANES: usize = 32;
 
 /// Bytes read from a lane's connection at a time.
 const READ_BUFFER: usize = 256 * 1024;
@@ -52,32 +52,33 @@ const READ_BUFFER: usize = 256 * 1024;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Lane {
     /// A stream on a shared HTTP/2 connection (HTTP/1.1 where the server speaks only that).
-    Shared,
-    /// A kept-alive HTTP/1.1 connection while one of [`KEPT_LANES`] is free, else [`Lane::Shared`]:
+    Http2,
+    /// A kept-alive HTTP/1.1 connection while one of [`KEPT_ALIVE_LANES`] is free, else [`Lane::Http2`]:
     /// for an answer that ends soon.
-    Kept,
-    /// A connection of its own while one of [`OWN_LANES`] is free, else [`Lane::Shared`]:
+    KeptAlive,
+    /// A dedicated HTTP/1.1 connection while one of [`DEDICATED_LANES`] is free, else [`Lane::Http2`]:
     /// for answers of many megabytes.
-    Own,
+    Dedicated,
 }
 
 /// The lanes to one apiserver.
 pub struct Lanes {
     dialer: Dialer,
-    permits: Arc<Semaphore>,
-    /// Own lanes taken so far.
-    taken: AtomicU64,
-    /// The kept lanes' permits.
-    kept: Arc<Semaphore>,
-    /// Kept lanes taken so far.
-    kept_taken: AtomicU64,
+    /// The dedicated lanes' permits.
+    dedicated: Arc<Semaphore>,
+    /// Dedicated lanes taken so far.
+    dedicated_taken: AtomicU64,
+    /// The kept-alive lanes' permits.
+    kept_alive: Arc<Semaphore>,
+    /// Kept-alive lanes taken so far.
+    kept_alive_taken: AtomicU64,
 }
 
 impl std::fmt::Debug for Lanes {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Lanes")
             .field("authority", &self.dialer.authority)
-            .field("free", &self.permits.available_permits())
+            .field("dedicated_free", &self.dedicated.available_permits())
             .finish_non_exhaustive()
     }
 }
@@ -87,50 +88,50 @@ impl Lanes {
     pub fn new(uri: &Uri, tls: rustls::ClientConfig) -> Result<Lanes, UpstreamError> {
         Ok(Lanes {
             dialer: Dialer::new(uri, tls, &[b"http/1.1"])?,
-            permits: Arc::new(Semaphore::new(OWN_LANES)),
-            taken: AtomicU64::new(0),
-            kept: Arc::new(Semaphore::new(KEPT_LANES)),
-            kept_taken: AtomicU64::new(0),
+            dedicated: Arc::new(Semaphore::new(DEDICATED_LANES)),
+            dedicated_taken: AtomicU64::new(0),
+            kept_alive: Arc::new(Semaphore::new(KEPT_ALIVE_LANES)),
+            kept_alive_taken: AtomicU64::new(0),
         })
     }
 
-    /// A free kept lane's permit, if one is free.
-    pub fn take_kept(&self) -> Option<OwnedSemaphorePermit> {
-        let permit = self.kept.clone().try_acquire_owned().ok()?;
-        self.kept_taken.fetch_add(1, Ordering::Relaxed);
+    /// A free kept-alive lane's permit, if one is free.
+    pub fn take_kept_alive(&self) -> Option<OwnedSemaphorePermit> {
+        let permit = self.kept_alive.clone().try_acquire_owned().ok()?;
+        self.kept_alive_taken.fetch_add(1, Ordering::Relaxed);
         Some(permit)
     }
 
-    /// Kept lanes taken so far.
-    pub fn kept_taken(&self) -> u64 {
-        self.kept_taken.load(Ordering::Relaxed)
+    /// Kept-alive lanes taken so far.
+    pub fn kept_alive_taken(&self) -> u64 {
+        self.kept_alive_taken.load(Ordering::Relaxed)
     }
 
-    /// Kept lanes in use now.
-    pub fn kept_in_use(&self) -> usize {
-        KEPT_LANES - self.kept.available_permits()
+    /// Kept-alive lanes in use now.
+    pub fn kept_alive_in_use(&self) -> usize {
+        KEPT_ALIVE_LANES - self.kept_alive.available_permits()
     }
 
-    /// A free own lane's permit, if one is free.
-    pub fn take(&self) -> Option<OwnedSemaphorePermit> {
-        let permit = self.permits.clone().try_acquire_owned().ok()?;
-        self.taken.fetch_add(1, Ordering::Relaxed);
+    /// A free dedicated lane's permit, if one is free.
+    pub fn take_dedicated(&self) -> Option<OwnedSemaphorePermit> {
+        let permit = self.dedicated.clone().try_acquire_owned().ok()?;
+        self.dedicated_taken.fetch_add(1, Ordering::Relaxed);
         Some(permit)
     }
 
-    /// Own lanes in use now.
-    pub fn in_use(&self) -> usize {
-        OWN_LANES - self.permits.available_permits()
+    /// Dedicated lanes in use now.
+    pub fn dedicated_in_use(&self) -> usize {
+        DEDICATED_LANES - self.dedicated.available_permits()
     }
 
-    /// Own lanes taken so far.
-    pub fn taken(&self) -> u64 {
-        self.taken.load(Ordering::Relaxed)
+    /// Dedicated lanes taken so far.
+    pub fn dedicated_taken(&self) -> u64 {
+        self.dedicated_taken.load(Ordering::Relaxed)
     }
 
-    /// Sends `req` on a connection of its own, holding `permit`; the
-    /// answer's body must drive the returned [`Own`].
-    pub async fn send(&self, mut req: Request<UpBody>, permit: OwnedSemaphorePermit) -> Result<(Response<Incoming>, Own), UpstreamError> {
+    /// Sends `req` on a dedicated connection, holding `permit`; the
+    /// answer's body must drive the returned [`Dedicated`].
+    pub async fn send(&self, mut req: Request<UpBody>, permit: OwnedSemaphorePermit) -> Result<(Response<Incoming>, Dedicated), UpstreamError> {
         // HTTP/1.1 wants the path alone on the request line, and the server in `Host`.
         let origin = req.uri().path_and_query().map_or("/", |pq| pq.as_str());
         *req.uri_mut() = origin.parse().map_err(|e| UpstreamError::Config(format!("bad upstream path {origin:?}: {e}")))?;
@@ -156,6 +157,6 @@ impl Lanes {
         };
         // Without its sender, the connection closes once this answer ends.
         drop(sender);
-        Ok((resp, Own::new(connection, permit)))
+        Ok((resp, Dedicated::new(connection, permit)))
     }
 }

@@ -14,7 +14,7 @@ use apimachinery::impersonation::{Mode, Step, Wanted};
 use apimachinery::status::ApiError;
 use http::HeaderMap;
 
-use crate::access::Gate;
+use crate::access::Reviewer;
 
 /// Whom a request acts as.
 #[derive(Debug)]
@@ -27,16 +27,16 @@ pub struct Acting {
 
 /// Whom `user` acts as after its own `Impersonate-*` headers, for `request`;
 /// the apiserver's 400 for headers without a user, its 403 when no mode allows it.
-pub async fn impersonate(gate: &Gate, user: UserInfo, headers: &HeaderMap, request: &Attributes) -> Result<Acting, ApiError> {
+pub async fn impersonate(reviewer: &Reviewer, user: UserInfo, headers: &HeaderMap, request: &Attributes) -> Result<Acting, ApiError> {
     let headers = headers.iter().filter_map(|(k, v)| Some((k.as_str(), v.to_str().ok()?)));
     let Some(wanted) = Wanted::of(headers)? else { return Ok(Acting { user, by: None }) };
-    let last = gate.impersonation_mode(&user.name);
+    let last = reviewer.impersonation_mode(&user.name);
     let order = last.into_iter().chain(Mode::ALL.into_iter().filter(|m| Some(*m) != last));
     let mut first_refusal = None;
     for mode in order.filter(|m| m.applies(&wanted, &user)) {
-        match allowed(gate, mode.steps(&wanted, &user, request)).await {
+        match allowed(reviewer, mode.steps(&wanted, &user, request)).await {
             Ok(()) => {
-                gate.remember_impersonation_mode(&user.name, mode);
+                reviewer.remember_impersonation_mode(&user.name, mode);
                 return Ok(Acting { user: mode.user(&wanted), by: Some(mode) });
             }
             Err(e) => drop(first_refusal.get_or_insert(e)),
@@ -47,14 +47,14 @@ pub async fn impersonate(gate: &Gate, user: UserInfo, headers: &HeaderMap, reque
 }
 
 /// Whether every step allows.
-async fn allowed(gate: &Gate, steps: Vec<Step>) -> Result<(), ApiError> {
+async fn allowed(reviewer: &Reviewer, steps: Vec<Step>) -> Result<(), ApiError> {
     for step in steps {
         match step {
-            Step::Check { user, attributes } => gate.authorize(&user, &attributes).await?,
+            Step::Check { user, attributes } => reviewer.authorize(&user, &attributes).await?,
             Step::Either { user, wildcard, each } => {
-                if gate.authorize(&user, &wildcard).await.is_err() {
+                if reviewer.authorize(&user, &wildcard).await.is_err() {
                     for a in &each {
-                        gate.authorize(&user, a).await?;
+                        reviewer.authorize(&user, a).await?;
                     }
                 }
             }

@@ -88,8 +88,8 @@ async fn handle(
         return text(status, body);
     }
     let refused = |e| encode::error(Negotiated::default(), &e);
-    let gate = api.gate.as_ref();
-    let user = match authenticate::authenticate(gate.map(AsRef::as_ref), req.headers(), certificate).await {
+    let reviewer = api.reviewer.as_ref();
+    let user = match authenticate::authenticate(reviewer.map(AsRef::as_ref), req.headers(), certificate).await {
         Ok(user) => user,
         Err(e) => {
             audit.unauthenticated();
@@ -97,8 +97,8 @@ async fn handle(
         }
     };
     audit.authenticated(user.as_ref());
-    let user = match (gate, user) {
-        (Some(gate), Some(user)) => match impersonate::impersonate(gate, user, req.headers(), attributes).await {
+    let user = match (reviewer, user) {
+        (Some(reviewer), Some(user)) => match impersonate::impersonate(reviewer, user, req.headers(), attributes).await {
             Ok(acting) => {
                 if let Some(mode) = acting.by {
                     audit.impersonated(&acting.user, mode.constraint());
@@ -114,7 +114,7 @@ async fn handle(
     match route::route(api, req.method(), &path, &query, req.headers()) {
         Route::Metrics => {
             let answer = async {
-                match audit.authorized(authorize::authorize(gate, user.as_ref(), attributes.clone()).await) {
+                match audit.authorized(authorize::authorize(reviewer, user.as_ref(), attributes.clone()).await) {
                     Ok(_) => metrics::response(api),
                     Err(e) => refused(e),
                 }
@@ -124,8 +124,8 @@ async fn handle(
         Route::Memory(target, negotiated) => {
             let cost = priority::Cost::of(&target, attributes, &query);
             let answer = async {
-                match audit.authorized(authorize::authorize(gate, user.as_ref(), attributes.clone()).await) {
-                    Ok(access) => race::read(api, &target, negotiated, (req, lane), user.as_ref(), access).await,
+                match audit.authorized(authorize::authorize(reviewer, user.as_ref(), attributes.clone()).await) {
+                    Ok(permission) => race::read(api, &target, negotiated, (req, lane), user.as_ref(), permission).await,
                     Err(e) => encode::error(negotiated, &e),
                 }
             };

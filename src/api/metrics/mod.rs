@@ -240,8 +240,8 @@ fn render(api: &Api) -> Bytes {
     ] {
         counter!(name).absolute(v.load(Ordering::Relaxed));
     }
-    if let Some(gate) = &api.gate {
-        let s = &gate.stats;
+    if let Some(reviewer) = &api.reviewer {
+        let s = &reviewer.stats;
         for (name, v) in [
             ("kache_token_reviews_total", &s.token_reviews),
             ("kache_access_reviews_total", &s.access_reviews),
@@ -325,16 +325,16 @@ fn render(api: &Api) -> Bytes {
         counter!("kache_upstream_requests_resent_total").absolute(pool.resent.load(Ordering::Relaxed));
     }
     if let Some(lanes) = api.client.lanes() {
-        gauge!("kache_upstream_own_lanes").set(lanes.in_use() as f64);
-        counter!("kache_upstream_own_lanes_total").absolute(lanes.taken());
-        gauge!("kache_upstream_kept_lanes").set(lanes.kept_in_use() as f64);
-        counter!("kache_upstream_kept_lanes_total").absolute(lanes.kept_taken());
+        gauge!("kache_upstream_own_lanes").set(lanes.dedicated_in_use() as f64);
+        counter!("kache_upstream_own_lanes_total").absolute(lanes.dedicated_taken());
+        gauge!("kache_upstream_kept_lanes").set(lanes.kept_alive_in_use() as f64);
+        counter!("kache_upstream_kept_lanes_total").absolute(lanes.kept_alive_taken());
     }
     gauge!("process_resident_memory_bytes").set(resident_bytes() as f64);
     gauge!("kache_memory_budget_bytes").set(api.config.budget.total as f64);
     gauge!("kache_resource_memory_budget_bytes").set(api.config.budget.resource as f64);
-    gauge!("kache_list_bytes_in_flight").set(api.room.reserved() as f64);
-    if let Some(limit) = api.room.limit() {
+    gauge!("kache_list_bytes_in_flight").set(api.list_memory.reserved() as f64);
+    if let Some(limit) = api.list_memory.limit() {
         gauge!("kache_list_room_bytes").set(limit as f64);
     }
     Bytes::from(handle.render())

@@ -156,8 +156,8 @@ pub async fn watch(
                 false => Bookmarks::initial_only(deadline),
             }),
             deadline: Box::pin(tokio::time::sleep_until(deadline)),
-            recheck: ends.access.as_ref().map(|a| Instant::now() + a.interval()),
-            access: ends.access.clone(),
+            recheck: ends.permission.as_ref().map(|a| Instant::now() + a.interval()),
+            permission: ends.permission.clone(),
             stopping: ends.stopping.clone(),
             sub,
             table,
@@ -181,5 +181,5 @@ fn lifetime(timeout_seconds: Option<u64>) -> Duration {
 #[derive(Debug)]
 pub struct Ends {
     pub stopping: tokio::sync::watch::Receiver<bool>,
-    pub access: Option<crate::access::Access>,
+    pub permission: Option<crate::access::Permission>,
 }

@@ -111,7 +111,7 @@ pub(super) struct Stream {
     pub(super) deadline: Pin<Box<Sleep>>,
     pub(super) stopping: tokio::sync::watch::Receiver<bool>,
     /// The client's permission and when it is next re-checked.
-    pub(super) access: Option<crate::access::Access>,
+    pub(super) permission: Option<crate::access::Permission>,
     pub(super) recheck: Option<Instant>,
     pub(super) sub: Subscription,
     /// Set for a table watch.
@@ -133,14 +133,14 @@ impl Stream {
 
     /// Whether the client has lost its permission (re-checked once its interval has passed).
     async fn access_lost(&mut self) -> bool {
-        let (Some(access), Some(at)) = (&self.access, self.recheck) else { return false };
+        let (Some(permission), Some(at)) = (&self.permission, self.recheck) else { return false };
         if Instant::now() < at {
             return false;
         }
-        if !access.still_allowed().await {
+        if !permission.still_allowed().await {
             return true;
         }
-        self.recheck = Some(Instant::now() + access.interval());
+        self.recheck = Some(Instant::now() + permission.interval());
         false
     }
 

@@ -60,11 +60,11 @@ pub(crate) use gather::Gathered;
 mod dialer;
 mod frames;
 mod gather;
-mod held;
+mod lease;
 
 pub use dialer::{DIAL_TIMEOUT, Dialer};
 
-pub use held::{Held, Own, Place};
+pub use lease::{Dedicated, Lease, LeasedBody};
 
 /// The body type the client sends.
 pub type UpBody = http_body_util::combinators::BoxBody<Bytes, BoxError>;

@@ -79,10 +79,10 @@ fn get(addr: SocketAddr) -> Request<UpBody> {
 }
 
 /// Sends `n` requests at once; returns their open responses once every head is in.
-async fn open_all(pool: &Pool, addr: SocketAddr, n: usize) -> Vec<Response<Held>> {
+async fn open_all(pool: &Pool, addr: SocketAddr, n: usize) -> Vec<Response<LeasedBody>> {
     let sends = (0..n).map(|_| {
         let pool = pool.clone();
-        tokio::spawn(async move { pool.send(get(addr)).await.map(|(resp, slot)| resp.map(|b| Held::new(b, slot.map(Place::Stream)))) })
+        tokio::spawn(async move { pool.send(get(addr)).await.map(|(resp, slot)| resp.map(|b| LeasedBody::new(b, slot.map(Lease::Http2)))) })
     });
     let heads = futures_util::future::join_all(sends);
     let heads = tokio::time::timeout(Duration::from_secs(10), heads).await.expect("every response head, none waiting for another");

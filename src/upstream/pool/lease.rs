@@ -1,9 +1,9 @@
-//! A response body from the apiserver and the place it holds until it
-//! ends: its HTTP/2 stream's slot on a pooled connection, a kept lane, or
-//! a lane of its own, whose connection the body drives
-//! (`crate::upstream::lane`): [`Own`].
+//! A response body from the apiserver ([`LeasedBody`]) and what it holds
+//! until it ends ([`Lease`]): its HTTP/2 stream's slot on a pooled
+//! connection, a kept-alive connection's lane, or a dedicated connection,
+//! which the body drives (`crate::upstream::lane`): [`Dedicated`].
 //!
-//! Invariant: the place is given back exactly once — when the body ends or
+//! Invariant: the lease is given back exactly once — when the body ends or
 //! fails, or when it is dropped.
 
 use std::future::Future;
@@ -18,30 +18,30 @@ use hyper::body::Incoming;
 
 /// What a response body holds while it streams.
 #[derive(Debug)]
-pub enum Place {
+pub enum Lease {
     /// A stream's slot on a pooled HTTP/2 connection.
-    Stream(Slot),
-    /// A connection of its own, read as the body is.
-    Lane(Own),
+    Http2(Slot),
+    /// A dedicated connection, read as the body is.
+    Dedicated(Dedicated),
     /// A kept-alive HTTP/1.1 connection's lane.
-    Kept(OwnedSemaphorePermit),
+    KeptAlive(OwnedSemaphorePermit),
 }
 
-/// A response body holding its [`Place`] until it ends, fails or is dropped.
+/// A response body holding its [`Lease`] until it ends, fails or is dropped.
 #[derive(Debug)]
-pub struct Held {
+pub struct LeasedBody {
     inner: Incoming,
-    place: Option<Place>,
+    lease: Option<Lease>,
 }
 
-impl Held {
-    /// `inner`, holding `place` (if any) until it ends.
-    pub fn new(inner: Incoming, place: Option<Place>) -> Held {
-        Held { inner, place }
+impl LeasedBody {
+    /// `inner`, holding `lease` (if any) until it ends.
+    pub fn new(inner: Incoming, lease: Option<Lease>) -> LeasedBody {
+        LeasedBody { inner, lease }
     }
 }
 
-impl hyper::body::Body for Held {
+impl hyper::body::Body for LeasedBody {
     type Data = Bytes;
     type Error = hyper::Error;
 
@@ -49,14 +49,14 @@ impl hyper::body::Body for Held {
         let frame = match Pin::new(&mut self.inner).poll_frame(cx) {
             Poll::Ready(frame) => frame,
             Poll::Pending => {
-                let Some(Place::Lane(own)) = &mut self.place else { return Poll::Pending };
-                // Nothing in the body's channel: its own connection reads more into it.
-                let _ = own.poll_connection(cx);
+                let Some(Lease::Dedicated(dedicated)) = &mut self.lease else { return Poll::Pending };
+                // Nothing in the body's channel: its dedicated connection reads more into it.
+                let _ = dedicated.poll_connection(cx);
                 ready!(Pin::new(&mut self.inner).poll_frame(cx))
             }
         };
         if !matches!(frame, Some(Ok(_))) || self.inner.is_end_stream() {
-            self.place = None;
+            self.lease = None;
         }
         Poll::Ready(frame)
     }
@@ -70,27 +70,27 @@ impl hyper::body::Body for Held {
     }
 }
 
-/// The connection of a lane of its own.
+/// A dedicated connection's task.
 type Connection = Pin<Box<dyn Future<Output = hyper::Result<()>> + Send + Sync>>;
 
-/// A lane of its own in use (`crate::upstream::lane`): its connection,
-/// driven by its answer's body, and the lane's permit.
-pub struct Own {
+/// A dedicated connection in use (`crate::upstream::lane`), driven by its
+/// answer's body, and the lane's permit.
+pub struct Dedicated {
     connection: Connection,
     ended: bool,
     _permit: OwnedSemaphorePermit,
 }
 
-impl std::fmt::Debug for Own {
+impl std::fmt::Debug for Dedicated {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Own").field("ended", &self.ended).finish_non_exhaustive()
+        f.debug_struct("Dedicated").field("ended", &self.ended).finish_non_exhaustive()
     }
 }
 
-impl Own {
+impl Dedicated {
     /// `connection`, which carries one answer, holding `permit`.
-    pub fn new(connection: Connection, permit: OwnedSemaphorePermit) -> Own {
-        Own { connection, ended: false, _permit: permit }
+    pub fn new(connection: Connection, permit: OwnedSemaphorePermit) -> Dedicated {
+        Dedicated { connection, ended: false, _permit: permit }
     }
 
     /// Drives the connection: reads what the apiserver sent into the
@@ -101,7 +101,7 @@ impl Own {
             && let Poll::Ready(outcome) = self.connection.as_mut().poll(cx)
         {
             if let Err(e) = outcome {
-                tracing::debug!(error = %e, "own lane's connection ended");
+                tracing::debug!(error = %e, "a dedicated connection ended");
             }
             self.ended = true;
         }

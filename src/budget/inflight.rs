@@ -1,5 +1,6 @@
-//! Room for lists in flight. A list answered from memory holds, while it is
-//! written, memory the store does not count: a pointer per object (its
+//! Memory reserved for lists being written ([`ListMemory`]). A list
+//! answered from memory holds, while it is written, memory the store does
+//! not count: a pointer per object (its
 //! page), a 64 KiB frame and hyper's write queue, and — gzipped — the
 //! deflate state and its pieces. Under a whole-cache budget
 //! (`--memory-budget`) those bytes come out of what the store leaves of the
@@ -11,11 +12,11 @@
 //! retries. So a list storm costs memory within the budget and time, never
 //! an out-of-memory kill and never a load upstream.
 //!
-//! Invariants: the bytes reserved never exceed the room, except that a list
-//! is always admitted when no other is in flight (one list larger than the
-//! room is still answered, alone); every reservation is given back exactly
-//! once, when its [`Reservation`] drops. Without a whole-cache budget the
-//! room is unbounded and lists are only counted.
+//! Invariants: the bytes reserved never exceed the limit, except that a
+//! list is always admitted when no other is in flight (one list larger than
+//! the limit is still answered, alone); every reservation is given back
+//! exactly once, when its [`Reservation`] drops. Without a whole-cache
+//! budget the limit is unbounded and lists are only counted.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,7 +24,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
-/// The longest a list waits for room (APF's default `requestWaitLimit`).
+/// The longest a list waits for its memory (APF's default `requestWaitLimit`).
 pub const WAIT: Duration = Duration::from_secs(15);
 
 /// What a list in flight holds beyond its objects' pointers, at most: the
@@ -43,9 +44,9 @@ pub fn cost(objects: usize, gzip: bool) -> u64 {
     (if gzip { PER_GZIP_LIST } else { PER_LIST }) + PER_OBJECT * objects as u64
 }
 
-/// The room lists in flight share.
+/// The memory lists being written share, within what the stores leave of the budget.
 #[derive(Debug, Default)]
-pub struct Room {
+pub struct ListMemory {
     state: Mutex<State>,
     freed: Notify,
 }
@@ -64,7 +65,7 @@ impl State {
     }
 }
 
-impl Room {
+impl ListMemory {
     /// Sets the bytes lists in flight may hold: what the store leaves of the
     /// budget at the last check. Lists already in flight keep theirs.
     pub fn set_limit(&self, bytes: u64) {
@@ -82,7 +83,7 @@ impl Room {
         self.state.lock().reserved
     }
 
-    /// Reserves `cost` bytes, waiting up to `wait` for them; `None`: no room in time.
+    /// Reserves `cost` bytes, waiting up to `wait` for them; `None`: not free in time.
     pub async fn reserve(self: &Arc<Self>, cost: u64, wait: Duration) -> Option<Reservation> {
         let deadline = tokio::time::Instant::now() + wait;
         loop {
@@ -95,7 +96,7 @@ impl Room {
                 if s.fits(cost) {
                     s.reserved += cost;
                     s.lists += 1;
-                    return Some(Reservation { room: self.clone(), cost });
+                    return Some(Reservation { memory: self.clone(), cost });
                 }
             }
             tokio::time::timeout_at(deadline, freed).await.ok()?;
@@ -103,45 +104,45 @@ impl Room {
     }
 }
 
-/// Bytes a list in flight holds from the [`Room`], given back on drop.
+/// Bytes a list in flight holds of the [`ListMemory`], given back on drop.
 #[derive(Debug)]
 pub struct Reservation {
-    room: Arc<Room>,
+    memory: Arc<ListMemory>,
     cost: u64,
 }
 
 impl Drop for Reservation {
     fn drop(&mut self) {
         {
-            let mut s = self.room.state.lock();
+            let mut s = self.memory.state.lock();
             s.reserved -= self.cost;
             s.lists -= 1;
         }
-        self.room.freed.notify_waiters();
+        self.memory.freed.notify_waiters();
     }
 }
 
 /// An iterator that holds a [`Reservation`] as long as it lives: a list's
 /// parts, whose body drops them when it is done or the client goes away.
-pub struct Held<I> {
+pub struct Reserved<I> {
     inner: I,
     _reservation: Reservation,
 }
 
-impl<I> std::fmt::Debug for Held<I> {
+impl<I> std::fmt::Debug for Reserved<I> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Held").field("reservation", &self._reservation).finish_non_exhaustive()
+        f.debug_struct("Reserved").field("reservation", &self._reservation).finish_non_exhaustive()
     }
 }
 
-impl<I> Held<I> {
+impl<I> Reserved<I> {
     /// `inner`, holding `reservation`.
-    pub fn new(inner: I, reservation: Reservation) -> Held<I> {
-        Held { inner, _reservation: reservation }
+    pub fn new(inner: I, reservation: Reservation) -> Reserved<I> {
+        Reserved { inner, _reservation: reservation }
     }
 }
 
-impl<I: Iterator> Iterator for Held<I> {
+impl<I: Iterator> Iterator for Reserved<I> {
     type Item = I::Item;
 
     fn next(&mut self) -> Option<I::Item> {
@@ -154,52 +155,52 @@ mod tests {
     use super::*;
 
     #[tokio::test]
-    async fn a_list_waits_for_room_and_gets_it_when_another_finishes() {
-        let room = Arc::new(Room::default());
-        room.set_limit(1000);
-        let first = room.reserve(600, WAIT).await.expect("room");
+    async fn a_list_waits_for_its_memory_and_gets_it_when_another_finishes() {
+        let memory = Arc::new(ListMemory::default());
+        memory.set_limit(1000);
+        let first = memory.reserve(600, WAIT).await.expect("memory");
         // 600 + 600 > 1000: the second waits.
         let waiting = tokio::spawn({
-            let room = room.clone();
-            async move { room.reserve(600, WAIT).await.map(|r| r.cost) }
+            let memory = memory.clone();
+            async move { memory.reserve(600, WAIT).await.map(|r| r.cost) }
         });
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert!(!waiting.is_finished());
-        assert_eq!(room.reserved(), 600);
+        assert_eq!(memory.reserved(), 600);
         drop(first);
         assert_eq!(waiting.await.expect("the waiter"), Some(600));
         // The waiter's reservation was dropped with its task's result.
-        assert_eq!(room.reserved(), 0);
+        assert_eq!(memory.reserved(), 0);
     }
 
     #[tokio::test]
-    async fn without_room_in_time_a_list_is_refused_and_a_lone_list_always_fits() {
-        let room = Arc::new(Room::default());
-        room.set_limit(100);
-        // Larger than the room, but nothing else is in flight.
-        let big = room.reserve(500, Duration::ZERO).await.expect("a lone list");
-        assert!(room.reserve(10, Duration::from_millis(20)).await.is_none(), "no room while the big one is in flight");
+    async fn without_memory_in_time_a_list_is_refused_and_a_lone_list_always_fits() {
+        let memory = Arc::new(ListMemory::default());
+        memory.set_limit(100);
+        // Larger than the limit, but nothing else is in flight.
+        let big = memory.reserve(500, Duration::ZERO).await.expect("a lone list");
+        assert!(memory.reserve(10, Duration::from_millis(20)).await.is_none(), "nothing free while the big one is in flight");
         drop(big);
-        assert!(room.reserve(10, Duration::ZERO).await.is_some());
+        assert!(memory.reserve(10, Duration::ZERO).await.is_some());
     }
 
     #[tokio::test]
     async fn without_a_limit_every_list_is_admitted_and_counted() {
-        let room = Arc::new(Room::default());
-        let held: Vec<_> = futures_util::future::join_all((0..3).map(|_| room.reserve(cost(1000, true), Duration::ZERO))).await;
+        let memory = Arc::new(ListMemory::default());
+        let held: Vec<_> = futures_util::future::join_all((0..3).map(|_| memory.reserve(cost(1000, true), Duration::ZERO))).await;
         assert!(held.iter().all(Option::is_some));
-        assert_eq!(room.reserved(), 3 * cost(1000, true));
+        assert_eq!(memory.reserved(), 3 * cost(1000, true));
         drop(held);
-        assert_eq!(room.reserved(), 0);
+        assert_eq!(memory.reserved(), 0);
     }
 
     #[test]
-    fn a_held_iterator_gives_its_room_back_when_dropped() {
-        let room = Arc::new(Room::default());
-        let reservation = futures_util::FutureExt::now_or_never(room.reserve(100, Duration::ZERO)).flatten().expect("room");
-        let parts = Held::new([1, 2, 3].into_iter(), reservation);
-        assert_eq!(room.reserved(), 100);
+    fn a_reserved_iterator_gives_its_memory_back_when_dropped() {
+        let memory = Arc::new(ListMemory::default());
+        let reservation = futures_util::FutureExt::now_or_never(memory.reserve(100, Duration::ZERO)).flatten().expect("memory");
+        let parts = Reserved::new([1, 2, 3].into_iter(), reservation);
+        assert_eq!(memory.reserved(), 100);
         assert_eq!(parts.sum::<i32>(), 6);
-        assert_eq!(room.reserved(), 0);
+        assert_eq!(memory.reserved(), 0);
     }
 }
