@@ -185,11 +185,17 @@ impl CachedResource {
     /// budget bounds it): clients that ask protobuf (kubelets, controllers)
     /// are most clients, so they are made as each list (or re-list) is in
     /// ([`Cache::start`](super::Cache::start)), and the resource is ready only
-    /// then (`/readyz`): no protobuf read of a ready kache passes through
-    /// while they are made. (Asking starts them.) Under a memory budget they
-    /// are made when a large read first asks, which passes through meanwhile.
+    /// then (`/readyz`): no protobuf read of a starting kache passes through
+    /// because they are being made. Once made, the resource stays ready
+    /// through re-lists (a Service must not drop kache while it re-lists
+    /// after an apiserver restart): the objects a re-list finds unchanged
+    /// keep their messages, and a large protobuf read passes through only
+    /// for the moments the new ones take. (Asking starts them.) Under a
+    /// memory budget they are made when a large read first asks, which
+    /// passes through meanwhile.
     pub fn protobuf_ready(self: &Arc<Self>) -> bool {
-        !self.protobuf_ahead.load(Ordering::Relaxed) || self.warm(Encoding::Protobuf)
+        let made_once = || warm_index(Encoding::Protobuf).is_some_and(|i| self.encodings.warm[i].made_once.load(Ordering::Acquire));
+        !self.protobuf_ahead.load(Ordering::Relaxed) || made_once() || self.warm(Encoding::Protobuf)
     }
 
     /// A read in `encoding` that passed through while its warm-up runs is
@@ -226,6 +232,7 @@ impl CachedResource {
             }
         });
         warm.epoch.store(view.epoch(), Ordering::Release);
+        warm.made_once.store(true, Ordering::Release);
         warm.running.store(false, Ordering::Release);
         tracing::info!(resource = %self.info.qualified(), objects = objects.len(), took = ?started.elapsed(), "{} made ahead of large reads", encoding.name());
     }
@@ -303,13 +310,15 @@ struct Warm {
     epoch: AtomicU64,
     /// Set while a warm-up runs.
     running: AtomicBool,
+    /// Set once a warm-up has finished (for any epoch).
+    made_once: AtomicBool,
     /// When ([`millis`]) a relay of a read this warm-up made pass through last moved bytes (0: never).
     relayed_at: AtomicU64,
 }
 
 impl Default for Warm {
     fn default() -> Self {
-        Warm { epoch: AtomicU64::new(u64::MAX), running: AtomicBool::new(false), relayed_at: AtomicU64::new(0) }
+        Warm { epoch: AtomicU64::new(u64::MAX), running: AtomicBool::new(false), made_once: AtomicBool::new(false), relayed_at: AtomicU64::new(0) }
     }
 }
 

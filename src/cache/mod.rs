@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+use apimachinery::negotiate::Encoding;
 use apimachinery::resource::Resource;
 use apimachinery::table::{self, Printer};
 
@@ -218,7 +219,7 @@ async fn make_protobuf_ahead(res: Arc<CachedResource>) {
     let mut published = res.store.subscribe();
     loop {
         if res.status.is_ready() {
-            res.protobuf_ready();
+            res.warm(Encoding::Protobuf);
         }
         if published.changed().await.is_err() {
             return;
