@@ -291,9 +291,9 @@ impl<S: Sink> Reflector<S> {
         self.status.capabilities.lost_touch();
         let mut progress = Instant::now();
         let rv = loop {
-            let body = self.client.get_bytes(&path).await.map_err(|e| (e, retry.clone()))?;
+            let body = self.client.get_bytes(&path).await.map_err(|e| (e, retry))?;
             self.status.touch();
-            let page = ListPage::parse(&body).map_err(|e| (decode(e), retry.clone()))?;
+            let page = ListPage::parse(&body).map_err(|e| (decode(e), retry))?;
             items.extend(page.items);
             if progress.elapsed() >= LIST_PROGRESS_EVERY {
                 progress = Instant::now();
