@@ -160,23 +160,40 @@ fn drift(chart: &BTreeMap<String, Value>, kustomize: &BTreeMap<String, Value>) -
     out
 }
 
-/// Each shape: its name, `helm template`'s release, namespace and values files, and what kustomize builds for it.
-fn shapes() -> Vec<(&'static str, &'static str, &'static str, Vec<&'static str>, BTreeMap<String, Value>)> {
+/// One shape of the chart: `helm template`'s release, namespace and values
+/// files, and the objects kustomize builds for the same shape.
+struct Shape {
+    name: &'static str,
+    release: &'static str,
+    namespace: &'static str,
+    values: Vec<&'static str>,
+    kustomized: BTreeMap<String, Value>,
+}
+
+impl Shape {
+    /// What `helm template` renders for it, without what may differ.
+    fn rendered(&self) -> BTreeMap<String, Value> {
+        objects(&template(self.release, self.namespace, &self.values).unwrap_or_else(|e| panic!("{}: helm template: {e}", self.name)))
+    }
+}
+
+fn shapes() -> Vec<Shape> {
     let deploy = repo().join("config/deploy");
     let base = objects(&kustomize(&deploy.join("base")));
     let second_tier: BTreeMap<String, Value> =
         objects(&kustomize(&deploy.join("overlays/shared"))).into_iter().filter(|(k, _)| !base.contains_key(k)).collect();
+    let shape = |name, release, namespace, values, kustomized| Shape { name, release, namespace, values, kustomized };
     vec![
-        ("the defaults, as the base", "kache", "kache", vec![], base),
-        ("a second tier, as overlays/shared's", "kache-tier2", "kache", vec!["ci/second-tier-values.yaml"], second_tier),
-        (
+        shape("the defaults, as the base", "kache", "kache", vec![], base),
+        shape("a second tier, as overlays/shared's", "kache-tier2", "kache", vec!["ci/second-tier-values.yaml"], second_tier),
+        shape(
             "the sidecar, as overlays/sidecar",
             "example-app",
             "kache-example",
             vec!["ci/sidecar-values.yaml"],
             objects(&kustomize(&deploy.join("overlays/sidecar"))),
         ),
-        (
+        shape(
             "monitoring, as the base with components/monitoring",
             "kache",
             "kache",
@@ -191,11 +208,10 @@ fn every_shape_of_the_chart_renders_the_objects_kustomize_builds() {
     if !helm_present() {
         return;
     }
-    for (shape, release, namespace, values, kustomized) in shapes() {
-        assert!(!kustomized.is_empty(), "{shape}: kustomize built nothing");
-        let rendered = objects(&template(release, namespace, &values).unwrap_or_else(|e| panic!("{shape}: helm template: {e}")));
-        let drift = drift(&rendered, &kustomized);
-        assert!(drift.is_empty(), "{shape}: the chart and kustomize differ:\n{}", drift.join("\n"));
+    for shape in shapes() {
+        assert!(!shape.kustomized.is_empty(), "{}: kustomize built nothing", shape.name);
+        let drift = drift(&shape.rendered(), &shape.kustomized);
+        assert!(drift.is_empty(), "{}: the chart and kustomize differ:\n{}", shape.name, drift.join("\n"));
     }
 }
 
@@ -204,15 +220,15 @@ fn the_comparison_fails_a_chart_that_drifted() {
     if !helm_present() {
         return;
     }
-    let (_, release, namespace, values, kustomized) = shapes().swap_remove(0);
-    let rendered = objects(&template(release, namespace, &values).expect("helm template"));
-    assert!(drift(&rendered, &kustomized).is_empty());
+    let defaults = shapes().swap_remove(0);
+    let (rendered, kustomized) = (defaults.rendered(), &defaults.kustomized);
+    assert!(drift(&rendered, kustomized).is_empty());
     let mut drifted = rendered.clone();
     let deployment = drifted.get_mut("Deployment kache/kache").expect("the Deployment");
     deployment["spec"]["template"]["spec"]["containers"][0]["args"][1] = "--listen=0.0.0.0:9443".into();
     deployment["metadata"]["labels"]["app.kubernetes.io/part-of"] = "x".into();
     drifted.remove("PodDisruptionBudget kache/kache");
-    let found = drift(&drifted, &kustomized).join("\n");
+    let found = drift(&drifted, kustomized).join("\n");
     for expected in [
         r#"Deployment kache/kache.spec.template.spec.containers[0].args[1]: the chart's "--listen=0.0.0.0:9443" is kustomize's "--listen=0.0.0.0:8443""#,
         "Deployment kache/kache.metadata.labels.app.kubernetes.io/part-of: only in the chart's",
