@@ -13,8 +13,12 @@ mod allocator;
 #[cfg(feature = "sim")]
 mod demo;
 
+/// `kache --version`: the release (Cargo's version, semver) and the commit it
+/// was built from (build.rs).
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("KACHE_COMMIT"), ")");
+
 #[derive(Debug, Parser)]
-#[command(name = "kache", version, about = "A Kubernetes API watch cache and list proxy")]
+#[command(name = "kache", version = VERSION, about = "A Kubernetes API watch cache and list proxy")]
 struct Cli {
     #[command(flatten)]
     logs: kache::logs::LogArgs,

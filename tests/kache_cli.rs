@@ -88,3 +88,24 @@ fn a_closed_output_stops_kache_quietly() {
     let status = common::eventually(Duration::from_secs(30), "kache to stop", || kache.try_wait().unwrap());
     assert_eq!(status.code(), Some(0), "{status:?}: a panic exits 101");
 }
+
+#[test]
+fn kache_version_prints_the_semver_and_the_commit_it_was_built_from() {
+    let out = Command::new(env!("CARGO_BIN_EXE_kache")).arg("--version").output().unwrap();
+    assert!(out.status.success());
+    let printed = String::from_utf8(out.stdout).unwrap();
+    let (version, commit) = printed
+        .trim()
+        .strip_prefix("kache ")
+        .and_then(|rest| rest.strip_suffix(')')?.split_once(" (commit "))
+        .unwrap_or_else(|| panic!("not `kache VERSION (commit COMMIT)`: {printed:?}"));
+    assert_eq!(version, env!("CARGO_PKG_VERSION"));
+    let semver = version.split(['-', '+']).next().unwrap_or_default().split('.').collect::<Vec<_>>();
+    assert!(semver.len() == 3 && semver.iter().all(|n| n.parse::<u64>().is_ok()), "not semver: {version}");
+    // The checkout's HEAD, as build.rs read it (a build outside git says `unknown`).
+    let head = Command::new("git").args(["rev-parse", "--short", "HEAD"]).current_dir(env!("CARGO_MANIFEST_DIR")).output();
+    match head {
+        Ok(head) if head.status.success() => assert_eq!(commit, String::from_utf8_lossy(&head.stdout).trim()),
+        _ => assert_eq!(commit, "unknown"),
+    }
+}
