@@ -5,9 +5,9 @@
 //! apiserver's name through DNS, serves kubectl from memory, and `kache
 //! --version` names the version and commit its labels carry.
 //!
-//! Which image: `KACHE_IMAGE` names an archive the script built — `.ci/run`
-//! builds the release image first and names it here, so CI tests the image
-//! an operator gets, size included. Without it, the script builds one
+//! Which image: `KACHE_IMAGE` names an archive the script built (the
+//! release image an operator gets: its size is checked too). Without it,
+//! as in CI, where a release build would not fit, the script builds one
 //! around this test's own `kache` (a debug build: the same root, a larger
 //! binary, whose size says nothing of the release image's and is not
 //! checked).
