@@ -1,9 +1,10 @@
 //! What a run leaves on a target, and the one place that removes it.
 //!
-//! A scenario writing to a real cluster creates a namespace of its own
-//! (`kache-loadtest-PID`) holding thousands of ConfigMaps. [`Objects::create`]
-//! records them in the run's [`Cleanup`] before it sends the request that
-//! creates the namespace, and [`supervise`], which `main` runs every
+//! A scenario writing to a real cluster creates namespaces of its own
+//! (`kache-loadtest-PID-N`) holding up to hundreds of thousands of pods,
+//! and the Nodes they are bound to ([`crate::fixtures`]). [`Objects::create`]
+//! records them in the run's [`Cleanup`] before it sends the first request
+//! that creates any, and [`supervise`], which `main` runs every
 //! scenario under, deletes what is recorded however the scenario ended: it
 //! returned, failed, panicked (a panic in any of its tasks surfaces as an
 //! error when the task is joined), or SIGINT or SIGTERM came — then the
@@ -13,8 +14,9 @@
 //!
 //! Invariant: once anything exists on a target, it is recorded; the tool
 //! exits without deleting it only when the deletion fails or outlasts
-//! [`WITHIN`], or a second signal asks to leave at once — and then it says
-//! on stderr what it left and how to delete it.
+//! [`WITHIN`] (and [`PER_OBJECT`] for each object), or a second signal asks
+//! to leave at once — and then it says on stderr what it left and how to
+//! delete it.
 //!
 //! Exit codes: 0; 1 for an error (also when the deletion failed); 101 for a
 //! panic; 130 after SIGINT and 143 after SIGTERM (128 + the signal's
@@ -27,15 +29,19 @@ use std::time::{Duration, Instant};
 
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
-use crate::objects::{Ledger, Objects};
+use crate::fixtures::Ledger;
+use crate::objects::Objects;
 use crate::target::{Http, Target};
 
 /// How long deleting may take before the tool gives up and says what it
-/// left. 30 s: about as long as a person waits after Ctrl-C before pressing
-/// it again. The simulator deletes 10,000 ConfigMaps in under a second; on
-/// kube-apiserver, what a `deletecollection` cut short leaves, the
-/// namespace controller deletes (the namespace is deleted first).
+/// left, besides [`PER_OBJECT`]: 30 s, about as long as a person waits
+/// after Ctrl-C before pressing it again.
 const WITHIN: Duration = Duration::from_secs(30);
+
+/// And for each object made: kube-apiserver 1.36.2 on two cores deleted
+/// about 325 a second (pods, Nodes, 64 at a time, sweeps and waits
+/// included); twice that long (150,000 pods: 16 minutes at most).
+const PER_OBJECT: Duration = Duration::from_millis(6);
 
 /// What the run created and must delete: shared by the scenario (which
 /// records) and [`supervise`] (which deletes). Cheap to clone.
@@ -71,9 +77,10 @@ impl Cleanup {
         let mut clean = true;
         for o in self.owned() {
             let what = o.objects.describe();
-            eprintln!("loadtest: deleting {what} on {} (at most {WITHIN:?}; a second Ctrl-C leaves it)", o.target);
+            let within = WITHIN + PER_OBJECT * o.objects.made() as u32;
+            eprintln!("loadtest: deleting {what} on {} (at most {within:.0?}; a second Ctrl-C leaves it)", o.target);
             let started = Instant::now();
-            match tokio::time::timeout(WITHIN, o.objects.delete(&o.http)).await {
+            match tokio::time::timeout(within, o.objects.delete(&o.http)).await {
                 Ok(Ok(())) => eprintln!("loadtest: deleted {what} in {:.1?}", started.elapsed()),
                 Ok(Err(e)) => {
                     clean = false;
@@ -81,7 +88,7 @@ impl Cleanup {
                 }
                 Err(_) => {
                     clean = false;
-                    eprintln!("loadtest: {what} not gone after {WITHIN:?}; {}", o.objects.by_hand());
+                    eprintln!("loadtest: {what} not gone after {within:.0?}; {}", o.objects.by_hand());
                 }
             }
         }

@@ -251,7 +251,7 @@ pub async fn run_all(args: ConsistentArgs) -> anyhow::Result<()> {
     let stop = Instant::now() + Duration::from_secs(3600);
     let target = match args.load {
         Load::None => None,
-        Load::Pods => Some(Objects::SimPods { count: args.pods, nodes: args.pods / 100 }),
+        Load::Pods => Some(Objects::SimPods { count: args.pods, nodes: args.pods / 100, mounts: 0 }),
         Load::Configmaps => Some(Objects::SimConfigMaps { count: 1000 }),
     };
     let writer = target.map(|t| tokio::spawn(objects::write(direct.clone(), t, args.rate, stop)));

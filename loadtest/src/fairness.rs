@@ -276,7 +276,7 @@ pub async fn run_all(args: FairnessArgs) -> anyhow::Result<()> {
     }
     let params = json!({"collection": args.collection, "flood": args.flood, "seconds": args.seconds,
         "pods": (!args.targets.real()).then_some(args.pods), "kache_args": args.kache_args});
-    let report = Report { scenario: "fairness", params, rows };
+    let report = Report { scenario: "fairness", params, rows, sides: Vec::new() };
     report.emit(&args.targets)?;
     println!("{}", summary(&report.rows));
     println!("{}", read_by_read(&phases));

@@ -14,9 +14,14 @@
 //!   bookmark at the list revision (a controller's informer in 1.36).
 //!
 //! A watch the server ends is resumed from the last revision seen (a
-//! bookmark's too); a `410 Gone` (an ERROR event or answer) re-lists; an
-//! answer with `Retry-After` (a 429 from API Priority and Fairness) is
-//! retried no sooner than it says.
+//! bookmark's too); a `410 Gone` (an ERROR event or answer) re-lists — so
+//! after an apiserver restart, whose new watch cache starts at a later
+//! revision, every client lists again, as client-go does. Failures are
+//! retried after client-go's reflector backoff ([`Backoff`]), or no sooner
+//! than a `Retry-After` says (a 429 from API Priority and Fairness); a
+//! list or a watch's head not answered within [`REQUEST_TIMEOUT`] failed.
+//! Each follower notes when the server ended (or broke) its watch and when
+//! it completed a list after its first ([`Followed`]).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -32,7 +37,7 @@ use crate::objects::Write;
 use crate::procs::first_revision;
 use crate::progress::note;
 use crate::record::Recorder;
-use crate::target::{Http, retry_after};
+use crate::target::{Http, REQUEST_TIMEOUT, retry_after};
 
 /// How long clients may go without one more starting before the run
 /// fails: kube-apiserver's request timeout, past which a request still
@@ -82,6 +87,14 @@ pub struct Followed {
     pub bytes: u64,
     /// Lists (and streaming lists until their end bookmark): latency, status, bytes.
     pub lists: Recorder,
+    /// When the server ended (or broke) its watches, streaming lists included.
+    pub ended: Vec<Instant>,
+    /// When it completed a list (or streaming list) after its first.
+    pub relisted: Vec<Instant>,
+    /// When stopped while not watching (listing, streaming its initial
+    /// events, or waiting to start again): the revision it had reached.
+    /// Later writes it has not seen are not missed: it was not there yet.
+    pub behind: Option<u64>,
 }
 
 impl Signals {
@@ -127,9 +140,44 @@ impl Signals {
     }
 }
 
+/// client-go's reflector backoff: 800 ms, doubling up to 30 s, each wait
+/// with as much again of jitter at most; back to the start once a watch is
+/// answered.
+#[derive(Debug)]
+struct Backoff(Duration);
+
+impl Backoff {
+    const FIRST: Duration = Duration::from_millis(800);
+    const MOST: Duration = Duration::from_secs(30);
+
+    /// The next wait: `asked` (a `Retry-After`) if any, else the backoff's.
+    fn next(&mut self, asked: Option<Duration>) -> Duration {
+        let wait = self.0.mul_f64(1.0 + rand::random::<f64>());
+        self.0 = (self.0 * 2).min(Self::MOST);
+        asked.unwrap_or(wait)
+    }
+}
+
+/// Waits `wait`, or until stopped: whether stopped.
+async fn pause(wait: Duration, stop: &mut watch::Receiver<bool>) -> bool {
+    tokio::select! {
+        _ = tokio::time::sleep(wait) => false,
+        _ = stop.changed() => true,
+    }
+}
+
 /// Follows `collection` with `selector` (a `&…` query part) from `start` until stopped.
 pub async fn follow(http: Http, collection: String, selector: String, start: Start, signals: Signals, epoch: Instant) -> Followed {
-    let mut out = Followed { events: Vec::new(), covered: Vec::new(), resumes: 0, bytes: 0, lists: Recorder::new(epoch) };
+    let mut out = Followed {
+        events: Vec::new(),
+        covered: Vec::new(),
+        resumes: 0,
+        bytes: 0,
+        lists: Recorder::new(epoch),
+        ended: Vec::new(),
+        relisted: Vec::new(),
+        behind: None,
+    };
     let Signals { mut stop, mut storm, started, events, floor } = signals;
     let mut position = match start {
         Start::At(rv) => rv,
@@ -139,20 +187,31 @@ pub async fn follow(http: Http, collection: String, selector: String, start: Sta
     // Whether the last watch was ended by the server (the next one resumes it).
     let mut ended = false;
     let mut first = true;
+    // Whether a list (or streaming list) has completed: the next is a re-list.
+    let mut synced = false;
+    let mut backoff = Backoff(Backoff::FIRST);
     // A dropped sender (the scenario was aborted) stops it too; `changed()` then fails at once.
     while !*stop.borrow() && stop.has_changed().is_ok() {
         if restart && matches!(start, Start::List | Start::At(_)) {
             let t = Instant::now();
-            let Ok((status, body)) = http.get(&format!("{collection}?resourceVersion=0{selector}"), &[]).await else {
-                out.lists.record(t.elapsed(), 0, 0);
-                tokio::time::sleep(Duration::from_millis(200)).await;
-                continue;
+            let path = format!("{collection}?resourceVersion=0{selector}");
+            let list = tokio::time::timeout(REQUEST_TIMEOUT, http.get(&path, &[]));
+            let listed = tokio::select! {
+                r = list => r.ok().and_then(Result::ok),
+                _ = stop.changed() => break,
             };
+            let (status, body) = listed.unwrap_or_default();
             out.lists.record(t.elapsed(), status, body.len());
             let Some(rv) = first_revision(&body).filter(|_| status == 200) else {
-                tokio::time::sleep(Duration::from_millis(200)).await;
+                if pause(backoff.next(None), &mut stop).await {
+                    break;
+                }
                 continue;
             };
+            if synced {
+                out.relisted.push(Instant::now());
+            }
+            synced = true;
             out.covered.push((position, rv));
             position = rv;
         }
@@ -167,7 +226,7 @@ pub async fn follow(http: Http, collection: String, selector: String, start: Sta
         restart = false;
         let t = Instant::now();
         let resp = tokio::select! {
-            r = http.send(Method::GET, &query, &[], None) => r,
+            r = tokio::time::timeout(REQUEST_TIMEOUT, http.send(Method::GET, &query, &[], None)) => r.unwrap_or_else(|_| Err(anyhow::anyhow!("no answer"))),
             _ = stop.changed() => break,
         };
         let resp = match resp {
@@ -179,15 +238,20 @@ pub async fn follow(http: Http, collection: String, selector: String, start: Sta
                     restart = true;
                 }
                 // Thousands of watchers coming back sooner than a shedding server asks would keep it shedding.
-                tokio::time::sleep(retry_after(r.headers()).unwrap_or(Duration::from_millis(200))).await;
+                if pause(backoff.next(retry_after(r.headers())), &mut stop).await {
+                    break;
+                }
                 continue;
             }
             Err(_) => {
                 restart = streaming;
-                tokio::time::sleep(Duration::from_millis(200)).await;
+                if pause(backoff.next(None), &mut stop).await {
+                    break;
+                }
                 continue;
             }
         };
+        backoff = Backoff(Backoff::FIRST);
         if first {
             first = false;
             if !streaming {
@@ -202,11 +266,15 @@ pub async fn follow(http: Http, collection: String, selector: String, start: Sta
         loop {
             let frame = tokio::select! {
                 f = body.frame() => f,
-                _ = stop.changed() => return out,
+                _ = stop.changed() => {
+                    out.behind = initial.then_some(position);
+                    return out;
+                }
                 Ok(()) = storm.changed() => { restart = true; break }
             };
             let Some(Ok(frame)) = frame else {
                 ended = true;
+                out.ended.push(Instant::now());
                 break;
             };
             let Ok(data) = frame.into_data() else { continue };
@@ -230,7 +298,12 @@ pub async fn follow(http: Http, collection: String, selector: String, start: Sta
                         initial = false;
                         out.lists.record(t.elapsed(), 200, bytes);
                         out.covered.push((position, rv));
-                        started.fetch_add(1, Ordering::Relaxed);
+                        if synced {
+                            out.relisted.push(now);
+                        } else {
+                            started.fetch_add(1, Ordering::Relaxed);
+                        }
+                        synced = true;
                     }
                     position = position.max(rv);
                 } else if !initial {
@@ -252,6 +325,7 @@ pub async fn follow(http: Http, collection: String, selector: String, start: Sta
             restart = true;
         }
     }
+    out.behind = Some(position);
     out
 }
 
@@ -268,6 +342,9 @@ pub struct Tally {
     pub expected: u64,
     /// Writes a watcher had to see that came neither as an event nor in a list.
     pub missed: u64,
+    /// Writes a watcher had not seen because it was still listing (or
+    /// starting again) when stopped, after the revision it had reached.
+    pub unsynced: u64,
     /// Writes covered by a list instead of an event.
     pub covered: u64,
     /// Events received more than once.
@@ -286,6 +363,7 @@ pub fn tally(writes: &[Write], followed: &[Followed], concerned: impl Fn(&Write)
         deliveries: Recorder::new(epoch),
         expected: 0,
         missed: 0,
+        unsynced: 0,
         covered: 0,
         duplicated: 0,
         reordered: 0,
@@ -321,6 +399,8 @@ pub fn tally(writes: &[Write], followed: &[Followed], concerned: impl Fn(&Write)
                 t.deliveries.delivery(*at, at.saturating_duration_since(w.acked));
             } else if f.covered.iter().any(|&(from, to)| from < w.rv && w.rv <= to) {
                 t.covered += 1;
+            } else if f.behind.is_some_and(|at| w.rv > at) {
+                t.unsynced += 1;
             } else {
                 t.missed += 1;
             }

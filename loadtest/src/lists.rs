@@ -387,7 +387,7 @@ pub async fn run_all(args: ListsArgs) -> anyhow::Result<()> {
         "requests": args.requests, "pages": args.pages, "page_size": args.page_size,
         "concurrency": args.concurrency, "rv_mode": format!("{:?}", args.rv_mode).to_lowercase(),
     });
-    Report { scenario: "lists", params, rows }.emit(&args.targets)
+    Report { scenario: "lists", params, rows, sides: Vec::new() }.emit(&args.targets)
 }
 
 #[cfg(test)]

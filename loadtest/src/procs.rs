@@ -195,6 +195,30 @@ pub async fn ready(client: &HttpClient, url: &str, within: Duration) -> anyhow::
     Ok(())
 }
 
+/// The local process listening on TCP `port`: its socket's inode from
+/// `/proc/net/tcp` and `tcp6` (state `0A`, listening), then the process
+/// holding it in `/proc/*/fd`. `None` when none is visible here (another
+/// machine, network namespace, or user).
+pub fn listener(port: u16) -> Option<u32> {
+    let sockets: Vec<String> = ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .flat_map(|table| std::fs::read_to_string(table).unwrap_or_default().lines().skip(1).map(str::to_string).collect::<Vec<_>>())
+        .filter_map(|line| {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let local = u16::from_str_radix(f.get(1)?.rsplit(':').next()?, 16).ok()?;
+            (local == port && f.get(3) == Some(&"0A")).then(|| format!("socket:[{}]", f.get(9).unwrap_or(&"")))
+        })
+        .collect();
+    if sockets.is_empty() {
+        return None;
+    }
+    let mut procs = std::fs::read_dir("/proc").ok()?.flatten().filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok());
+    procs.find(|pid| {
+        let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).into_iter().flatten().flatten();
+        fds.filter_map(|fd| std::fs::read_link(fd.path()).ok()).any(|l| sockets.iter().any(|s| l.as_os_str() == s.as_str()))
+    })
+}
+
 /// This process's soft limit on open files (`None`: unlimited or unknown).
 pub fn open_files_limit() -> Option<u64> {
     let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
@@ -236,5 +260,14 @@ mod tests {
         assert!(spun > 0.0, "the spinner's CPU was read");
         assert!(cpu_seconds(me) >= spun, "the process's CPU holds its thread's");
         assert_eq!(thread_cpu_seconds(me, "no-such-thread"), 0.0);
+    }
+
+    #[test]
+    fn the_process_listening_on_a_port_is_found() {
+        let socket = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = socket.local_addr().unwrap().port();
+        assert_eq!(listener(port), Some(std::process::id()));
+        drop(socket);
+        assert_eq!(listener(port), None);
     }
 }

@@ -1,8 +1,10 @@
 //! A scenario's results, shown three ways: a table on stdout (every cell
-//! beside its direct target's, with ratios), `--json FILE` with every
-//! figure (including the latency CDF and throughput timeline of each cell),
-//! and `--plot FILE.svg`: per workload, the latency CDF and the throughput
-//! over time, one series per target.
+//! beside its direct target's, with ratios; then a scenario's figures per
+//! side, if it has any), `--json FILE` with every figure (including the
+//! latency CDF and throughput timeline of each cell, and each side's
+//! figures as an object named for the side), and `--plot FILE.svg`: per
+//! workload, the latency CDF and the throughput over time, one series per
+//! target.
 
 use std::path::Path;
 
@@ -22,7 +24,12 @@ pub struct Report {
     pub params: Value,
     /// The cells, grouped by workload, direct target first.
     pub rows: Vec<Row>,
+    /// Figures per side (`direct`, `kache`).
+    pub sides: Vec<(&'static str, Figures)>,
 }
+
+/// Figures by name, in order; `None`: not measured.
+pub type Figures = Vec<(&'static str, Option<f64>)>;
 
 /// Quantiles reported in the table and the JSON.
 const QUANTILES: [(&str, f64); 4] = [("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p99.9", 0.999)];
@@ -91,6 +98,21 @@ impl Report {
                 out += &format!("{:<24} {}\n", "", notes.join(", "));
             }
         }
+        if let Some((_, first)) = self.sides.first() {
+            out += &format!("\n{:<28}", "per side");
+            for (side, _) in &self.sides {
+                out += &format!(" {side:>14}");
+            }
+            for (i, (key, _)) in first.iter().enumerate() {
+                out += &format!("\n{key:<28}");
+                for (_, figures) in &self.sides {
+                    let value = figures.get(i).and_then(|f| f.1);
+                    let value = value.map_or("-".to_string(), |v| if v.fract() == 0.0 { format!("{v:.0}") } else { format!("{v:.2}") });
+                    out += &format!(" {value:>14}");
+                }
+            }
+            out += "\n";
+        }
         out
     }
 
@@ -132,7 +154,11 @@ impl Report {
                 })
             })
             .collect();
-        json!({"scenario": self.scenario, "params": self.params, "rows": rows})
+        let mut out = json!({"scenario": self.scenario, "params": self.params, "rows": rows});
+        for (side, figures) in &self.sides {
+            out[*side] = figures.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>().into();
+        }
+        out
     }
 
     /// Prints the table and writes the files `args` asks for.

@@ -95,8 +95,8 @@ async fn requests(fleet: &Fleet, cleanup: &Cleanup) -> anyhow::Result<Vec<Small>
         direct.http.create("/api/v1/namespaces/ns-0000/services", body.to_string()).await?;
         ("/api/v1/namespaces/ns-0000/services/kache-loadtest-small".to_string(), Objects::SimConfigMaps { count: 1 }.path(0))
     } else {
-        let own = Objects::OwnConfigMaps { namespace: format!("kache-loadtest-{}", std::process::id()), count: 1, shards: 1 };
-        own.create(direct, cleanup).await?;
+        let own = Objects::OwnConfigMaps { namespace: format!("kache-loadtest-{}", std::process::id()), count: 1 };
+        own.create(direct, cleanup, &indicatif::ProgressBar::hidden()).await?;
         ("/api/v1/namespaces/default/services/kubernetes".to_string(), own.path(0))
     };
     Ok(vec![

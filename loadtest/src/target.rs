@@ -6,8 +6,12 @@
 //! both processes on loopback killed at the end. With `--kubeconfig`
 //! (and `--context`) the direct target is that cluster's apiserver, with
 //! the context's credentials, and `--kache URL` names a kache the user runs
-//! in front of it. Every request goes through kache's own upstream client,
-//! so TLS, tokens and client certificates work as they do for kache.
+//! in front of it (its process found by the port it listens on, or named
+//! with `--kache-pid`). Every request goes through kache's own upstream
+//! client, so TLS, tokens and client certificates work as they do for
+//! kache; over HTTPS that is HTTP/2, 100 streams a connection. A scenario
+//! with more clients than a process has files asks for h2c to plain-HTTP
+//! targets too ([`Fleet::multiplexed`]).
 //!
 //! Invariant: without a kubeconfig every address is loopback; the tool
 //! refuses anything else.
@@ -19,12 +23,14 @@ use anyhow::{Context, bail};
 use bytes::Bytes;
 use clap::Args;
 use http::{HeaderMap, Method, Request, Response, StatusCode};
+use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full};
-use kache::upstream::client::Body;
+use kache::upstream::bearer::Bearer;
 use kache::upstream::client::{Client, UpBody};
 use kache::upstream::connect::{ConnectArgs, Credentials};
 
-use crate::procs::{Proc, cpu_seconds, memory, open_files_limit};
+use crate::h2c::Mux;
+use crate::procs::{Proc, cpu_seconds, listener, memory, open_files_limit};
 
 /// Where the targets come from, and where the results go.
 #[derive(Debug, Clone, Args)]
@@ -44,6 +50,10 @@ pub struct TargetArgs {
     /// CA bundle (PEM) for the --kache URL's certificate (default: the cluster's CA).
     #[arg(long, value_name = "PATH", requires = "kache")]
     pub kache_certificate_authority: Option<PathBuf>,
+    /// The --kache process's id, for its CPU and memory (default: the local
+    /// process listening on the URL's port, if any).
+    #[arg(long, value_name = "PID", requires = "kache")]
+    pub kache_pid: Option<u32>,
     /// Serve the simulator the tool starts over HTTPS (HTTP/2 by ALPN, 100
     /// streams a connection, as kube-apiserver) with a certificate of its own,
     /// which the tool and kache trust.
@@ -90,16 +100,33 @@ impl Role {
     }
 }
 
-/// HTTP to one server through kache's upstream client.
+/// HTTP to one server through kache's upstream client, or over h2c.
 #[derive(Debug, Clone)]
 pub struct Http {
     client: Client,
+    /// The credentials' token, which h2c requests carry (kache's client sets it on its own).
+    bearer: Bearer,
+    /// h2c connections to a plain-HTTP server ([`Http::multiplexed`]).
+    mux: Option<Mux>,
 }
+
+/// A response body, streaming.
+pub type Reply = BoxBody<Bytes, hyper::Error>;
 
 impl Http {
     /// A client for `creds`.
     pub fn new(creds: &Credentials) -> anyhow::Result<Http> {
-        Ok(Http { client: Client::new(creds)? })
+        Ok(Http { client: Client::new(creds)?, bearer: creds.bearer.clone(), mux: None })
+    }
+
+    /// This client, sending over h2c when the server is plain HTTP (where
+    /// it would otherwise take a connection per request in flight).
+    fn multiplexed(mut self) -> anyhow::Result<Http> {
+        if self.connection_per_request() {
+            let uri = self.client.uri("/")?;
+            self.mux = Some(Mux::new(uri.authority().context("a server URL without a host")?.as_str()));
+        }
+        Ok(self)
     }
 
     /// A client for a server the tool started (or a plain server): `url`
@@ -114,19 +141,28 @@ impl Http {
     }
 
     /// Whether every request in flight takes a connection of its own: plain
-    /// `http` is HTTP/1.1 (HTTP/2 comes only by ALPN, over TLS).
+    /// `http` is HTTP/1.1 (HTTP/2 comes only by ALPN, over TLS) unless
+    /// [`Http::multiplexed`].
     pub fn connection_per_request(&self) -> bool {
-        self.client.uri("/").is_ok_and(|u| u.scheme_str() == Some("http"))
+        self.mux.is_none() && self.client.uri("/").is_ok_and(|u| u.scheme_str() == Some("http"))
     }
 
     /// Sends `method path` with `headers` and `body`; the response streams.
-    pub async fn send(&self, method: Method, path: &str, headers: &[(&str, &str)], body: Option<Bytes>) -> anyhow::Result<Response<Body>> {
+    pub async fn send(&self, method: Method, path: &str, headers: &[(&str, &str)], body: Option<Bytes>) -> anyhow::Result<Response<Reply>> {
         let mut req = Request::builder().method(method).uri(self.client.uri(path)?);
         for (k, v) in headers {
             req = req.header(*k, *v);
         }
         let body: UpBody = Full::new(body.unwrap_or_default()).map_err(|never| match never {}).boxed();
-        Ok(self.client.send(req.body(body)?).await?)
+        match &self.mux {
+            Some(mux) => {
+                if let Some(token) = self.bearer.header() {
+                    req = req.header(http::header::AUTHORIZATION, token);
+                }
+                Ok(mux.send(req.body(body)?).await?.map(BodyExt::boxed))
+            }
+            None => Ok(self.client.send(req.body(body)?).await?.map(BodyExt::boxed)),
+        }
     }
 
     /// `GET path` with `headers`: the status and the whole body.
@@ -148,33 +184,60 @@ impl Http {
         Ok((status, length))
     }
 
-    /// POSTs the JSON object `body` to `collection`, retrying as client-go
-    /// does: a 429 or 5xx answer after its `Retry-After` (else 1 s), a
-    /// transport error after 1 s, at most [`RETRIES`] times. A 409 counts as
-    /// created: it answers a retry of a create the server had already made.
+    /// POSTs the JSON object `body` to `collection` ([`Http::retried`]); a
+    /// 409 counts as created: it answers a retry of a create the server had
+    /// already made.
     pub async fn create(&self, collection: &str, body: String) -> anyhow::Result<()> {
-        let (headers, body) = ([("content-type", "application/json"), ("accept", "application/json")], Bytes::from(body));
+        self.retried(Method::POST, collection, Some(body), StatusCode::CONFLICT).await
+    }
+
+    /// PUTs the JSON object `body` to `path` ([`Http::retried`]); a 404 counts as done.
+    pub async fn update(&self, path: &str, body: String) -> anyhow::Result<()> {
+        self.retried(Method::PUT, path, Some(body), StatusCode::NOT_FOUND).await
+    }
+
+    /// DELETEs `path` ([`Http::retried`]); a 404 counts as deleted.
+    pub async fn delete(&self, path: &str) -> anyhow::Result<()> {
+        self.retried(Method::DELETE, path, None, StatusCode::NOT_FOUND).await
+    }
+
+    /// Sends `method path` with the JSON object `body`, retrying as
+    /// client-go does: a 429 or 5xx answer after its `Retry-After` (else
+    /// 1 s), a transport error or no answer within [`REQUEST_TIMEOUT`] after
+    /// 1 s, at most [`RETRIES`] times. A success or `done` ends it.
+    async fn retried(&self, method: Method, path: &str, body: Option<String>, done: StatusCode) -> anyhow::Result<()> {
+        let (headers, body) = ([("content-type", "application/json"), ("accept", "application/json")], body.map(Bytes::from));
         let mut retries = 0;
         loop {
             let last = retries == RETRIES;
             retries += 1;
-            let wait = match self.send(Method::POST, collection, &headers, Some(body.clone())).await {
-                Ok(resp) if resp.status().is_success() || resp.status() == StatusCode::CONFLICT => return Ok(()),
+            let sent = tokio::time::timeout(REQUEST_TIMEOUT, self.send(method.clone(), path, &headers, body.clone())).await;
+            let sent = sent.unwrap_or_else(|_| Err(anyhow::anyhow!("no answer within {REQUEST_TIMEOUT:?}")));
+            let wait = match sent {
+                Ok(resp) if resp.status().is_success() || resp.status() == done => {
+                    // Read to its end: a stream reset instead costs the server an error (kube-apiserver logs each).
+                    let _ = resp.into_body().collect().await;
+                    return Ok(());
+                }
                 Ok(resp) if !last && (resp.status() == StatusCode::TOO_MANY_REQUESTS || resp.status().is_server_error()) => {
                     retry_after(resp.headers()).unwrap_or(Duration::from_secs(1))
                 }
                 Ok(resp) => {
                     let status = resp.status();
                     let body = resp.into_body().collect().await?.to_bytes();
-                    bail!("POST {collection}: {status}: {}", String::from_utf8_lossy(&body[..body.len().min(300)]));
+                    bail!("{method} {path}: {status}: {}", String::from_utf8_lossy(&body[..body.len().min(300)]));
                 }
                 Err(_) if !last => Duration::from_secs(1),
-                Err(e) => return Err(e.context(format!("POST {collection}"))),
+                Err(e) => return Err(e.context(format!("{method} {path}"))),
             };
             tokio::time::sleep(wait).await;
         }
     }
 }
+
+/// How long a request may go unanswered before it counts as failed: past
+/// kube-apiserver's own timeout (60 s), by which it has answered.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(90);
 
 /// Retries of a request the server shed or failed: client-go's `maxRetries`.
 const RETRIES: u32 = 10;
@@ -256,7 +319,8 @@ impl Fleet {
                     let pem = std::fs::read(ca).with_context(|| format!("{}", ca.display()))?;
                     creds.tls.ca = Some(kache::upstream::tls::certificates(&pem)?);
                 }
-                targets.push(Target { name: "kache".into(), role: Role::Kache, http: Http::new(&creds)?, pid: None });
+                let pid = args.kache_pid.or_else(|| listener(creds.server.port_u16()?));
+                targets.push(Target { name: "kache".into(), role: Role::Kache, http: Http::new(&creds)?, pid });
                 all.push(creds);
             }
             return Ok(Fleet { targets, sim_url: None, creds: all, _procs: Vec::new(), _ca_dir: None });
@@ -284,7 +348,7 @@ impl Fleet {
     /// Target `i` as the user of bearer `token` (the same server, TLS and process).
     pub fn as_user(&self, i: usize, token: &str) -> anyhow::Result<Target> {
         let mut creds = self.creds[i].clone();
-        creds.bearer = kache::upstream::bearer::Bearer::token(token)?;
+        creds.bearer = Bearer::token(token)?;
         let t = &self.targets[i];
         Ok(Target { name: t.name.clone(), role: t.role, http: Http::new(&creds)?, pid: t.pid })
     }
@@ -292,6 +356,16 @@ impl Fleet {
     /// The direct target (where the tool writes).
     pub fn direct(&self) -> &Target {
         &self.targets[0]
+    }
+
+    /// Every target's client sending over h2c when the target is plain
+    /// HTTP ([`crate::h2c`]): for scenarios with more clients than this
+    /// process may open files.
+    pub fn multiplexed(mut self) -> anyhow::Result<Fleet> {
+        for t in &mut self.targets {
+            t.http = t.http.clone().multiplexed()?;
+        }
+        Ok(self)
     }
 
     /// Fails, before anything is created, when `clients` requests in flight

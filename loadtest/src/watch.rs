@@ -1,6 +1,6 @@
 //! `loadtest watch`: watch fan-out and latency. Kubelet-pattern watchers
-//! (one per node, `fieldSelector=spec.nodeName=node-i`; on a real cluster
-//! one per shard of the tool's configmaps) plus cluster-wide ones; the tool
+//! (one per node, `fieldSelector=spec.nodeName=NODE`; on a real cluster
+//! the nodes and pods are the tool's own) plus cluster-wide ones; the tool
 //! writes at a set rate and measures, for every watcher that must see a
 //! write, the time from the write's acknowledgement to the event's arrival.
 //! It knows what each watcher must receive, so it counts missed, duplicated
@@ -21,7 +21,7 @@ use serde_json::json;
 
 use crate::cleanup::Cleanup;
 use crate::follow::{self, Signals, Start};
-use crate::objects::{self, Objects};
+use crate::objects::{self, NAMESPACES, Objects};
 use crate::procs::first_revision;
 use crate::progress::note;
 use crate::record::{Row, Usage};
@@ -53,34 +53,46 @@ pub struct WatchArgs {
 /// How long after the writes the watchers may take to receive them.
 const DRAIN: Duration = Duration::from_secs(10);
 
-/// Starts the targets and the objects of a watch scenario for `clients`
-/// clients: the simulator's pods over `shards` nodes, or the tool's
-/// configmaps on a real cluster, recorded in `cleanup`.
-pub async fn setup(
-    targets: &TargetArgs,
-    shards: usize,
-    per_shard: usize,
-    clients: usize,
-    cleanup: &Cleanup,
-    bar: &ProgressBar,
-) -> anyhow::Result<(Fleet, Objects)> {
-    let count = shards.max(1) * per_shard.max(1);
-    if targets.real() {
-        let namespace = format!("kache-loadtest-{}", std::process::id());
-        let fleet = Fleet::start(targets, &[], &[]).await?;
-        fleet.check_open_files(clients)?;
+/// What a watch scenario runs on, and for how many clients.
+#[derive(Debug, Clone, Copy)]
+pub struct Shape {
+    /// Nodes (kubelets).
+    pub nodes: usize,
+    /// Pods a node.
+    pub pods_per_node: usize,
+    /// Secrets and configmaps a node's pods mount ([`crate::objects::Mounts`]).
+    pub mounts: usize,
+    /// Clients at once.
+    pub clients: usize,
+    /// Whether clients multiplex over h2c to plain-HTTP targets ([`Fleet::multiplexed`]).
+    pub h2c: bool,
+}
+
+/// Starts the targets and makes the objects of a watch scenario: the
+/// simulator's pods, or the tool's pods on its nodes on a real cluster
+/// (recorded in `cleanup`), and the secrets and configmaps they mount.
+pub async fn setup(targets: &TargetArgs, shape: Shape, cleanup: &Cleanup, bar: &ProgressBar) -> anyhow::Result<(Fleet, Objects)> {
+    let (nodes, mounts) = (shape.nodes.max(1), shape.mounts);
+    let count = nodes * shape.pods_per_node.max(1);
+    let (fleet, objects) = if targets.real() {
+        let run = format!("kache-loadtest-{}", std::process::id());
+        (Fleet::start(targets, &[], &[]).await?, Objects::OwnPods { run, count, nodes, mounts })
+    } else {
+        let sim_args =
+            ["--pods", &count.to_string(), "--nodes", &nodes.to_string(), "--namespaces", &NAMESPACES.to_string()].map(String::from);
+        let cached: &[&str] = if mounts > 0 { &["--resources", "pods,secrets,configmaps"] } else { &[] };
+        (Fleet::start(targets, &sim_args, cached).await?, Objects::SimPods { count, nodes, mounts })
+    };
+    let fleet = if shape.h2c { fleet.multiplexed()? } else { fleet };
+    fleet.check_open_files(shape.clients)?;
+    if objects.made() > 0 {
         let direct = fleet.direct();
-        note(bar, format!("creating namespace {namespace} and {count} ConfigMaps in it on {}", direct.name));
-        let objects = Objects::OwnConfigMaps { namespace, count, shards: shards.max(1) };
+        note(bar, format!("creating {} on {}", objects.describe(), direct.name));
         let begun = Instant::now();
-        objects.create(direct, cleanup).await.context("creating the tool's configmaps")?;
-        note(bar, format!("created {count} ConfigMaps in {:.1?}", begun.elapsed()));
-        return Ok((fleet, objects));
+        objects.create(direct, cleanup, bar).await.context("creating the run's objects")?;
+        note(bar, format!("created {} objects in {:.1?}", objects.made(), begun.elapsed()));
     }
-    let sim_args = ["--pods", &count.to_string(), "--nodes", &shards.max(1).to_string(), "--namespaces", "10"].map(String::from);
-    let fleet = Fleet::start(targets, &sim_args, &[]).await?;
-    fleet.check_open_files(clients)?;
-    Ok((fleet, Objects::SimPods { count, nodes: shards.max(1) }))
+    Ok((fleet, objects))
 }
 
 /// The newest revision of `objects` as `target` lists it.
@@ -148,7 +160,8 @@ async fn measure(args: &WatchArgs, fleet: &Fleet, target: &Target, objects: &Obj
 pub async fn run_all(args: WatchArgs, cleanup: Cleanup) -> anyhow::Result<()> {
     let bar = crate::progress::bar("watch", 0);
     let clients = args.watchers + args.cluster_watchers;
-    let (fleet, objects) = setup(&args.targets, args.watchers, args.pods_per_node, clients, &cleanup, &bar).await?;
+    let shape = Shape { nodes: args.watchers, pods_per_node: args.pods_per_node, mounts: 0, clients, h2c: false };
+    let (fleet, objects) = setup(&args.targets, shape, &cleanup, &bar).await?;
     bar.set_length(fleet.targets.len() as u64);
     let mut rows = Vec::new();
     for target in &fleet.targets {
@@ -166,5 +179,5 @@ pub async fn run_all(args: WatchArgs, cleanup: Cleanup) -> anyhow::Result<()> {
         "watchers": args.watchers, "cluster_watchers": args.cluster_watchers, "rate": args.rate,
         "duration_s": args.duration, "objects": objects.count(), "collection": objects.collection(),
     });
-    Report { scenario: "watch", params, rows }.emit(&args.targets)
+    Report { scenario: "watch", params, rows, sides: Vec::new() }.emit(&args.targets)
 }

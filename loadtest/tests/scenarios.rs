@@ -170,19 +170,31 @@ fn mixed_clients_see_every_write_through_a_relist_storm() {
         "4",
     ]);
     check_rows(&json, &svg, &stdout);
-    for kind in ["informer events", "informer syncs", "kubectl pages", "kubelet events", "kubelet lists"] {
+    let kinds = ["informer events", "informer syncs", "kubectl pages", "kubelet events", "kubelet lists"];
+    for kind in kinds.into_iter().chain(["kubelet mount events", "kubelet mount lists"]) {
         assert_eq!(targets_of(&json, kind), ["sim", "kache"], "{kind}");
     }
     for row in rows(&json).iter().filter(|r| r["workload"].as_str().unwrap().ends_with("events")) {
         check_deliveries(row);
     }
-    // Each informer synced twice (at the start and in the storm); each kubelet listed twice.
-    for row in rows(&json).iter().filter(|r| r["workload"] == "informer syncs") {
-        assert_eq!(row["operations"], 4, "{}", row["target"]);
+    // Each informer synced twice (at the start and in the storm); each kubelet listed its pods and its 3 mounts twice.
+    let ops =
+        |workload: &str| rows(&json).iter().filter(|r| r["workload"] == workload).map(|r| r["operations"].clone()).collect::<Vec<_>>();
+    assert_eq!(ops("informer syncs"), [4, 4]);
+    assert_eq!(ops("kubelet lists"), [20, 20]);
+    assert_eq!(ops("kubelet mount lists"), [60, 60]);
+    for side in ["direct", "kache"] {
+        let figures = &json[side];
+        for key in ["apiserver_cpu_s", "apiserver_peak_rss_bytes", "kache_cpu_s", "kache_peak_rss_bytes", "delivery_p99_ms"] {
+            assert!(figures[key].as_f64().is_some_and(|v| v > 0.0), "{side} {key}: {figures}");
+        }
+        for key in ["missed", "duplicated", "reordered"] {
+            assert_eq!(figures[key], 0.0, "{side} {key}: {figures}");
+        }
+        // A relist storm, not a restart.
+        assert!(figures["watches_ended_by_restart"].is_null() && figures["restart_apiserver_cpu_s"].is_null(), "{figures}");
     }
-    for row in rows(&json).iter().filter(|r| r["workload"] == "kubelet lists") {
-        assert_eq!(row["operations"], 20, "{}", row["target"]);
-    }
+    assert!(stdout.contains("per side") && stdout.contains("apiserver_cpu_s"), "{stdout}");
 }
 
 /// A child process killed on drop.
@@ -237,16 +249,23 @@ fn sim_get(url: &str, ca: Option<&Path>, path: &str) -> (u16, Value) {
     })
 }
 
-/// The run's namespace and every ConfigMap the tool labels are gone from the simulator at `url`.
-fn assert_nothing_left(url: &str, ca: Option<&Path>, namespace: &str) {
+/// Nothing the tool labels as a run's (namespaces, Nodes, pods, secrets,
+/// configmaps) is left in the simulator at `url`, nor namespace `RUN-0`.
+fn assert_nothing_left(url: &str, ca: Option<&Path>, run: &str) {
     // The simulator deletes a namespace at once (it has no namespace controller); the tool waits for the rest.
-    let (status, ns) = sim_get(url, ca, &format!("/api/v1/namespaces/{namespace}"));
-    assert_eq!(status, 404, "namespace {namespace} is still there: {ns}");
-    for path in [format!("/api/v1/namespaces/{namespace}/configmaps"), "/api/v1/configmaps?labelSelector=kache-loadtest%2Fshard".into()] {
+    let (status, ns) = sim_get(url, ca, &format!("/api/v1/namespaces/{run}-0"));
+    assert_eq!(status, 404, "namespace {run}-0 is still there: {ns}");
+    for resource in ["namespaces", "nodes", "pods", "secrets", "configmaps"] {
+        let path = format!("/api/v1/{resource}?labelSelector=kache-loadtest%2Frun");
         let (status, list) = sim_get(url, ca, &path);
         assert_eq!(status, 200, "{path}: {list}");
-        assert_eq!(list["items"].as_array().map(Vec::len), Some(0), "{path} still lists ConfigMaps");
+        assert_eq!(list["items"].as_array().map(Vec::len), Some(0), "{path} still lists some: {list}");
     }
+}
+
+/// Whether `said` says the run's objects, namespace `RUN-0` first, were deleted.
+fn deleted(said: &str, run: &str) -> bool {
+    said.lines().any(|l| l.contains("loadtest: deleted namespace") && l.contains(&format!(" {run}-0")))
 }
 
 /// A running `loadtest ARGS` (stdout discarded), killed on drop, and its stderr line by line.
@@ -270,8 +289,8 @@ impl Tool {
         Tool { child: Kill(child), stderr: rx, said: Vec::new() }
     }
 
-    /// The namespace the run creates.
-    fn namespace(&self) -> String {
+    /// The run's name, which its namespaces and Nodes begin with.
+    fn run(&self) -> String {
         format!("kache-loadtest-{}", self.child.0.id())
     }
 
@@ -333,7 +352,7 @@ fn small_requests_are_timed_on_both_sides_and_kache_says_how_it_answered_each() 
 #[test]
 fn a_cluster_named_by_a_kubeconfig_is_measured_beside_the_kache_in_front_of_it() {
     let (_sim, sim) = spawn(&["sim", "--listen", "127.0.0.1:0", "--pods", "10", "--compact-interval", "0"]);
-    let (_kache, kache) = spawn(&["serve", "--listen", "127.0.0.1:0", "--server", &sim, "--resources", "configmaps"]);
+    let (_kache, kache) = spawn(&["serve", "--listen", "127.0.0.1:0", "--server", &sim, "--resources", "pods"]);
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = kubeconfig(dir.path(), &sim, None, Some("t"));
     let (json, svg, stdout) = run(&[
@@ -359,12 +378,69 @@ fn a_cluster_named_by_a_kubeconfig_is_measured_beside_the_kache_in_front_of_it()
     assert_eq!(targets_of(&json, "10 watchers"), ["cluster", "kache"]);
     for row in rows(&json) {
         check_deliveries(row);
-        assert!(row["cpu_seconds"].is_null(), "a remote target has no /proc figures");
+        // kache's process is found by the port it listens on; the cluster's is not read from /proc.
+        assert_eq!(row["cpu_seconds"].is_null(), row["target"] == "cluster", "{row}");
     }
-    let collection = json["params"]["collection"].as_str().unwrap();
-    assert!(collection.starts_with("/api/v1/namespaces/kache-loadtest-") && collection.ends_with("/configmaps"), "{collection}");
-    let namespace = collection.trim_start_matches("/api/v1/namespaces/").trim_end_matches("/configmaps");
-    assert_nothing_left(&sim, None, namespace);
+    assert_eq!(json["params"]["collection"], "/api/v1/pods");
+    assert_nothing_left(&sim, None, "kache-loadtest");
+}
+
+/// The worst day on the simulator: halfway, the cluster's apiserver
+/// restarts (the command the run is given). Directly, every client's watch
+/// ends and every client lists again; through kache, none, and no event is
+/// missed on either side. The cluster's CPU comes from its `/metrics`.
+#[test]
+fn through_an_apiserver_restart_no_client_of_kache_loses_its_watch() {
+    let (_sim, sim) = spawn(&["sim", "--listen", "127.0.0.1:0", "--compact-interval", "0"]);
+    let (_kache, kache) = spawn(&["serve", "--listen", "127.0.0.1:0", "--server", &sim, "--resources", "pods,secrets,configmaps"]);
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = kubeconfig(dir.path(), &sim, None, Some("t"));
+    let kubeconfig = kubeconfig.to_str().unwrap();
+    let restart = format!("kubectl --kubeconfig {kubeconfig} --context ctx create --raw /_sim/restart -f /dev/null >/dev/null");
+    let (json, svg, stdout) = run(&[
+        "mixed",
+        "--kubeconfig",
+        kubeconfig,
+        "--context",
+        "ctx",
+        "--kache",
+        &kache,
+        "--kubelets",
+        "6",
+        "--pods-per-node",
+        "3",
+        "--controllers",
+        "2",
+        "--kubectl",
+        "1",
+        "--rate",
+        "20",
+        "--duration",
+        "4",
+        "--restart-command",
+        &restart,
+        "--restart-window",
+        "8",
+    ]);
+    check_rows(&json, &svg, &stdout);
+    // 6 kubelets watching their pods and 3 mounts each, and 2 informers.
+    let clients = 6.0 * 4.0 + 2.0;
+    let (direct, cached) = (&json["direct"], &json["kache"]);
+    assert_eq!(direct["watches_ended_by_restart"], clients, "{direct}");
+    // Each lists again unless no write came since its last event (its revision is then the restarted cache's first).
+    assert!(direct["relists_after_restart"].as_f64().is_some_and(|n| n >= 1.0), "{direct}");
+    assert_eq!(cached["watches_ended_by_restart"], 0.0, "{cached}");
+    assert_eq!(cached["relists_after_restart"], 0.0, "{cached}");
+    for figures in [direct, cached] {
+        for key in ["missed", "duplicated", "reordered"] {
+            assert_eq!(figures[key], 0.0, "{key}: {figures}");
+        }
+        for key in ["apiserver_cpu_s", "apiserver_peak_rss_bytes", "restart_apiserver_cpu_s", "delivery_p99_ms"] {
+            assert!(figures[key].as_f64().is_some_and(|v| v > 0.0), "{key}: {figures}");
+        }
+    }
+    assert!(cached["kache_cpu_s"].as_f64().is_some_and(|v| v > 0.0), "{cached}");
+    assert_eq!(json["params"]["halfway"], "apiserver restart");
 }
 
 #[test]
@@ -392,7 +468,7 @@ fn thousands_of_watchers_start_on_an_https_cluster_and_ctrl_c_deletes_what_the_r
         "--duration",
         "30",
     ]);
-    let namespace = tool.namespace();
+    let run = tool.run();
     let started = tool.wait_for("all 2020 clients started on cluster", Duration::from_secs(30));
     // Mid-run: the writes have begun (or, when not every client started, the run is still starting).
     std::thread::sleep(Duration::from_secs(2));
@@ -400,13 +476,13 @@ fn thousands_of_watchers_start_on_an_https_cluster_and_ctrl_c_deletes_what_the_r
     assert!(kill.success());
     let (status, said) = tool.exit(Duration::from_secs(30));
     assert_eq!(status.code(), Some(130), "{status}:\n{said}");
-    assert!(said.contains(&format!("deleted namespace {namespace}")), "{said}");
-    assert_nothing_left(&sim, Some(&ca), &namespace);
+    assert!(deleted(&said, &run), "{said}");
+    assert_nothing_left(&sim, Some(&ca), &run);
     assert!(started, "not every client started in 30 s:\n{said}");
 }
 
 #[test]
-fn a_run_that_fails_after_creating_its_configmaps_deletes_them() {
+fn a_run_that_fails_after_creating_its_pods_deletes_them() {
     let (_sim, sim) = spawn(&["sim", "--listen", "127.0.0.1:0", "--compact-interval", "0"]);
     // A kache that does not answer: the run fails once the direct target is measured, long after creating.
     let nothing = format!("http://{}", std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap());
@@ -431,12 +507,12 @@ fn a_run_that_fails_after_creating_its_configmaps_deletes_them() {
         "--duration",
         "1",
     ]);
-    let namespace = tool.namespace();
+    let run = tool.run();
     let (status, said) = tool.exit(Duration::from_secs(40));
     assert_eq!(status.code(), Some(1), "{status}:\n{said}");
     assert!(said.contains("all 10 clients started on cluster") && said.contains("Error:"), "{said}");
-    assert!(said.contains(&format!("deleted namespace {namespace}")), "{said}");
-    assert_nothing_left(&sim, None, &namespace);
+    assert!(deleted(&said, &run), "{said}");
+    assert_nothing_left(&sim, None, &run);
 }
 
 #[test]

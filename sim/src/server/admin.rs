@@ -94,7 +94,7 @@ pub(super) async fn admin(state: &Arc<State>, req: Request<Drained>, op: &str, e
                     ms.parse().map_err(|_| ApiError::bad_request(format!("consistent-read-latency-ms: not a whole number: {ms:?}")))?;
                 slow.consistent_read_latency = Duration::from_millis(ms);
             }
-            slow.validate().map_err(ApiError::bad_request)?;
+            slow.validate().map_err(|e| ApiError::bad_request(e.to_string()))?;
             state.set_slowness(slow);
             let latency_ms = slow.consistent_read_latency.as_millis() as u64;
             Ok(enc.value(StatusCode::OK, &json!({"listMBPerSecond": slow.list_mb_per_second, "consistentReadLatencyMs": latency_ms})))

@@ -8,6 +8,7 @@
 mod access;
 mod admin;
 mod encoding;
+mod process_metrics;
 mod request;
 mod resource;
 mod review;

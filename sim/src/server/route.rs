@@ -1,5 +1,5 @@
 //! Routing: the apiserver's paths to what answers them — discovery and
-//! OpenAPI, health, version, the control paths, the review APIs, and
+//! OpenAPI, health, version, the process metrics, the control paths, the review APIs, and
 //! resource requests. A path that names nothing is the apiserver's 404.
 
 use std::sync::Arc;
@@ -47,6 +47,11 @@ pub(super) async fn route(
         (&Method::GET, ["openapi", "v3", "api", v]) => discovery(reg.openapi_group_version("", v).ok_or_else(ApiError::no_such_path)?),
         (&Method::GET, ["openapi", "v3", "apis", g, v]) => discovery(reg.openapi_group_version(g, v).ok_or_else(ApiError::no_such_path)?),
         (&Method::GET, ["healthz" | "readyz" | "livez"]) => Ok(Response::new(body::full("ok"))),
+        (&Method::GET, ["metrics"]) => {
+            let mut r = Response::new(body::full(super::process_metrics::exposition()));
+            r.headers_mut().insert(CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8".parse().expect("valid header"));
+            Ok(r)
+        }
         (_, ["_sim", op]) => admin::admin(state, req, op, enc).await,
         (&Method::POST, ["apis", "authentication.k8s.io", "v1", "tokenreviews"]) => review::review(state, req, enc, "TokenReview").await,
         (&Method::POST, ["apis", "authorization.k8s.io", "v1", "subjectaccessreviews"]) => {
