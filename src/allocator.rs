@@ -18,11 +18,9 @@
 //! executes itself again, once, before anything else (same process, same
 //! arguments); should that fail, it runs on as it is.
 //!
-//! mimalloc, which takes no lock shared by threads, was measured instead:
-//! its CPU in 10,000 kubelets' relist storms was within this machine's
-//! noise of one glibc arena's, and it held 6–13 % more RSS over 50,000
-//! pods and more still over small stores, outside what the memory budget
-//! counts (`docs/performance.md`, "mimalloc measured, and not taken").
+//! Not mimalloc, which takes no lock shared by threads: its CPU was within
+//! the noise of one glibc arena's, and it held more RSS (6–13 % over 50,000
+//! pods, more over small stores) outside what the memory budget counts.
 
 /// Restarts the process with `MALLOC_ARENA_MAX=1`, unless the variable is
 /// set already; call first thing in `main`, before any thread exists.

@@ -86,9 +86,8 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     let k = &running.url;
     // kubectl's own work (decoding, printing, client-side throttling) takes
     // the same seconds whichever server answers `get pods -A`; a bare
-    // client's time shows kache's part. Measured with these 10,000 pods on
-    // 2 busy cores: 1.6 ms from kache against 9–18 ms from the simulator
-    // (release build), 17 ms against 28 ms (debug build).
+    // client's time shows kache's part: one node's pods from an index
+    // against the simulator's scan (figures: docs/performance.md).
     let node = "/api/v1/pods?resourceVersion=0&fieldSelector=spec.nodeName%3Dnode-0001";
     kache::logs::say(&format!(
         "kache: serving on {k} in front of a simulated cluster at {url} ({} pods, {} changes/s)\n\

@@ -3,7 +3,7 @@
 //! ages as the printers show them (`translateTimestampSince` over Go's
 //! `duration.HumanDuration`).
 
-/// Unix seconds of an RFC 3339 timestamp (`2026-11-23T17:04:15Z`, with
+/// Unix seconds of an RFC 3339 timestamp (`2006-01-02T15:04:05Z`, with
 /// optional fractional seconds and offset), as `metav1.Time` writes them.
 pub fn parse_time(s: &str) -> Option<i64> {
     parse_timestamp(s).map(|(seconds, _)| seconds)

@@ -32,11 +32,9 @@ pub type Parts = Box<dyn Iterator<Item = Bytes> + Send + Sync>;
 
 /// The gzip level. The apiserver uses Go's level 1; zlib-rs's level 1 is
 /// its "quick" strategy (static Huffman codes only), whose output is 1.6–1.8×
-/// Go's. Its level 4 is smaller than Go's level 1 on every list measured
-/// (96 MB of varied realistic pods: 3.4 MB against 5.2 MB; the simulator's
-/// 534 MB of pods: 12.0 MB against 21.6 MB; their protobuf: 2.8 MB against
-/// 6.7 MB) for about the CPU of its level 1 (0.47 s against 0.50 s for
-/// those 534 MB; `benches/encode.rs` shows a few levels).
+/// Go's. Its level 4 is smaller than Go's level 1 on every list measured, for
+/// about the CPU of its own level 1 (`benches/encode.rs` prints each level's
+/// size).
 pub const GZIP_LEVEL: u32 = 4;
 
 /// Compressed output is sent on in pieces of about this size.

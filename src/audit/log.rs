@@ -25,10 +25,8 @@ use super::sink::{Counts, Lines, Receiver};
 
 /// How long the writer lets events gather once one has come: the longest an
 /// event waits for its write. Each gathering costs the writer a wakeup, which
-/// on a busy machine takes a core from a request: in `loadtest audit`
-/// (5,000 kubelets a kache, side by side) auditing to a file cost 1.13× the
-/// plain kache's CPU gathering for 1 ms, about 1.08× for 10 ms, 1.06× for 50 (ten runs;
-/// 1.04× on the machine quiet, seven runs).
+/// on a busy machine takes a core from a request, so fewer and larger writes
+/// make auditing cheaper (`loadtest audit`: `docs/performance.md`, "Auditing").
 const GATHERING: Duration = Duration::from_millis(50);
 
 /// How often a file that cannot be opened is tried again.

@@ -68,23 +68,14 @@ pub const WAIT_LIMIT: Duration = Duration::from_secs(15);
 
 /// Seats per core: five times kube-apiserver's share. The apiserver's
 /// default budget is 600 seats (`--max-requests-inflight` 400 +
-/// `--max-mutating-requests-inflight` 200), 300 a core on the 2-core
-/// machine kache is measured against it on; a request costs the same seats
-/// in both (a list from a cache at most 10). But a seat is one request's
-/// worth of work, and kache does that work for a fraction: on those 2
-/// cores it served a flood's full lists of 50,000 pods 18–20× as fast as
-/// the apiserver (`loadtest fairness`: 207–269 in 20 s against 9–12) and a
-/// GET in 0.1 ms against 2. With the apiserver's 300 a core, a quiet
-/// `workload-low` lent all but 56 of its seats away, and a flood of six
-/// full lists (60 seats) then queued until the next adjustment (10 s, as
-/// the apiserver's) — and the other flow's reads with it, each waiting for
-/// a flood list to end: a node's pods, 480 kB from memory, took 11–35 ms
-/// p99 where it took 0.6 quiet. At 1,500 a core, lent down to 122 seats,
-/// the level runs a dozen full lists before anything queues, and the same
-/// read took 3.6–6.1 ms p99 in the same flood (runs of 2026-11-28,
-/// `docs/operating.md`). Fewer seats than the apiserver's share made it
-/// worse still (100 on 2 cores: the flooded reader's p99 749 ms, 305 ms
-/// without flow control).
+/// `--max-mutating-requests-inflight` 200), 300 a core on 2 cores; a
+/// request costs the same seats in both (a list from a cache at most 10).
+/// But a seat is one request's worth of work, and kache does that work for
+/// a fraction of the apiserver's CPU: at the apiserver's share, a quiet
+/// level lends most of its seats away, a flood of full lists then queues
+/// until the next adjustment (10 s), and other flows' small reads queue
+/// behind it; at 1,500 a core the same flood queues nothing
+/// (`loadtest fairness`: `docs/performance.md`, "Priority and fairness").
 pub const SEATS_PER_CORE: usize = 1500;
 
 /// The seats kache shares when `--priority-and-fairness-seats` is not set:

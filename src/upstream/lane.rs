@@ -7,9 +7,8 @@
 //!
 //! Why kept-alive lanes. A relayed GET costs kache about 320 µs of CPU over
 //! HTTP/2 and 200 µs over HTTP/1.1 (the h2 connection task's framing and
-//! wake-ups), and the apiserver answers it sooner: GETs of a Service
-//! through kache, 3,000 in a row, two runs each: p50 +0.41 and +0.50 ms
-//! over direct on HTTP/2, +0.09 and +0.25 ms on HTTP/1.1.
+//! wake-ups), and over HTTP/1.1 it comes within a few tenths of a
+//! millisecond of direct (`docs/performance.md`, "Small requests and relays").
 //!
 //! Why dedicated lanes. The apiserver streams a large answer faster over HTTP/1.1 than
 //! over HTTP/2 (Go's HTTP/2 server hands each 4 KiB frame from the handler
@@ -131,7 +130,11 @@ impl Lanes {
 
     /// Sends `req` on a dedicated connection, holding `permit`; the
     /// answer's body must drive the returned [`Dedicated`].
-    pub async fn send(&self, mut req: Request<UpBody>, permit: OwnedSemaphorePermit) -> Result<(Response<Incoming>, Dedicated), UpstreamError> {
+    pub async fn send(
+        &self,
+        mut req: Request<UpBody>,
+        permit: OwnedSemaphorePermit,
+    ) -> Result<(Response<Incoming>, Dedicated), UpstreamError> {
         // HTTP/1.1 wants the path alone on the request line, and the server in `Host`.
         let origin = req.uri().path_and_query().map_or("/", |pq| pq.as_str());
         *req.uri_mut() = origin.parse().map_err(|e| UpstreamError::Config(format!("bad upstream path {origin:?}: {e}")))?;

@@ -25,13 +25,9 @@
 //! arrive while a stream flows wait at most [`HOLD`].
 //!
 //! The runtime reports no readiness under a raised mark, so the read after
-//! a hold asks the socket directly (`recv` with `MSG_DONTWAIT`). An earlier
-//! design held only after a small read and lowered the mark to learn of
-//! the next bytes: three wake-ups, two reads and two `setsockopt` calls per
-//! hold. This one is one wake-up and one read: relaying 243 MB of pods from
-//! kube-apiserver 1.36.2, `epoll_wait` 6,276 → 2,382 calls, `recvfrom`
-//! 3,367 → 1,654, `setsockopt` 2,329 → 199, and kache's CPU 0.35 → 0.30 s
-//! (nine interleaved lists each).
+//! a hold asks the socket directly (`recv` with `MSG_DONTWAIT`): a hold is
+//! one wake-up and one read, and the mark is not moved to learn of the next
+//! bytes (what a relayed list then costs: `docs/performance.md`).
 //!
 //! Invariant: bytes pass through unchanged and in order; writes are not
 //! touched.
