@@ -9,10 +9,15 @@ use rcgen::{CertificateParams, DistinguishedName, DnType, KeyPair};
 /// The names the certificate is valid for: what a local client dials.
 const LOOPBACK_NAMES: [&str; 3] = ["127.0.0.1", "::1", "localhost"];
 
+/// The loopback certificate could not be made.
+#[derive(Debug, thiserror::Error)]
+#[error("making a self-signed certificate: {0}")]
+pub struct CertificateError(#[source] rcgen::Error);
+
 /// TLS settings with a fresh self-signed certificate for the loopback names
 /// and no client CA. Its `cert_pem` is what clients trust.
-pub fn loopback_tls() -> Result<TlsSettings, String> {
-    let fail = |e: rcgen::Error| format!("making a self-signed certificate: {e}");
+pub fn loopback_tls() -> Result<TlsSettings, CertificateError> {
+    let fail = CertificateError;
     let mut params = CertificateParams::new(LOOPBACK_NAMES.map(String::from).to_vec()).map_err(fail)?;
     let mut name = DistinguishedName::new();
     name.push(DnType::CommonName, "kache sim");

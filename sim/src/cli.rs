@@ -7,10 +7,50 @@ use std::time::Duration;
 use clap::Args;
 use tokio::net::TcpListener;
 
-use crate::{AuthSettings, CustomResource, Sim, SimConfig, Slowness, TlsSettings, Workload};
+use crate::{
+    AuthSettings, CertificateError, CustomResource, PolicyError, Sim, SimConfig, Slowness, SlownessError, StartError, TlsSettings, Workload,
+};
 
-fn read(flag: &str, path: &Path) -> Result<Vec<u8>, String> {
-    std::fs::read(path).map_err(|e| format!("--{flag} {}: {e}", path.display()))
+/// Why `kache sim` did not start or stopped, naming the flag at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// `--churn` is negative or not a number.
+    #[error("--churn must be a rate >= 0, got {0}")]
+    Churn(f64),
+    /// A number of seconds is negative or not a number.
+    #[error("--{flag} must be a number of seconds >= 0, got {value}")]
+    Seconds { flag: &'static str, value: f64 },
+    /// `--bookmark-interval` is zero.
+    #[error("--bookmark-interval must be > 0")]
+    BookmarkInterval,
+    /// A file a flag names cannot be read.
+    #[error("--{flag} {}: {source}", path.display())]
+    Read { flag: &'static str, path: PathBuf, source: std::io::Error },
+    /// The self-signed certificate cannot be made.
+    #[error(transparent)]
+    Certificate(#[from] CertificateError),
+    /// The `--https-ca-out` file cannot be written.
+    #[error("--https-ca-out {}: {source}", path.display())]
+    HttpsCaOut { path: PathBuf, source: std::io::Error },
+    /// The slowness flags cannot be served.
+    #[error("--{0}")]
+    Slowness(#[source] SlownessError),
+    /// The `--policy` file cannot be read.
+    #[error(transparent)]
+    Policy(#[from] PolicyError),
+    /// The `--listen` address cannot be bound.
+    #[error("--listen {listen}: {source}")]
+    Listen { listen: String, source: std::io::Error },
+    /// The simulator refused its configuration.
+    #[error(transparent)]
+    Start(#[from] StartError),
+    /// Waiting for Ctrl-C failed.
+    #[error("waiting for Ctrl-C: {0}")]
+    CtrlC(#[source] std::io::Error),
+}
+
+fn read(flag: &'static str, path: &Path) -> Result<Vec<u8>, CliError> {
+    std::fs::read(path).map_err(|source| CliError::Read { flag, path: path.into(), source })
 }
 
 /// Options of `kache sim`.
@@ -114,17 +154,13 @@ impl SimArgs {
         }
     }
 
-    fn config(&self) -> Result<SimConfig, String> {
-        let secs = |name: &str, v: f64| {
-            if v.is_finite() && v >= 0.0 {
-                Ok(Duration::from_secs_f64(v))
-            } else {
-                Err(format!("--{name} must be a number of seconds >= 0, got {v}"))
-            }
+    fn config(&self) -> Result<SimConfig, CliError> {
+        let secs = |flag: &'static str, value: f64| {
+            if value.is_finite() && value >= 0.0 { Ok(Duration::from_secs_f64(value)) } else { Err(CliError::Seconds { flag, value }) }
         };
         let bookmark_interval = secs("bookmark-interval", self.bookmark_interval)?;
         if bookmark_interval.is_zero() {
-            return Err("--bookmark-interval must be > 0".into());
+            return Err(CliError::BookmarkInterval);
         }
         let compact = secs("compact-interval", self.compact_interval)?;
         let serving = &self.serving;
@@ -136,7 +172,7 @@ impl SimArgs {
             }),
             (_, _, Some(out)) => {
                 let tls = crate::loopback_tls()?;
-                std::fs::write(out, &tls.cert_pem).map_err(|e| format!("--https-ca-out {}: {e}", out.display()))?;
+                std::fs::write(out, &tls.cert_pem).map_err(|source| CliError::HttpsCaOut { path: out.clone(), source })?;
                 Some(tls)
             }
             _ => None,
@@ -145,7 +181,7 @@ impl SimArgs {
             list_mb_per_second: serving.list_mb_per_second,
             consistent_read_latency: Duration::from_millis(serving.consistent_read_latency_ms),
         };
-        slowness.validate().map_err(|e| format!("--{e}"))?;
+        slowness.validate().map_err(CliError::Slowness)?;
         let auth = AuthSettings { token: self.token.clone(), client_certificates: serving.client_ca.is_some() };
         Ok(SimConfig {
             custom: self.custom.clone(),
@@ -166,19 +202,19 @@ impl SimArgs {
 }
 
 /// Starts a simulator as `args` say: listening, populated, churning.
-pub async fn start(args: &SimArgs) -> Result<Sim, String> {
+pub async fn start(args: &SimArgs) -> Result<Sim, CliError> {
     if !(args.churn.is_finite() && args.churn >= 0.0) {
-        return Err(format!("--churn must be a rate >= 0, got {}", args.churn));
+        return Err(CliError::Churn(args.churn));
     }
     let config = args.config()?;
-    let listener = TcpListener::bind(&args.listen).await.map_err(|e| format!("--listen {}: {e}", args.listen))?;
-    Sim::start(config, listener)
+    let listener = TcpListener::bind(&args.listen).await.map_err(|source| CliError::Listen { listen: args.listen.clone(), source })?;
+    Ok(Sim::start(config, listener)?)
 }
 
 /// Runs the simulator until interrupted. Prints `serving on http://ADDR`
 /// (or `https://`) once every generated object is in (requests before that
 /// get 503) and the `--https-ca-out` file is written.
-pub async fn run(args: SimArgs) -> Result<(), String> {
+pub async fn run(args: SimArgs) -> Result<(), CliError> {
     let started = std::time::Instant::now();
     let sim = start(&args).await?;
     // Whoever reads stdout may stop after the address line: a closed stdout is not an error.
@@ -192,6 +228,6 @@ pub async fn run(args: SimArgs) -> Result<(), String> {
         started.elapsed(),
         sim.url()
     );
-    tokio::signal::ctrl_c().await.map_err(|e| format!("waiting for Ctrl-C: {e}"))?;
+    tokio::signal::ctrl_c().await.map_err(CliError::CtrlC)?;
     Ok(())
 }

@@ -103,15 +103,35 @@ use tokio::task::JoinHandle;
 
 pub use apimachinery::tls::TlsSettings;
 pub use auth::AuthSettings;
-pub use certificate::loopback_tls;
+pub use certificate::{CertificateError, loopback_tls};
 pub use config::SimConfig;
-pub use pace::Slowness;
-pub use policy::Policy;
+pub use pace::{Slowness, SlownessError};
+pub use policy::{Policy, PolicyError};
 pub use resources::CustomResource;
 pub use workload::Workload;
 
 use resources::Registry;
 use state::State;
+
+/// Why a simulator did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// A custom resource clashes with another.
+    #[error(transparent)]
+    Registry(#[from] resources::RegistryError),
+    /// The serving certificate, key or client CA is refused.
+    #[error(transparent)]
+    Tls(#[from] apimachinery::tls::TlsError),
+    /// Client certificates were asked for without a client CA to verify them.
+    #[error("client certificate authentication needs TLS with a client CA")]
+    ClientCertificatesWithoutCa,
+    /// The slowness cannot be served.
+    #[error(transparent)]
+    Slowness(#[from] SlownessError),
+    /// The listener has no local address.
+    #[error("listener address: {0}")]
+    ListenerAddress(#[source] std::io::Error),
+}
 
 /// A running simulator. Dropping it stops serving.
 #[derive(Debug)]
@@ -127,21 +147,21 @@ impl Sim {
     /// the configured workload; returns once it is all in. Until then the
     /// API answers 503 (and `/readyz` fails), as an apiserver that is not
     /// ready would: no client sees a partial cluster.
-    pub fn start(config: SimConfig, listener: TcpListener) -> Result<Sim, String> {
+    pub fn start(config: SimConfig, listener: TcpListener) -> Result<Sim, StartError> {
         let registry = Arc::new(Registry::new(&config.custom)?);
-        let (tls, clients) = match config.tls.as_ref().map(apimachinery::tls::server_config).transpose().map_err(|e| e.to_string())? {
+        let (tls, clients) = match config.tls.as_ref().map(apimachinery::tls::server_config).transpose()? {
             Some((tls, clients)) => (Some(tls), clients),
             None => (None, None),
         };
         if config.auth.client_certificates && config.tls.as_ref().is_none_or(|t| t.client_ca_pem.is_none()) {
-            return Err("client certificate authentication needs TLS with a client CA".into());
+            return Err(StartError::ClientCertificatesWithoutCa);
         }
         config.slowness.validate()?;
         let compact_interval = config.compact_interval;
         let workload = config.workload;
         let churn = config.churn;
         let state = Arc::new(State::new(config, registry));
-        let addr = listener.local_addr().map_err(|e| format!("listener address: {e}"))?;
+        let addr = listener.local_addr().map_err(StartError::ListenerAddress)?;
         let scheme = if tls.is_some() { "https" } else { "http" };
         let tls = tls.map(|t| (tokio_rustls::TlsAcceptor::from(t), clients));
         let mut tasks = vec![tokio::spawn(listener::serve(state.clone(), listener, addr, tls))];
@@ -176,7 +196,7 @@ impl Sim {
 
     /// Answers reads from now on as slowly as `slowness` says (lists already
     /// being written keep their pace).
-    pub fn set_slowness(&self, slowness: Slowness) -> Result<(), String> {
+    pub fn set_slowness(&self, slowness: Slowness) -> Result<(), SlownessError> {
         slowness.validate()?;
         self.state.set_slowness(slowness);
         Ok(())

@@ -27,15 +27,19 @@ pub struct Slowness {
     pub consistent_read_latency: Duration,
 }
 
+/// A [`Slowness`] that cannot be served.
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+pub enum SlownessError {
+    /// The list rate is negative or not a number.
+    #[error("list-mb-per-second must be a number of megabytes per second >= 0, got {0}")]
+    ListRate(f64),
+}
+
 impl Slowness {
     /// Checks the values a flag or the `/_sim/slow` switch gave.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), SlownessError> {
         let rate = self.list_mb_per_second;
-        if rate.is_finite() && rate >= 0.0 {
-            Ok(())
-        } else {
-            Err(format!("list-mb-per-second must be a number of megabytes per second >= 0, got {rate}"))
-        }
+        if rate.is_finite() && rate >= 0.0 { Ok(()) } else { Err(SlownessError::ListRate(rate)) }
     }
 
     /// The clock of one list body, or `None` when lists are not paced.

@@ -83,6 +83,17 @@ fn holds(list: &[String], v: &str) -> bool {
     list.iter().any(|x| x == "*" || x == v)
 }
 
+/// A policy file that cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyError {
+    /// The file cannot be read.
+    #[error("--policy {}: {source}", path.display())]
+    Read { path: std::path::PathBuf, source: std::io::Error },
+    /// The file is not a policy.
+    #[error("--policy {}: {source}", path.display())]
+    Parse { path: std::path::PathBuf, source: serde_json::Error },
+}
+
 /// Paths every authenticated user may read (`system:discovery`, `system:public-info-viewer`).
 const PUBLIC_PATHS: &[&str] = &["/api", "/apis", "/version", "/openapi", "/healthz", "/livez", "/readyz"];
 
@@ -112,9 +123,9 @@ impl Rule {
 
 impl Policy {
     /// Reads a policy file.
-    pub fn load(path: &std::path::Path) -> Result<Policy, String> {
-        let text = std::fs::read(path).map_err(|e| format!("--policy {}: {e}", path.display()))?;
-        serde_json::from_slice(&text).map_err(|e| format!("--policy {}: {e}", path.display()))
+    pub fn load(path: &std::path::Path) -> Result<Policy, PolicyError> {
+        let text = std::fs::read(path).map_err(|source| PolicyError::Read { path: path.into(), source })?;
+        serde_json::from_slice(&text).map_err(|source| PolicyError::Parse { path: path.into(), source })
     }
 
     /// The user a bearer token belongs to.

@@ -124,6 +124,14 @@ fn builtin_type(b: &BuiltinKind) -> ResourceType {
 /// Index of a resource in the [`Registry`].
 pub type ResourceId = usize;
 
+/// A custom resource that cannot be served.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RegistryError {
+    /// Another resource has its group, version and plural.
+    #[error("custom resource {qualified}/{version} is already served")]
+    AlreadyServed { qualified: String, version: String },
+}
+
 /// Every served resource, fixed at start-up.
 #[derive(Debug, Clone)]
 pub struct Registry {
@@ -132,11 +140,11 @@ pub struct Registry {
 
 impl Registry {
     /// The built-in table plus `custom`.
-    pub fn new(custom: &[CustomResource]) -> Result<Self, String> {
+    pub fn new(custom: &[CustomResource]) -> Result<Self, RegistryError> {
         let mut types: Vec<ResourceType> = BUILTINS.iter().map(builtin_type).collect();
         for CustomResource(rt) in custom {
             if types.iter().any(|t| t.group == rt.group && t.version == rt.version && t.plural == rt.plural) {
-                return Err(format!("custom resource {}/{} is already served", rt.qualified(), rt.version));
+                return Err(RegistryError::AlreadyServed { qualified: rt.qualified(), version: rt.version.clone() });
             }
             types.push(rt.clone());
         }

@@ -19,21 +19,47 @@ pub struct Item {
 pub const MIN_TARGET: f64 = 0.001;
 const EPSILON: f64 = 0.0000001;
 
+/// Why an allocation problem has no answer (`computeConcurrencyAllocation`'s errors, in its words).
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+pub enum AllocError {
+    /// A class's lower bound is below zero.
+    #[error("lower bound {idx} is {lower} but negative lower bounds are not allowed")]
+    NegativeLower { idx: usize, lower: f64 },
+    /// A class's target is below its lower bound.
+    #[error("target {idx} is {target}, which is below its lower bound of {lower}")]
+    TargetBelowLower { idx: usize, target: f64, lower: f64 },
+    /// A class's upper bound is below its lower bound.
+    #[error("upper bound {idx} is {upper} but should not be less than the lower bound {lower}")]
+    UpperBelowLower { idx: usize, upper: f64, lower: f64 },
+    /// Some lower bound exceeds its target (`excess` is the largest ratio less one).
+    #[error("lbRange.max-1={excess}, which is impossible because lbRange.max can not be greater than 1")]
+    LowerOverTarget { excess: f64 },
+    /// The lower bounds need more than the required sum.
+    #[error("lower bounds sum to {low_sum}, which is higher than the required sum of {required_sum}")]
+    LowerSumTooHigh { low_sum: f64, required_sum: usize },
+    /// The upper bounds reach less than the required sum.
+    #[error("upper bounds sum to {high_sum}, which is lower than the required sum of {required_sum}")]
+    UpperSumTooLow { high_sum: f64, required_sum: usize },
+    /// The bounds ran out before the sum was reached (a bug, as the Go code says).
+    #[error("impossible: ran out of bounds to consider in bound-constrained problem")]
+    OutOfBounds,
+}
+
 /// `computeConcurrencyAllocation`: each class's allocation and the fair proportion.
-pub fn allocate(required_sum: usize, classes: &[Item]) -> Result<(Vec<f64>, f64), String> {
+pub fn allocate(required_sum: usize, classes: &[Item]) -> Result<(Vec<f64>, f64), AllocError> {
     let required = required_sum as f64;
     let (mut low_sum, mut high_sum, mut target_sum) = (0.0, 0.0, 0.0);
     let (mut ub_min, mut ub_max, mut lb_min, mut lb_max) = (f32::MAX as f64, 0.0f64, f32::MAX as f64, 0.0f64);
     let mut relative = Vec::with_capacity(classes.len());
     for (idx, item) in classes.iter().enumerate() {
         if item.lower < 0.0 {
-            return Err(format!("lower bound {idx} is {} but negative lower bounds are not allowed", item.lower));
+            return Err(AllocError::NegativeLower { idx, lower: item.lower });
         }
         if item.target < item.lower {
-            return Err(format!("target {idx} is {}, which is below its lower bound of {}", item.target, item.lower));
+            return Err(AllocError::TargetBelowLower { idx, target: item.target, lower: item.lower });
         }
         if item.upper < item.lower {
-            return Err(format!("upper bound {idx} is {} but should not be less than the lower bound {}", item.upper, item.lower));
+            return Err(AllocError::UpperBelowLower { idx, upper: item.upper, lower: item.lower });
         }
         let target = item.target.max(MIN_TARGET);
         low_sum += item.lower;
@@ -45,13 +71,13 @@ pub fn allocate(required_sum: usize, classes: &[Item]) -> Result<(Vec<f64>, f64)
         relative.push((target, rl, ru));
     }
     if lb_max > 1.0 {
-        return Err(format!("lbRange.max-1={}, which is impossible because lbRange.max can not be greater than 1", lb_max - 1.0));
+        return Err(AllocError::LowerOverTarget { excess: lb_max - 1.0 });
     }
     if low_sum - required > EPSILON {
-        return Err(format!("lower bounds sum to {low_sum}, which is higher than the required sum of {required_sum}"));
+        return Err(AllocError::LowerSumTooHigh { low_sum, required_sum });
     }
     if required - high_sum > EPSILON {
-        return Err(format!("upper bounds sum to {high_sum}, which is lower than the required sum of {required_sum}"));
+        return Err(AllocError::UpperSumTooLow { high_sum, required_sum });
     }
     if required_sum == 0 {
         return Ok((vec![0.0; classes.len()], 0.0));
@@ -84,7 +110,7 @@ pub fn allocate(required_sum: usize, classes: &[Item]) -> Result<(Vec<f64>, f64)
             sensitive_target_sum += delta_target_sum;
             sensitive_classes += delta_classes;
             let Some(packed) = ascending.get(next) else {
-                return Err("impossible: ran out of bounds to consider in bound-constrained problem".into());
+                return Err(AllocError::OutOfBounds);
             };
             let (b, idx, lower) = bound(*packed);
             (delta_classes, delta_target_sum) = if lower { (1, relative[idx].0) } else { (-1, -relative[idx].0) };

@@ -14,6 +14,7 @@ use super::borrowing::{Demand, Limits};
 use super::metrics;
 use super::objects::{PriorityLevel, Queues};
 use super::queueset::{QueueSet, Queuing};
+use super::shuffle::DealerError;
 use super::width::level_max_seats;
 
 /// The queuing a level's limit response asks for.
@@ -56,7 +57,7 @@ pub struct Level {
 
 impl Level {
     /// A new level for `pl`, which must have a valid [`PriorityLevel::queuing`].
-    pub fn new(pl: &PriorityLevel, q: Queues) -> Result<Arc<Level>, String> {
+    pub fn new(pl: &PriorityLevel, q: Queues) -> Result<Arc<Level>, DealerError> {
         let queuing = queuing(q);
         let queues = QueueSet::new(&pl.metadata.name, queuing.clone(), 0)?;
         let seats = Seats { exempt: pl.is_exempt(), limits: Limits::default(), demand: Demand::default(), current: 0 };

@@ -9,6 +9,23 @@
 /// At most this many bits of a hash are dealt from (`MaxHashBits`).
 const MAX_HASH_BITS: u32 = 60;
 
+/// Why a deck and hand cannot be dealt (`NewDealer`'s refusals, in its words).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum DealerError {
+    /// The deck or the hand is empty or negative.
+    #[error("deckSize {deck_size} or handSize {hand_size} is not positive")]
+    NotPositive { deck_size: i64, hand_size: i64 },
+    /// The hand holds more cards than the deck.
+    #[error("handSize {hand_size} is greater than deckSize {deck_size}")]
+    HandOverDeck { deck_size: i64, hand_size: i64 },
+    /// The deck is over 2^26 cards.
+    #[error("deckSize {deck_size} is impractically large")]
+    DeckTooLarge { deck_size: i64 },
+    /// Dealing the hand needs more bits than a hash gives.
+    #[error("required entropy bits of deckSize {deck_size} and handSize {hand_size} is greater than {MAX_HASH_BITS}")]
+    TooFewHashBits { deck_size: i64, hand_size: i64 },
+}
+
 /// Deals hands of `hand_size` cards from a deck of `deck_size`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Dealer {
@@ -23,18 +40,18 @@ fn required_entropy_bits(deck_size: u64, hand_size: usize) -> u32 {
 
 impl Dealer {
     /// `NewDealer`, with its refusals.
-    pub fn new(deck_size: i64, hand_size: i64) -> Result<Dealer, String> {
+    pub fn new(deck_size: i64, hand_size: i64) -> Result<Dealer, DealerError> {
         if deck_size <= 0 || hand_size <= 0 {
-            return Err(format!("deckSize {deck_size} or handSize {hand_size} is not positive"));
+            return Err(DealerError::NotPositive { deck_size, hand_size });
         }
         if hand_size > deck_size {
-            return Err(format!("handSize {hand_size} is greater than deckSize {deck_size}"));
+            return Err(DealerError::HandOverDeck { deck_size, hand_size });
         }
         if deck_size > 1 << 26 {
-            return Err(format!("deckSize {deck_size} is impractically large"));
+            return Err(DealerError::DeckTooLarge { deck_size });
         }
         if required_entropy_bits(deck_size as u64, hand_size as usize) > MAX_HASH_BITS {
-            return Err(format!("required entropy bits of deckSize {deck_size} and handSize {hand_size} is greater than {MAX_HASH_BITS}"));
+            return Err(DealerError::TooFewHashBits { deck_size, hand_size });
         }
         Ok(Dealer { deck_size: deck_size as u64, hand_size: hand_size as usize })
     }
@@ -69,7 +86,7 @@ mod tests {
     fn entropy_and_refusals_are_the_apiservers() {
         assert_eq!(required_entropy_bits(1024, 6), 60);
         assert_eq!(required_entropy_bits(512, 8), 72);
-        let refused = |d, h| Dealer::new(d, h).unwrap_err();
+        let refused = |d, h| Dealer::new(d, h).unwrap_err().to_string();
         assert_eq!(refused(-100, 8), "deckSize -100 or handSize 8 is not positive");
         assert_eq!(refused(100, 0), "deckSize 100 or handSize 0 is not positive");
         assert_eq!(refused(100, 101), "handSize 101 is greater than deckSize 100");

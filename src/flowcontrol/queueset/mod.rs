@@ -24,7 +24,7 @@ use tokio::sync::oneshot;
 
 use super::integrator::Results;
 use super::metrics;
-use super::shuffle::Dealer;
+use super::shuffle::{Dealer, DealerError};
 use queue::{QueueId, RequestId};
 pub use state::{ESTIMATED_SERVICE, Queuing, Rejection};
 use state::{Executing, State, Taken};
@@ -49,7 +49,7 @@ pub enum Admission {
 }
 
 /// The dealer `queuing` needs (`checkConfig`): none for a level that does not queue.
-fn dealer(queuing: &Queuing) -> Result<Option<Dealer>, String> {
+fn dealer(queuing: &Queuing) -> Result<Option<Dealer>, DealerError> {
     if queuing.queues <= 0 {
         return Ok(None);
     }
@@ -58,21 +58,21 @@ fn dealer(queuing: &Queuing) -> Result<Option<Dealer>, String> {
 
 impl QueueSet {
     /// A queue set for level `name`, whose requests may occupy `limit` seats.
-    pub fn new(name: &str, queuing: Queuing, limit: usize) -> Result<Arc<QueueSet>, String> {
+    pub fn new(name: &str, queuing: Queuing, limit: usize) -> Result<Arc<QueueSet>, DealerError> {
         let dealer = dealer(&queuing)?;
         let state = State::new(queuing, dealer, limit, Instant::now());
         Ok(Arc::new(QueueSet { name: name.into(), state: Mutex::new(state) }))
     }
 
     /// Changes how its requests wait, keeping those waiting and executing.
-    pub fn configure(&self, queuing: Queuing, limit: usize) -> Result<(), String> {
+    pub fn configure(&self, queuing: Queuing, limit: usize) -> Result<(), DealerError> {
         let dealer = dealer(&queuing)?;
         self.state.lock().configure(queuing, dealer, limit, Instant::now());
         Ok(())
     }
 
     /// Whether `queuing` is one it could take.
-    pub fn check(queuing: &Queuing) -> Result<(), String> {
+    pub fn check(queuing: &Queuing) -> Result<(), DealerError> {
         dealer(queuing).map(drop)
     }
 
