@@ -297,7 +297,7 @@ fn read_by_read(phases: &[Phase]) -> String {
     out
 }
 
-/// Issue 41's table: per target, the victim's p50 and p99 quiet → flooded, and the flood's lists.
+/// The fairness table: per target, the victim's p50 and p99 quiet → flooded, and the flood's lists.
 fn summary(rows: &[Row]) -> String {
     let mut out = format!(
         "{:<10} {:>28} {:>28} {:>26}\n",
