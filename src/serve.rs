@@ -416,6 +416,7 @@ pub async fn start(args: &ServeArgs, listening: impl FnOnce(&str)) -> anyhow::Re
     let kept = cache.resources().iter().map(|r| Kept { info: r.info().clone(), store: r.store().clone() }).collect();
     let saver = state.map(|dir| Saver::start(dir, kept, Duration::from_secs(args.state_interval)));
     let api = Arc::new(Api { audit, ..Api::new(cache, client, config, auth) });
+    api.cache.resources().iter().for_each(|r| api::metrics::at_zero(&r.info().qualified()));
     crate::budget::start(api.cache.resources(), api.config.budget, api.list_memory.clone());
     api::health::log_changes(&api);
     starting.hand_over(&api);

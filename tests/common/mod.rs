@@ -5,6 +5,7 @@
 #![allow(dead_code)] // Each test binary uses a different part of the harness.
 
 pub mod pki;
+pub mod promql;
 pub mod watching;
 
 use std::io::{BufRead, BufReader};

@@ -21,7 +21,7 @@
 
 use std::sync::OnceLock;
 use std::sync::atomic::Ordering;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use metrics::{counter, gauge};
@@ -34,15 +34,19 @@ use super::source::PassThrough;
 
 mod request;
 
-pub use request::{Request, observe};
+pub use request::{Request, at_zero, observe};
 
 /// Upper bounds (seconds) of request latency buckets.
 const REQUEST_BUCKETS: [f64; 14] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
 
 static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
 
+/// When [`install`] ran: the silence of a resource whose apiserver never answered counts from it.
+static INSTALLED: OnceLock<Instant> = OnceLock::new();
+
 /// Installs the Prometheus recorder for the process (once), describing every metric.
 pub fn install() {
+    INSTALLED.get_or_init(Instant::now);
     HANDLE.get_or_init(|| {
         let builder = PrometheusBuilder::new()
             .set_buckets_for_metric(Matcher::Full("kache_request_duration_seconds".into()), &REQUEST_BUCKETS)
@@ -125,7 +129,7 @@ fn describe() {
     g!(
         "kache_upstream_silence_seconds",
         metrics::Unit::Seconds,
-        "Time since the apiserver last answered for the resource (a list page, a watch frame): its staleness bound's measure."
+        "Time since the apiserver last answered for the resource (a list page, a watch frame; since kache started if it never did): its staleness bound's measure."
     );
     c!("kache_consistent_reads_fresh_total", "Consistent reads proven fresh and answered from memory.");
     c!("kache_consistent_reads_passed_through_total", "Consistent reads passed through, by reason.");
@@ -266,9 +270,8 @@ fn render(api: &Api) -> Bytes {
         set("kache_store_object_bytes", m.object_bytes as f64);
         set("kache_store_overhead_bytes", m.overhead_bytes as f64);
         set("kache_upstream_watch_open", f64::from(u8::from(r.status().is_watching())));
-        if let Some(silence) = r.status().silence() {
-            set("kache_upstream_silence_seconds", silence.as_secs_f64());
-        }
+        let never = || INSTALLED.get().map_or(Duration::ZERO, |at| now.saturating_duration_since(*at));
+        set("kache_upstream_silence_seconds", r.status().silence().unwrap_or_else(never).as_secs_f64());
         set("kache_watchers", d.stats().open.load(Ordering::Relaxed) as f64);
         set("kache_watch_queued_frames", d.stats().queued() as f64);
         set("kache_memory_pressure", f64::from(r.pressure() as u8));

@@ -114,6 +114,15 @@ impl Judged {
     }
 }
 
+/// Registers at zero the series of `resource`'s reads from memory (`get`,
+/// `list`, `watch`, answered 200), so that `/metrics` shows the per-request
+/// metrics before any request is answered.
+pub fn at_zero(resource: &str) {
+    for verb in ["get", "list", "watch"] {
+        Handles::of((verb.into(), resource.into(), Source::Memory.as_str(), Source::Memory.reason(), http::StatusCode::OK));
+    }
+}
+
 /// Records `resp` as `req`'s answer and counts its body's bytes as they
 /// go out; `also` follows the body too, in the same wrapper.
 pub fn observe(req: Request, resp: Response<ApiBody>, also: impl Follow) -> Response<ApiBody> {
