@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::gostr::quote;
+use crate::params::Query;
 use crate::status::ApiError;
 
 /// The group every authenticated user is in.
@@ -78,6 +79,11 @@ const NAMESPACE_SUBRESOURCES: &[&str] = &["status", "finalize"];
 impl Attributes {
     /// The attributes of a request (`RequestInfoFactory.NewRequestInfo`).
     pub fn of(method: &str, path: &str, query: &str) -> Attributes {
+        Attributes::of_query(method, path, &Query::parse(query))
+    }
+
+    /// [`Attributes::of`] a request whose query is already decoded.
+    pub fn of_query(method: &str, path: &str, query: &Query) -> Attributes {
         let verb = method.to_ascii_lowercase();
         let mut a = Attributes { verb: verb.clone(), path: path.to_string(), ..Attributes::default() };
         let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
@@ -112,11 +118,11 @@ impl Attributes {
         a.resource = rest.first().copied().unwrap_or_default().to_string();
         a.name = rest.get(1).copied().unwrap_or_default().to_string();
         a.subresource = rest.get(2).copied().unwrap_or_default().to_string();
-        // Two parameters matter; read in place (every request's attributes are read, some several times).
-        let param = |k: &str| form_urlencoded::parse(query.as_bytes()).find(|(n, _)| n == k).map(|(_, v)| v);
+        // Two parameters matter.
+        let param = |k: &str| query.get(k);
         a.verb = match (verb.as_str(), a.name.is_empty()) {
             ("get", _) if watch_path => "watch".into(),
-            ("get", true) if param("watch").is_some_and(|w| matches!(&*w, "1" | "true" | "t" | "T" | "TRUE" | "True")) => "watch".into(),
+            ("get", true) if param("watch").is_some_and(|w| matches!(w, "1" | "true" | "t" | "T" | "TRUE" | "True")) => "watch".into(),
             ("get", true) => "list".into(),
             ("get", false) => "get".into(),
             ("post", _) => "create".into(),
@@ -135,7 +141,7 @@ impl Attributes {
             a.verb = "create".into();
         }
         if matches!(a.verb.as_str(), "list" | "watch")
-            && let Some(name) = param("fieldSelector").and_then(|s| exact_name(&s))
+            && let Some(name) = param("fieldSelector").and_then(exact_name)
         {
             a.name = name;
         }

@@ -6,8 +6,6 @@
 //! messages are quoted as Go's `%q` quotes them. The storage-level checks
 //! (resource version syntax, continue tokens) are in [`crate::list`].
 
-use std::borrow::Cow;
-
 use crate::gostr::quote;
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::shard::{ShardError, ShardSelector};
@@ -46,8 +44,8 @@ pub fn parse_bool(v: &str) -> bool {
     !(v.eq_ignore_ascii_case("false") || v == "0")
 }
 
-/// The parameters [`ListOptions::decode`] reads, in the order [`first_values`] gives them.
-const PARAMETERS: [&str; 11] = [
+/// The parameters a [`Query`] keeps: [`ListOptions`]' and `follow` (a followed log streams).
+const PARAMETERS: [&str; 12] = [
     "labelSelector",
     "fieldSelector",
     "watch",
@@ -59,20 +57,53 @@ const PARAMETERS: [&str; 11] = [
     "continue",
     "sendInitialEvents",
     "shardSelector",
+    "follow",
 ];
 
-/// Each of [`PARAMETERS`]' first value in `query` (Go's `url.Values.Get`),
-/// the query read once; a value borrowed unless it had to be unescaped.
-fn first_values(query: &str) -> [Option<Cow<'_, str>>; PARAMETERS.len()] {
-    let mut values = [const { None }; PARAMETERS.len()];
-    for (k, v) in form_urlencoded::parse(query.as_bytes()) {
-        if let Some(i) = PARAMETERS.iter().position(|p| *p == k)
-            && values[i].is_none()
-        {
-            values[i] = Some(v);
+/// A request's query decoded once: each parameter the API reads
+/// ([`ListOptions`]' and `follow`) with its first value (Go's
+/// `url.Values.Get`); others are not kept.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Query {
+    values: [Option<String>; PARAMETERS.len()],
+}
+
+impl Query {
+    /// A query with no parameters.
+    pub const EMPTY: Query = Query { values: [const { None }; PARAMETERS.len()] };
+
+    /// `query` (after the `?`) decoded, each parameter's first value kept.
+    pub fn parse(query: &str) -> Query {
+        let mut values = [const { None }; PARAMETERS.len()];
+        for (k, v) in form_urlencoded::parse(query.as_bytes()) {
+            if let Some(i) = PARAMETERS.iter().position(|p| *p == k)
+                && values[i].is_none()
+            {
+                values[i] = Some(v.into_owned());
+            }
         }
+        Query { values }
     }
-    values
+
+    /// The first value of `name`, one of the parameters kept (`None`: absent).
+    pub fn get(&self, name: &str) -> Option<&str> {
+        let i = PARAMETERS.iter().position(|p| *p == name);
+        debug_assert!(i.is_some(), "{name} is not a parameter a query keeps");
+        i.and_then(|i| self.values[i].as_deref())
+    }
+
+    /// Whether `name` is set and true (apimachinery's `[]string → bool`).
+    pub fn on(&self, name: &str) -> bool {
+        self.get(name).is_some_and(parse_bool)
+    }
+
+    /// Whether the apiserver answers a request for `path` with this query as
+    /// an open-ended stream it flushes as it goes (a watch, by parameter or
+    /// by the legacy `/watch/` path, or a followed log) rather than as one
+    /// document.
+    pub fn streams(&self, path: &str) -> bool {
+        path.contains("/watch/") || self.on("watch") || self.on("follow")
+    }
 }
 
 fn parse_int(v: &str) -> Result<i64, ApiError> {
@@ -89,27 +120,32 @@ fn parse_int(v: &str) -> Result<i64, ApiError> {
 impl ListOptions {
     /// Decodes a query string. Only the first value of a repeated parameter counts.
     pub fn decode(query: &str) -> Result<Self, ApiError> {
-        let [label, field, watch, bookmarks, rv, rv_match, timeout, limit, cont, initial, shard] = first_values(query);
+        Self::of(&Query::parse(query))
+    }
+
+    /// The options `query` gives, decoded.
+    pub fn of(query: &Query) -> Result<Self, ApiError> {
+        let value = |name| query.get(name);
         let mut o = ListOptions::default();
-        if let Some(s) = label {
-            o.label_selector = Some(LabelSelector::parse(&s).map_err(|e| ApiError::bad_request(e.to_string()))?);
+        if let Some(s) = value("labelSelector") {
+            o.label_selector = Some(LabelSelector::parse(s).map_err(|e| ApiError::bad_request(e.to_string()))?);
         }
-        if let Some(s) = field {
-            o.field_selector = Some(FieldSelector::parse(&s).map_err(|e| ApiError::bad_request(e.to_string()))?);
+        if let Some(s) = value("fieldSelector") {
+            o.field_selector = Some(FieldSelector::parse(s).map_err(|e| ApiError::bad_request(e.to_string()))?);
         }
-        o.watch = watch.is_some_and(|v| parse_bool(&v));
-        o.allow_watch_bookmarks = bookmarks.is_some_and(|v| parse_bool(&v));
-        o.resource_version = rv.map(Cow::into_owned).unwrap_or_default();
-        o.resource_version_match = rv_match.map(Cow::into_owned).unwrap_or_default();
-        if let Some(t) = timeout.filter(|t| !t.is_empty()) {
-            o.timeout_seconds = Some(parse_int(&t)?.max(0) as u64);
+        o.watch = query.on("watch");
+        o.allow_watch_bookmarks = query.on("allowWatchBookmarks");
+        o.resource_version = value("resourceVersion").unwrap_or_default().to_string();
+        o.resource_version_match = value("resourceVersionMatch").unwrap_or_default().to_string();
+        if let Some(t) = value("timeoutSeconds").filter(|t| !t.is_empty()) {
+            o.timeout_seconds = Some(parse_int(t)?.max(0) as u64);
         }
-        if let Some(l) = limit {
-            o.limit = parse_int(&l)?;
+        if let Some(l) = value("limit") {
+            o.limit = parse_int(l)?;
         }
-        o.continue_token = cont.map(Cow::into_owned).unwrap_or_default();
-        o.send_initial_events = initial.filter(|v| !v.is_empty()).map(|v| parse_bool(&v));
-        o.shard_selector = shard.map(Cow::into_owned).unwrap_or_default();
+        o.continue_token = value("continue").unwrap_or_default().to_string();
+        o.send_initial_events = value("sendInitialEvents").filter(|v| !v.is_empty()).map(parse_bool);
+        o.shard_selector = value("shardSelector").unwrap_or_default().to_string();
         Ok(o)
     }
 
@@ -196,12 +232,9 @@ impl ListOptions {
     }
 }
 
-/// Whether the apiserver answers this request as an open-ended stream it
-/// flushes as it goes (a watch, by parameter or by the legacy `/watch/`
-/// path, or a followed log) rather than as one document.
+/// Whether the apiserver answers `path?query` as an open-ended stream ([`Query::streams`]).
 pub fn is_stream(path: &str, query: &str) -> bool {
-    let on = |name: &str| form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == name).is_some_and(|(_, v)| parse_bool(&v));
-    path.contains("/watch/") || on("watch") || on("follow")
+    Query::parse(query).streams(path)
 }
 
 /// `resourceVersion` syntax as `ParseResourceVersion` checks it: `""` and `0` are 0.

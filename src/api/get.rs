@@ -17,7 +17,8 @@ use crate::cache::CachedResource;
 use crate::upstream::freshness::Proven;
 use crate::upstream::plan::Read;
 
-/// The object `name` (in `namespace`) of `res`, or why memory does not
+/// The object `name` (in `namespace`) of `res` at `rv` (its
+/// `resourceVersion` parameter, `None` when absent), or why memory does not
 /// answer it; `wait`: how long a revision the store has not reached is
 /// waited for; `proven`: the proof a consistent GET is answered from the
 /// head with (without it, it is [`Answer::Unproven`]).
@@ -25,7 +26,7 @@ pub async fn get(
     res: &CachedResource,
     namespace: Option<&str>,
     name: &str,
-    query: &str,
+    rv: Option<&str>,
     wait: Duration,
     negotiated: Negotiated,
     proven: Option<Proven>,
@@ -33,12 +34,11 @@ pub async fn get(
     if res.pressure().passes_through() {
         return Answer::Upstream(PassThrough::MemoryBudget);
     }
-    let rv = form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == "resourceVersion").map(|(_, v)| v.into_owned());
     let key = match namespace {
         Some(ns) => format!("{ns}/{name}"),
         None => name.to_string(),
     };
-    match rv.as_deref() {
+    match rv {
         None | Some("") if proven.is_none() => {
             let bytes = res.store().view().head().get(&key).map_or(0, |o| o.bytes().len() as u64);
             return Answer::Unproven(Read { bytes, collection: false, stream: false });

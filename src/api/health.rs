@@ -20,6 +20,7 @@
 
 use http::StatusCode;
 
+use super::request::RequestInfo;
 use super::shared::Api;
 use crate::upstream::reflector::Health;
 
@@ -93,20 +94,21 @@ pub fn log_changes(api: &std::sync::Arc<Api>) {
     });
 }
 
-/// The answer to `GET /{endpoint}[/{check}]?{query}`, or `None` when `path` is not a health path.
-pub fn report(api: &Api, path: &str, query: &str) -> Option<(StatusCode, String)> {
-    report_with(path, query, |endpoint| checks(api, endpoint))
+/// The answer to `GET /{endpoint}[/{check}]?{query}`, or `None` when the request `info` describes is not a health check.
+pub fn report(api: &Api, info: &RequestInfo) -> Option<(StatusCode, String)> {
+    report_with(info, |endpoint| checks(api, endpoint))
 }
 
 /// [`report`] with the checks `checks(endpoint)` makes.
-pub fn report_with(path: &str, query: &str, checks: impl FnOnce(&str) -> Vec<Check>) -> Option<(StatusCode, String)> {
-    let mut parts = path.trim_start_matches('/').splitn(2, '/');
+pub fn report_with(info: &RequestInfo, checks: impl FnOnce(&str) -> Vec<Check>) -> Option<(StatusCode, String)> {
+    let mut parts = info.path().trim_start_matches('/').splitn(2, '/');
     let endpoint = parts.next()?;
     if !matches!(endpoint, "healthz" | "livez" | "readyz") {
         return None;
     }
     let only = parts.next();
-    let params: Vec<(String, String)> = form_urlencoded::parse(query.as_bytes()).into_owned().collect();
+    // A check's own parameters (`verbose`, every `exclude`), read only for a health path.
+    let params: Vec<(String, String)> = form_urlencoded::parse(info.raw_query().as_bytes()).into_owned().collect();
     let verbose = params.iter().any(|(k, v)| k == "verbose" && v != "false");
     let excluded = |name: &str| params.iter().any(|(k, v)| k == "exclude" && v == name);
     let mut checks = checks(endpoint);

@@ -23,6 +23,7 @@ use super::body::ApiBody;
 use super::encode;
 use super::filter::Filter;
 use super::list;
+use super::request::RequestInfo;
 use super::shared::Api;
 use super::source::{Answer, PassThrough};
 use super::target::Target;
@@ -41,16 +42,17 @@ pub async fn read(
     api: &Api,
     t: &Target<'_>,
     negotiated: Negotiated,
-    query: &str,
+    info: &RequestInfo,
     permission: Option<Permission>,
     proven: Option<Proven>,
 ) -> Answer<Response<ApiBody>> {
     match t.name {
-        None => collection(api, t, query, negotiated, permission, proven).await,
+        None => collection(api, t, info, negotiated, permission, proven).await,
         // A GET asking for the list form gets the apiserver's 406.
         Some(_) if negotiated.shape == Shape::MetadataList => Answer::Upstream(PassThrough::Encoding),
         Some(name) => {
-            let answer = get::get(t.res, t.namespace, name, query, api.config.revision_wait, negotiated, proven).await;
+            let answer =
+                get::get(t.res, t.namespace, name, info.query.get("resourceVersion"), api.config.revision_wait, negotiated, proven).await;
             if let Answer::Memory(_) = answer {
                 api.counters.gets_served.fetch_add(1, Ordering::Relaxed);
             }
@@ -81,20 +83,19 @@ fn cold(res: &Arc<CachedResource>, encoding: Encoding, limit: usize) -> Option<P
 async fn collection(
     api: &Api,
     t: &Target<'_>,
-    query: &str,
+    info: &RequestInfo,
     negotiated: Negotiated,
     permission: Option<Permission>,
     proven: Option<Proven>,
 ) -> Answer<Response<ApiBody>> {
-    let mut opts = match ListOptions::decode(query) {
-        Ok(o) => o,
-        Err(e) => return Answer::Memory(encode::error(negotiated, &e)),
+    let opts = match info.options() {
+        Some(Ok(o)) => o,
+        Some(Err(e)) => return Answer::Memory(encode::error(negotiated, e)),
+        // Routing sends memory only a collection's lists and watches.
+        None => return Answer::Upstream(PassThrough::NotCached),
     };
-    if let Err(e) = opts.validate() {
-        return Answer::Memory(encode::error(negotiated, &e));
-    }
     if opts.watch {
-        return watch_collection(api, t, &opts, negotiated, permission, proven).await;
+        return watch_collection(api, t, opts, negotiated, permission, proven).await;
     }
     if negotiated.shape == Shape::Metadata {
         // A list asking for the single-object form gets the apiserver's 406.
@@ -106,11 +107,11 @@ async fn collection(
         _ => usize::MAX,
     };
     // A selector naming an indexed value (a kubelet's node) bounds what the read can encode.
-    let indexed = Filter::new(t.res.info(), t.namespace, &opts, None).most_matches(t.res.store().view().head());
+    let indexed = Filter::new(t.res.info(), t.namespace, opts, None).most_matches(t.res.store().view().head());
     if let Some(why) = cold(t.res, negotiated.encoding, limit.min(indexed.unwrap_or(usize::MAX))) {
         return Answer::Upstream(why);
     }
-    match list::list(t.res, t.namespace, &opts, api.config.revision_wait, proven).await {
+    match list::list(t.res, t.namespace, opts, api.config.revision_wait, proven).await {
         Ok(Answer::Memory(page)) => {
             let cost = inflight::cost(page.items.len(), negotiated.gzip);
             let read: u64 = page.items.iter().map(|o| o.bytes().len() as u64).sum();

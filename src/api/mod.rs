@@ -28,6 +28,7 @@ pub mod negotiate;
 pub mod pass_through;
 pub mod probes;
 pub mod race;
+pub mod request;
 pub mod server;
 pub mod shared;
 pub mod source;

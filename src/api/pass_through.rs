@@ -17,11 +17,12 @@ use hyper::body::Incoming;
 use hyper::upgrade::OnUpgrade;
 use hyper_util::rt::TokioIo;
 
-use apimachinery::auth::{Attributes, UserInfo};
+use apimachinery::auth::UserInfo;
 use apimachinery::negotiate::Negotiated;
 use apimachinery::status::ApiError;
 
 use super::body::{self, ApiBody, BoxError};
+use super::request::RequestInfo;
 use crate::upstream::client::{Client, Lane};
 
 /// Headers that describe one connection, not the message; as names, not
@@ -72,31 +73,32 @@ fn upgrade_protocol(req: &Request<Incoming>) -> Option<HeaderValue> {
 /// follow in a frame of its own, which the apiserver waits for.
 const WHOLE_BODY: u64 = 1 << 20;
 
-/// The lane a relay of `method` on `attributes` with `query` takes: its
+/// The lane a relay of the request `info` describes takes: its
 /// own connection for a whole collection — a list without a limit, or a
 /// watch that first sends every object (`sendInitialEvents`) — which may
 /// be many megabytes; a stream of a shared connection for any other watch
 /// or stream (a followed log), which may last for hours; else a kept
 /// connection (an answer that ends soon).
-pub fn lane(method: &http::Method, attributes: &Attributes, query: &str) -> Lane {
-    let param = |name: &str| form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == name).map(|(_, v)| v);
+pub fn lane(info: &RequestInfo) -> Lane {
+    let (method, attributes, query) = (&info.method, &info.attributes, &info.query);
     let get = method == http::Method::GET && attributes.resource_request;
     match attributes.verb.as_str() {
-        "list" if get && param("limit").is_none_or(|l| l.parse::<i64>().is_ok_and(|l| l <= 0)) => Lane::Dedicated,
-        "watch" if get && param("sendInitialEvents").is_some_and(|v| apimachinery::params::parse_bool(&v)) => Lane::Dedicated,
+        "list" if get && query.get("limit").is_none_or(|l| l.parse::<i64>().is_ok_and(|l| l <= 0)) => Lane::Dedicated,
+        "watch" if get && query.on("sendInitialEvents") => Lane::Dedicated,
         "watch" => Lane::Http2,
-        _ if method == http::Method::GET && apimachinery::params::is_stream(&attributes.path, query) => Lane::Http2,
+        _ if method == http::Method::GET && info.stream => Lane::Http2,
         _ => Lane::KeptAlive,
     }
 }
 
-/// Forwards `req` upstream on `lane` and streams the answer back.
-/// `user`: the authenticated client, whom upstream then sees by impersonation
-/// (`None` only when kache authenticates no one and listens on loopback).
-pub async fn forward(client: &Client, mut req: Request<Incoming>, user: Option<&UserInfo>, lane: Lane) -> Response<ApiBody> {
+/// Forwards `req`, which `info` describes, upstream on its [`lane`] and
+/// streams the answer back. `user`: the authenticated client, whom upstream
+/// then sees by impersonation (`None` only when kache authenticates no one
+/// and listens on loopback).
+pub async fn forward(client: &Client, mut req: Request<Incoming>, info: &RequestInfo, user: Option<&UserInfo>) -> Response<ApiBody> {
+    let (lane, stream) = (lane(info), info.stream);
     let upgrade = upgrade_protocol(&req).map(|protocol| (protocol, hyper::upgrade::on(&mut req)));
     let (mut parts, incoming) = req.into_parts();
-    let stream = apimachinery::params::is_stream(parts.uri.path(), parts.uri.query().unwrap_or(""));
     let path = parts.uri.path_and_query().map_or("/", |pq| pq.as_str());
     let uri = match client.uri(path) {
         Ok(u) => u,
@@ -231,7 +233,9 @@ mod tests {
 
     #[test]
     fn whole_collections_take_a_dedicated_lane_streams_share_http2_and_the_rest_keep_one_alive() {
-        let lane = |method: http::Method, path: &str, query: &str| lane(&method, &Attributes::of(method.as_str(), path, query), query);
+        let lane = |method: http::Method, path: &str, query: &str| {
+            lane(&RequestInfo::of(&method, &format!("{path}?{query}").parse().expect("a URI")))
+        };
         let informer = "watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true";
         for (method, path, query, expected) in [
             (http::Method::GET, "/api/v1/pods", "", Lane::Dedicated),

@@ -16,6 +16,7 @@ use hyper::body::Incoming;
 
 use super::body::ApiBody;
 use super::encode::text;
+use super::request::RequestInfo;
 use super::server::Handler;
 use super::starting::Starting;
 use super::{health, metrics};
@@ -30,15 +31,15 @@ pub fn handler(starting: &Arc<Starting>) -> Handler {
 }
 
 fn respond(starting: &Starting, req: &Request<Incoming>) -> Response<ApiBody> {
-    let (path, query) = (req.uri().path(), req.uri().query().unwrap_or(""));
     if req.method() != Method::GET {
         return text(StatusCode::NOT_FOUND, "404 page not found\n");
     }
-    let health = match (starting.api(), path) {
+    let info = RequestInfo::of(req.method(), req.uri());
+    let health = match (starting.api(), info.path()) {
         (Some(api), "/metrics") => return metrics::response(api),
         (None, "/metrics") => return text(StatusCode::SERVICE_UNAVAILABLE, "kache is starting\n"),
-        (Some(api), _) => health::report(api, path, query),
-        (None, _) => starting.health(path, query),
+        (Some(api), _) => health::report(api, &info),
+        (None, _) => starting.health(&info),
     };
     match health {
         Some((status, body)) => text(status, body),

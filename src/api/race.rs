@@ -23,12 +23,12 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
 use super::body::ApiBody;
+use super::request::RequestInfo;
 use super::shared::Api;
 use super::source::{Answer, PassThrough, Source};
 use super::target::Target;
 use super::{memory, pass_through};
 use crate::access::Permission;
-use crate::upstream::client::Lane;
 use crate::upstream::costs::{Class, Measure, Meter, Metered, SmallLists};
 use crate::upstream::freshness::NotFresh;
 use crate::upstream::plan::Plan;
@@ -39,13 +39,12 @@ pub async fn read(
     api: &Api,
     t: &Target<'_>,
     negotiated: Negotiated,
-    (req, lane): (Request<Incoming>, Lane),
+    (req, info): (Request<Incoming>, &RequestInfo),
     user: Option<&UserInfo>,
     permission: Option<Permission>,
 ) -> Response<ApiBody> {
-    let (path, query) = (req.uri().path().to_string(), req.uri().query().unwrap_or("").to_string());
-    let stream = apimachinery::params::is_stream(&path, &query);
-    let (source, resp, plan) = match memory::read(api, t, negotiated, &query, permission.clone(), None).await {
+    let stream = info.stream;
+    let (source, resp, plan) = match memory::read(api, t, negotiated, info, permission.clone(), None).await {
         Answer::Memory(resp) => (Source::Memory, resp, None),
         Answer::Upstream(why) => {
             // The warm-up that made this read pass through yields the CPU to it while its bytes flow.
@@ -53,7 +52,7 @@ pub async fn read(
             if let Some(res) = &warming {
                 res.relaying(negotiated.encoding);
             }
-            let resp = relay(api, req, user, lane).await;
+            let resp = relay(api, req, info, user).await;
             let resp = match warming {
                 Some(res) => resp.map(|body| {
                     body.map_frame(move |frame| {
@@ -68,7 +67,7 @@ pub async fn read(
         }
         // Nothing proves a resource the apiserver does not watch-cache fresh: its consistent reads are the apiserver's.
         Answer::Unproven(_) if !t.res.info().watch_cached => {
-            (Source::Upstream(PassThrough::UncachedUpstream), relay(api, req, user, lane).await, None)
+            (Source::Upstream(PassThrough::UncachedUpstream), relay(api, req, info, user).await, None)
         }
         Answer::Unproven(read) => {
             let class = Class::of(&negotiated, read.stream);
@@ -78,9 +77,9 @@ pub async fn read(
             let plan = t.res.fresh().plan(read, class, api.config.consistent_reads);
             let measure = Measure::UpstreamRead(class, read.bytes);
             let small = read.collection.then(|| t.res.fresh().small_lists.clone());
-            let upstream = Upstream { api, req, lane, user, measure, small };
+            let upstream = Upstream { api, req, info, user, measure, small };
             let (source, resp) = match plan.from_memory() {
-                true => consistent(api, t, (negotiated, &query, permission), plan, upstream).await,
+                true => consistent(api, t, (negotiated, info, permission), plan, upstream).await,
                 false => {
                     let why = PassThrough::NotFresh(t.res.fresh().go_upstream());
                     (Source::Upstream(why), upstream.ask().await)
@@ -115,8 +114,8 @@ pub async fn read(
 /// pool) is boxed, made only when a read goes upstream, so the futures of
 /// the reads that memory answers — every request's own, allocated and
 /// copied once each — do not carry it.
-async fn relay(api: &Api, req: Request<Incoming>, user: Option<&UserInfo>, lane: Lane) -> Response<ApiBody> {
-    Box::pin(pass_through::forward(&api.client, req, user, lane)).await
+async fn relay(api: &Api, req: Request<Incoming>, info: &RequestInfo, user: Option<&UserInfo>) -> Response<ApiBody> {
+    Box::pin(pass_through::forward(&api.client, req, info, user)).await
 }
 
 /// A consistent read sent upstream, measured for the plans of the reads
@@ -124,7 +123,7 @@ async fn relay(api: &Api, req: Request<Incoming>, user: Option<&UserInfo>, lane:
 struct Upstream<'a> {
     api: &'a Api,
     req: Request<Incoming>,
-    lane: Lane,
+    info: &'a RequestInfo,
     user: Option<&'a UserInfo>,
     measure: Measure,
     /// A list's resource's small lists, which it measures too.
@@ -134,7 +133,7 @@ struct Upstream<'a> {
 impl Upstream<'_> {
     async fn ask(self) -> Response<ApiBody> {
         let sent = Instant::now();
-        let resp = relay(self.api, self.req, self.user, self.lane).await;
+        let resp = relay(self.api, self.req, self.info, self.user).await;
         let meter = Meter::new(self.api.client.costs().clone(), self.measure, sent);
         let meter = match self.small {
             Some(small) => meter.of_list(small),
@@ -150,14 +149,14 @@ impl Upstream<'_> {
 async fn consistent(
     api: &Api,
     t: &Target<'_>,
-    (negotiated, query, permission): (Negotiated, &str, Option<Permission>),
+    (negotiated, info, permission): (Negotiated, &RequestInfo, Option<Permission>),
     plan: Plan,
     upstream: Upstream<'_>,
 ) -> (Source, Response<ApiBody>) {
     let proving = t.res.fresh().proving(plan);
     let memory = async {
         let proven = proving.proven().await.map_err(PassThrough::NotFresh)?;
-        match memory::read(api, t, negotiated, query, permission, Some(proven)).await {
+        match memory::read(api, t, negotiated, info, permission, Some(proven)).await {
             Answer::Memory(resp) => Ok(resp),
             Answer::Upstream(why) => Err(why),
             // A proven read is never unproven; should one be, memory does not answer it.

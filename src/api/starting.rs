@@ -15,6 +15,7 @@ use parking_lot::Mutex;
 use super::body::{self, ApiBody};
 use super::chain::handler;
 use super::health;
+use super::request::RequestInfo;
 use super::server::Handler;
 use super::shared::Api;
 
@@ -58,9 +59,9 @@ impl Starting {
     }
 
     /// The answer to a health check while kache starts (`None`: not a health path).
-    pub fn health(&self, path: &str, query: &str) -> Option<(StatusCode, String)> {
+    pub fn health(&self, info: &RequestInfo) -> Option<(StatusCode, String)> {
         let why = self.why.lock().clone();
-        health::report_with(path, query, |endpoint| {
+        health::report_with(info, |endpoint| {
             let mut checks: Vec<health::Check> = vec![("ping".into(), None)];
             if endpoint == "readyz" {
                 checks.push(("upstream".into(), Some(why)));
@@ -82,7 +83,7 @@ impl Starting {
     }
 
     fn respond(&self, req: &Request<Incoming>) -> Response<ApiBody> {
-        let health = self.health(req.uri().path(), req.uri().query().unwrap_or(""));
+        let health = self.health(&RequestInfo::of(req.method(), req.uri()));
         let why = self.why.lock().clone();
         let (status, content_type, body) = match health {
             Some((status, text)) => (status, "text/plain; charset=utf-8", text.into_bytes()),

@@ -17,6 +17,8 @@
 //! kache knows the count and the average size exactly: its store's head
 //! (the apiserver estimates both from etcd every minute).
 
+use apimachinery::params::Query;
+
 /// Seats per 100 kB held at once (`bytesPerSeat`).
 const BYTES_PER_SEAT: u64 = 100_000;
 /// The most a list from a cache holds at once (`cacheWithStreamingMaxMemoryUsage`).
@@ -42,7 +44,8 @@ pub struct Request<'a> {
     pub verb: &'a str,
     /// It names one object (a GET, or `fieldSelector=metadata.name=…`).
     pub single: bool,
-    pub query: &'a str,
+    /// Its query, decoded.
+    pub query: &'a Query,
 }
 
 /// The seats a level with `nominal` seats and hands of `hand_size` lets
@@ -62,9 +65,7 @@ pub fn seats(req: Request<'_>, stats: Stats, level_max: usize) -> usize {
     if !matches!(req.verb, "list" | "watch") {
         return 1;
     }
-    // Read once, borrowed unless a value had to be unescaped.
-    let params: Vec<_> = form_urlencoded::parse(req.query.as_bytes()).collect();
-    let param = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_ref());
+    let param = |k: &str| req.query.get(k);
     let limit = match param("limit").map(str::parse::<i64>) {
         None => 0,
         Some(Ok(l)) => l,
@@ -96,7 +97,7 @@ pub fn seats(req: Request<'_>, stats: Stats, level_max: usize) -> usize {
 mod tests {
     use super::*;
 
-    fn list(query: &str) -> Request<'_> {
+    fn list(query: &Query) -> Request<'_> {
         Request { verb: "list", single: false, query }
     }
 
@@ -117,22 +118,26 @@ mod tests {
             (stats(1_000_000_000 - 1, 1000), "", true, 10),
         ];
         for (stats, query, single, want) in cases {
-            assert_eq!(seats(Request { verb: "list", single, query }, stats, 0), want, "{stats:?} {query}");
+            assert_eq!(seats(Request { verb: "list", single, query: &Query::parse(query) }, stats, 0), want, "{stats:?} {query}");
         }
-        assert_eq!(seats(list(""), Stats::default(), 0), 1, "an empty resource: the minimum");
-        assert_eq!(seats(list("limit=x"), Stats::default(), 7), 7, "an option that does not parse: the most");
+        assert_eq!(seats(list(&Query::parse("")), Stats::default(), 0), 1, "an empty resource: the minimum");
+        assert_eq!(seats(list(&Query::parse("limit=x")), Stats::default(), 7), 7, "an option that does not parse: the most");
     }
 
     // `TestWorkEstimator` (width_test.go): reads and watches.
     #[test]
     fn gets_and_watches_without_initial_state_cost_one_seat() {
         let big = Stats { count: 50_000, bytes: 230_000_000 };
-        assert_eq!(seats(Request { verb: "get", single: true, query: "" }, big, 0), 1);
-        assert_eq!(seats(Request { verb: "watch", single: false, query: "resourceVersion=123" }, big, 0), 1);
-        assert_eq!(seats(Request { verb: "watch", single: false, query: "resourceVersion=0" }, big, 0), 10, "legacy: the state first");
+        assert_eq!(seats(Request { verb: "get", single: true, query: &Query::parse("") }, big, 0), 1);
+        assert_eq!(seats(Request { verb: "watch", single: false, query: &Query::parse("resourceVersion=123") }, big, 0), 1);
+        assert_eq!(
+            seats(Request { verb: "watch", single: false, query: &Query::parse("resourceVersion=0") }, big, 0),
+            10,
+            "legacy: the state first"
+        );
         let watch_list = "resourceVersion=123&sendInitialEvents=true&resourceVersionMatch=NotOlderThan";
-        assert_eq!(seats(Request { verb: "watch", single: false, query: watch_list }, big, 0), 10);
-        assert_eq!(seats(list(""), big, 3), 3, "held to the level's cap");
+        assert_eq!(seats(Request { verb: "watch", single: false, query: &Query::parse(watch_list) }, big, 0), 10);
+        assert_eq!(seats(list(&Query::parse("")), big, 3), 3, "held to the level's cap");
     }
 
     #[test]

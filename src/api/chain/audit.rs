@@ -23,7 +23,7 @@
 use std::io::Read;
 use std::sync::Arc;
 
-use apimachinery::auth::{Attributes, UserInfo};
+use apimachinery::auth::UserInfo;
 use apimachinery::status::ApiError;
 use bytes::Bytes;
 use http::header::{CONTENT_ENCODING, CONTENT_TYPE};
@@ -34,6 +34,7 @@ use crate::access::Verdict;
 use crate::api::body::ApiBody;
 use crate::api::followed::{End, Follow};
 use crate::api::pass_through::Unreached;
+use crate::api::request::RequestInfo;
 use crate::api::server::Peer;
 use crate::api::source::Source;
 use crate::audit::Auditor;
@@ -73,11 +74,11 @@ const INCOMPLETE: &str = "kache.dev/response-incomplete";
 const NOT_RECORDED: &str = "kache.dev/response-object";
 
 impl Audit {
-    /// A request asking for `attributes`, as it arrives (`None`: kache audits nothing).
-    pub fn arrived(auditor: Option<&Arc<Auditor>>, req: &Request<Incoming>, attributes: &Arc<Attributes>) -> Audit {
+    /// A request asking for what `info` says, as it arrives (`None`: kache audits nothing).
+    pub fn arrived(auditor: Option<&Arc<Auditor>>, req: &Request<Incoming>, info: &RequestInfo) -> Audit {
         let Some(auditor) = auditor else { return Audit(State::Off) };
         let peer = req.extensions().get::<Peer>().map(|p| p.0.ip());
-        let arrival = Arrival::of(req.headers(), attributes.clone(), req.uri().query().unwrap_or(""), peer);
+        let arrival = Arrival::of(req.headers(), info.attributes.clone(), info.raw_query(), peer);
         Audit(State::Arrived(auditor.clone(), arrival))
     }
 

@@ -1,8 +1,8 @@
 //! The request path, one stage a module, in the order kube-apiserver's
 //! `DefaultBuildHandlerChain` runs its filters. What the request asks
-//! (its `Attributes`: verb, resource, namespace, name) is read once, as the
-//! apiserver's `WithRequestInfo` reads it before every filter, and every
-//! stage uses that reading:
+//! (its [`RequestInfo`]: verb, resource, namespace, name, a list's or
+//! watch's options) is read once, as the apiserver's `WithRequestInfo`
+//! reads it before every filter, and every stage uses that reading:
 //!
 //! 1. [`authenticate`]: who the client is (401 otherwise);
 //! 2. [`audit`]: whether the policy audits the request, and its record to the answer;
@@ -47,6 +47,7 @@ use hyper::body::Incoming;
 use super::body::ApiBody;
 use super::encode::{self, text};
 use super::metrics;
+use super::request::RequestInfo;
 use super::server::Handler;
 use super::shared::Api;
 use super::source::Source;
@@ -62,28 +63,21 @@ pub fn handler(api: &Arc<Api>) -> Handler {
         let api = api.clone();
         Box::pin(async move {
             // What the request asks, read once for every stage (the apiserver's `WithRequestInfo`).
-            let attributes = Arc::new(Attributes::of(req.method().as_str(), req.uri().path(), req.uri().query().unwrap_or("")));
-            let observed = metrics::Request::of(&attributes);
-            let mut audit = Audit::arrived(api.audit.as_ref(), &req, &attributes);
-            let resp = handle(&api, req, &attributes, &certificate, &mut audit).await;
+            let info = RequestInfo::of(req.method(), req.uri());
+            let observed = metrics::Request::of(&info.attributes);
+            let mut audit = Audit::arrived(api.audit.as_ref(), &req, &info);
+            let resp = handle(&api, req, &info, &certificate, &mut audit).await;
             let audited = audit.answered(&resp);
             metrics::observe(observed, resp, audited)
         })
     })
 }
 
-/// One request, asking for `attributes`, through every stage.
-async fn handle(
-    api: &Api,
-    req: Request<Incoming>,
-    attributes: &Attributes,
-    certificate: &Certificate,
-    audit: &mut Audit,
-) -> Response<ApiBody> {
-    let path = req.uri().path().to_string();
-    let query = req.uri().query().unwrap_or("").to_string();
-    if req.method() == Method::GET
-        && let Some((status, body)) = health::report(api, &path, &query)
+/// One request, asking for what `info` says, through every stage.
+async fn handle(api: &Api, req: Request<Incoming>, info: &RequestInfo, certificate: &Certificate, audit: &mut Audit) -> Response<ApiBody> {
+    let attributes: &Attributes = &info.attributes;
+    if info.method == Method::GET
+        && let Some((status, body)) = health::report(api, info)
     {
         return text(status, body);
     }
@@ -110,8 +104,7 @@ async fn handle(
         (_, user) => user,
     };
     let flow = api.flow.as_ref();
-    let lane = pass_through::lane(req.method(), attributes, &query);
-    match route::route(api, req.method(), &path, &query, req.headers()) {
+    match route::route(api, info, req.headers()) {
         Route::Metrics => {
             let answer = async {
                 match audit.authorized(authorize::authorize(reviewer, user.as_ref(), attributes.clone()).await) {
@@ -122,10 +115,10 @@ async fn handle(
             priority::queued(flow, user.as_ref(), attributes, priority::Cost::one(), answer).await
         }
         Route::Memory(target, negotiated) => {
-            let cost = priority::Cost::of(&target, attributes, &query);
+            let cost = priority::Cost::of(&target, info);
             let answer = async {
                 match audit.authorized(authorize::authorize(reviewer, user.as_ref(), attributes.clone()).await) {
-                    Ok(permission) => race::read(api, &target, negotiated, (req, lane), user.as_ref(), permission).await,
+                    Ok(permission) => race::read(api, &target, negotiated, (req, info), user.as_ref(), permission).await,
                     Err(e) => encode::error(negotiated, &e),
                 }
             };
@@ -134,7 +127,7 @@ async fn handle(
         Route::Upstream(why) => {
             audit.relayed();
             api.counters.passed_through.fetch_add(1, Ordering::Relaxed);
-            Source::Upstream(why).mark(pass_through::forward(&api.client, req, user.as_ref(), lane).await)
+            Source::Upstream(why).mark(pass_through::forward(&api.client, req, info, user.as_ref()).await)
         }
     }
 }

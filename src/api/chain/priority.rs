@@ -38,7 +38,7 @@ use std::task::{Context, Poll, ready};
 
 use apimachinery::auth::{Attributes, UserInfo};
 use apimachinery::flowcontrol::{FLOW_SCHEMA_UID, PRIORITY_LEVEL_UID};
-use apimachinery::params::ListOptions;
+use apimachinery::params::Query;
 use bytes::Bytes;
 use futures_util::FutureExt;
 use futures_util::future::Either;
@@ -50,6 +50,7 @@ use hyper::body::{Body, Frame, SizeHint};
 use crate::api::body::{ApiBody, BoxError};
 use crate::api::encode;
 use crate::api::filter::Filter;
+use crate::api::request::RequestInfo;
 use crate::api::source::Source;
 use crate::api::target::Target;
 use crate::flowcontrol::width::{self, Stats};
@@ -65,21 +66,20 @@ pub struct Cost<'a> {
 impl<'a> Cost<'a> {
     /// A request of kache's own (`/metrics`): one seat.
     pub fn one() -> Cost<'static> {
-        Cost { request: width::Request { verb: "get", single: true, query: "" }, stats: Stats::default() }
+        Cost { request: width::Request { verb: "get", single: true, query: &Query::EMPTY }, stats: Stats::default() }
     }
 
-    /// A read of `target` with `query`, as `attributes` describe it: the
+    /// A read of `target`, as `info` describes it: the
     /// objects it may return are the collection's, as the apiserver counts
     /// them — or, where a selector names a value kache indexes (a pod's
     /// node, a label), that index's objects, which is all kache reads (the
     /// apiserver's estimator leaves this to caches with indexes, its TODO).
-    pub fn of(target: &Target<'_>, attributes: &'a Attributes, query: &'a str) -> Cost<'a> {
+    pub fn of(target: &Target<'_>, info: &'a RequestInfo) -> Cost<'a> {
         let head = target.res.store().view().head().clone();
         let (count, bytes) = (head.len() as u64, head.bytes() as u64);
-        // Only a query with a selector is read again (one whose names are escaped is counted whole, as upstream counts it).
-        let selected = ["fieldSelector=", "labelSelector="].iter().any(|p| query.contains(p));
-        let indexed = selected.then(|| ListOptions::decode(query).ok()).flatten().and_then(|opts| {
-            let filter = Filter::new(target.res.info(), target.namespace, &opts, None);
+        let selected = info.decoded().filter(|opts| opts.label_selector.is_some() || opts.field_selector.is_some());
+        let indexed = selected.and_then(|opts| {
+            let filter = Filter::new(target.res.info(), target.namespace, opts, None);
             filter.has_selectors().then(|| filter.most_matches(&head)).flatten()
         });
         let stats = match indexed.map(|n| n as u64) {
@@ -87,7 +87,8 @@ impl<'a> Cost<'a> {
             Some(n) if n < count => Stats { count: n, bytes: bytes.checked_div(count).unwrap_or(0) * n },
             _ => Stats { count, bytes },
         };
-        Cost { request: width::Request { verb: &attributes.verb, single: !attributes.name.is_empty(), query }, stats }
+        let attributes = &info.attributes;
+        Cost { request: width::Request { verb: &attributes.verb, single: !attributes.name.is_empty(), query: &info.query }, stats }
     }
 }
 
@@ -261,8 +262,8 @@ mod tests {
         let (_writer, res) = pods().await;
         let target = Target { index: 0, res: &res, namespace: None, name: None };
         let seats = |query: &str| {
-            let attributes = Attributes::of("GET", "/api/v1/pods", query);
-            let cost = Cost::of(&target, &attributes, query);
+            let info = RequestInfo::of(&http::Method::GET, &format!("/api/v1/pods?{query}").parse().expect("a URI"));
+            let cost = Cost::of(&target, &info);
             width::seats(cost.request, cost.stats, 0)
         };
         // The whole collection: 1.2 MB, held at most 1 MB at once.

@@ -10,6 +10,7 @@ use apimachinery::negotiate::Negotiated;
 use http::{HeaderMap, Method};
 
 use crate::api::negotiate::negotiate;
+use crate::api::request::RequestInfo;
 use crate::api::shared::Api;
 use crate::api::source::PassThrough;
 use crate::api::target::{Target, target};
@@ -26,20 +27,20 @@ pub enum Route<'a> {
     Upstream(PassThrough),
 }
 
-/// Who answers `method path?query` with `headers`.
-pub fn route<'a>(api: &'a Api, method: &Method, path: &'a str, query: &str, headers: &HeaderMap) -> Route<'a> {
-    if method != Method::GET {
+/// Who answers the request `info` describes, with `headers`.
+pub fn route<'a>(api: &'a Api, info: &'a RequestInfo, headers: &HeaderMap) -> Route<'a> {
+    if info.method != Method::GET {
         return Route::Upstream(PassThrough::NotARead);
     }
-    if path == "/metrics" {
+    if info.path() == "/metrics" {
         return Route::Metrics;
     }
-    let Some(t) = target(&api.cache, path) else { return Route::Upstream(PassThrough::NotCached) };
+    let Some(t) = target(&api.cache, info.path()) else { return Route::Upstream(PassThrough::NotCached) };
     let why = match t.res.status().health(api.config.max_staleness) {
         Health::Listing { .. } => PassThrough::NotSynced,
         Health::Stale { .. } => PassThrough::Stale,
         Health::Inconsistent => PassThrough::Inconsistent,
-        Health::Fresh => match negotiate(&api.client, t.res, headers, query) {
+        Health::Fresh => match negotiate(&api.client, t.res, headers, info.raw_query()) {
             Ok(negotiated) => return Route::Memory(t, negotiated),
             Err(why) => why,
         },
