@@ -164,14 +164,25 @@ impl ClientCertVerifier for ClientCertificates {
     }
 }
 
-/// A serving certificate chain and key (PEM), checked and ready to serve.
-pub fn certified_key(cert_pem: &[u8], key_pem: &[u8]) -> Result<Arc<CertifiedKey>, TlsError> {
+/// The certificates of a PEM bundle (a chain, or CAs); at least one.
+pub fn certificates(pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, TlsError> {
     let certs: Vec<CertificateDer<'static>> =
-        CertificateDer::pem_slice_iter(cert_pem).collect::<Result<_, _>>().map_err(TlsError::CertificatePem)?;
+        CertificateDer::pem_slice_iter(pem).collect::<Result<_, _>>().map_err(TlsError::CertificatePem)?;
     if certs.is_empty() {
         return Err(TlsError::NoCertificate);
     }
-    let key = PrivateKeyDer::from_pem_slice(key_pem).map_err(TlsError::KeyPem)?;
+    Ok(certs)
+}
+
+/// The private key of a PEM file.
+pub fn private_key(pem: &[u8]) -> Result<PrivateKeyDer<'static>, TlsError> {
+    PrivateKeyDer::from_pem_slice(pem).map_err(TlsError::KeyPem)
+}
+
+/// A serving certificate chain and key (PEM), checked and ready to serve.
+pub fn certified_key(cert_pem: &[u8], key_pem: &[u8]) -> Result<Arc<CertifiedKey>, TlsError> {
+    let certs = certificates(cert_pem)?;
+    let key = private_key(key_pem)?;
     let provider = rustls::crypto::ring::default_provider();
     let key = CertifiedKey::from_der(certs, key, &provider).map_err(TlsError::CertifiedKey)?;
     Ok(Arc::new(key))

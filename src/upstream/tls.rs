@@ -1,14 +1,16 @@
 //! The rustls client configuration for the apiserver connection: which
 //! roots the serving certificate must chain to (the configured CA bundle,
 //! else the system's), an optional client certificate, and the explicit
-//! opt-out of verification (`insecure-skip-tls-verify`). No OpenSSL.
+//! opt-out of verification (`insecure-skip-tls-verify`). No OpenSSL. PEM
+//! is read as the serving side reads it (`apimachinery::tls`), in this
+//! side's words.
 
 use std::sync::Arc;
 
+use apimachinery::tls::TlsError;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::{CryptoProvider, verify_tls12_signature, verify_tls13_signature};
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 
 use super::UpstreamError;
@@ -51,7 +53,10 @@ pub fn client_config(m: &TlsMaterial) -> Result<ClientConfig, UpstreamError> {
     let config = match &m.identity {
         Some(id) => {
             let chain = certificates(&id.cert_pem)?;
-            let key = PrivateKeyDer::from_pem_slice(&id.key_pem).map_err(|e| UpstreamError::Config(format!("client key: {e}")))?;
+            let key = apimachinery::tls::private_key(&id.key_pem).map_err(|e| match e {
+                TlsError::KeyPem(e) => UpstreamError::Config(format!("client key: {e}")),
+                e => UpstreamError::Config(e.to_string()),
+            })?;
             builder.with_client_auth_cert(chain, key).map_err(tls_error)?
         }
         None => builder.with_no_client_auth(),
@@ -65,12 +70,11 @@ fn tls_error(e: rustls::Error) -> UpstreamError {
 
 /// The certificates of a PEM bundle; at least one.
 pub fn certificates(pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, UpstreamError> {
-    let certs: Vec<_> =
-        CertificateDer::pem_slice_iter(pem).collect::<Result<_, _>>().map_err(|e| UpstreamError::Config(format!("certificate: {e}")))?;
-    if certs.is_empty() {
-        return Err(UpstreamError::Config("no certificate in the PEM data".into()));
-    }
-    Ok(certs)
+    apimachinery::tls::certificates(pem).map_err(|e| match e {
+        TlsError::CertificatePem(e) => UpstreamError::Config(format!("certificate: {e}")),
+        TlsError::NoCertificate => UpstreamError::Config("no certificate in the PEM data".into()),
+        e => UpstreamError::Config(e.to_string()),
+    })
 }
 
 fn roots(ca: Option<&[CertificateDer<'static>]>) -> Result<RootCertStore, UpstreamError> {
