@@ -29,6 +29,7 @@ use apimachinery::status::ApiError;
 use imbl::OrdSet;
 
 use super::source::PassThrough;
+use crate::cache::CachedResource;
 use crate::store::{CachedObject, Event, EventType, IndexKey, Snapshot};
 
 /// A request's scope and selectors.
@@ -78,13 +79,13 @@ pub enum Shard {
 }
 
 impl Shard {
-    /// The shard `opts` asks for, given whether upstream honours selectors
-    /// (`honoured`, asked only of a sharded request; `None`: not known).
-    pub fn of(honoured: impl FnOnce() -> Option<bool>, opts: &ListOptions) -> Shard {
+    /// The shard `opts` asks of `res`, given whether upstream honours
+    /// selectors on it (asked only of a sharded request).
+    pub fn of(res: &CachedResource, opts: &ListOptions) -> Shard {
         if opts.shard_selector.is_empty() {
             return Shard::Whole;
         }
-        match honoured() {
+        match res.honours_shards() {
             Some(true) => {}
             Some(false) => return Shard::Upstream(PassThrough::ShardsIgnored),
             None => return Shard::Upstream(PassThrough::ShardsUnknown),
@@ -93,6 +94,17 @@ impl Shard {
             Ok(Some(s)) => Shard::Range(s),
             Ok(None) => Shard::Whole,
             Err(e) => e.status().map_or(Shard::Upstream(PassThrough::ShardBeyondCel), Shard::Invalid),
+        }
+    }
+
+    /// As a list or watch from memory takes it: the shard it reads (`None`:
+    /// the whole collection), or why upstream answers, or the refusal.
+    pub fn admitted(self) -> Result<Result<Option<ShardSelector>, PassThrough>, ApiError> {
+        match self {
+            Shard::Whole => Ok(Ok(None)),
+            Shard::Range(s) => Ok(Ok(Some(s))),
+            Shard::Upstream(why) => Ok(Err(why)),
+            Shard::Invalid(e) => Err(e),
         }
     }
 }

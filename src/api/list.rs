@@ -15,7 +15,7 @@
 //! the apiserver's format, so tokens cross between kache and the apiserver.
 //!
 //! A `shardSelector` is answered here only when upstream honours it
-//! ([`Shard::of`], `upstream::capability`); the page then holds the shard,
+//! ([`Shard::of`], `CachedResource::honours_shards`); the page then holds the shard,
 //! says so in `shardInfo` (built-in kinds), and counts `remainingItemCount`
 //! as the apiserver's cacher does.
 //!
@@ -36,7 +36,6 @@ use super::filter::{Filter, Shard};
 use super::source::{Answer, PassThrough};
 use crate::cache::CachedResource;
 use crate::store::{CachedObject, Snapshot, StoreError};
-use crate::upstream::capability::Probe;
 use crate::upstream::freshness::Proven;
 use crate::upstream::plan::Read as Consistent;
 
@@ -66,11 +65,9 @@ pub async fn list(
     if let Labels::Unknown(_) = check_fields(res.info(), opts)? {
         return Ok(Answer::Upstream(PassThrough::CustomFieldLabel));
     }
-    let shard = match Shard::of(|| res.status().capabilities.learn(Probe::Shards, res.fresh().client(), res.info()), opts) {
-        Shard::Whole => None,
-        Shard::Range(s) => Some(s),
-        Shard::Upstream(why) => return Ok(Answer::Upstream(why)),
-        Shard::Invalid(e) => return Err(e),
+    let shard = match Shard::of(res, opts).admitted()? {
+        Ok(shard) => shard,
+        Err(why) => return Ok(Answer::Upstream(why)),
     };
     let prefix = res.info().prefix(namespace);
     let plan = ListPlan::of(res.info(), opts, &prefix, named_key(res.info(), namespace, opts))?;

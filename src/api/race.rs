@@ -12,7 +12,6 @@
 //! travels with the response to the metrics, which compare it with what
 //! the answer took.
 
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
@@ -29,7 +28,8 @@ use super::source::{Answer, PassThrough, Source};
 use super::target::Target;
 use super::{memory, pass_through};
 use crate::access::Permission;
-use crate::upstream::costs::{Class, Measure, Meter, Metered, SmallLists};
+use crate::cache::CachedResource;
+use crate::upstream::costs::{Class, Measure, Meter, Metered};
 use crate::upstream::freshness::NotFresh;
 use crate::upstream::plan::Plan;
 
@@ -71,17 +71,14 @@ pub async fn read(
         }
         Answer::Unproven(read) => {
             let class = Class::of(&negotiated, read.stream);
-            if read.collection {
-                t.res.fresh().keep_warm();
-            }
-            let plan = t.res.fresh().plan(read, class, api.config.consistent_reads);
+            let plan = t.res.plan(read, class, api.config.consistent_reads);
             let measure = Measure::UpstreamRead(class, read.bytes);
-            let small = read.collection.then(|| t.res.fresh().small_lists.clone());
-            let upstream = Upstream { api, req, info, user, measure, small };
+            let list_of = read.collection.then_some(&**t.res);
+            let upstream = Upstream { api, req, info, user, measure, list_of };
             let (source, resp) = match plan.from_memory() {
                 true => consistent(api, t, (negotiated, info, permission), plan, upstream).await,
                 false => {
-                    let why = PassThrough::NotFresh(t.res.fresh().go_upstream());
+                    let why = PassThrough::NotFresh(t.res.go_upstream());
                     (Source::Upstream(why), upstream.ask().await)
                 }
             };
@@ -126,8 +123,8 @@ struct Upstream<'a> {
     info: &'a RequestInfo,
     user: Option<&'a UserInfo>,
     measure: Measure,
-    /// A list's resource's small lists, which it measures too.
-    small: Option<Arc<SmallLists>>,
+    /// A list's resource, whose small lists it measures too.
+    list_of: Option<&'a CachedResource>,
 }
 
 impl Upstream<'_> {
@@ -135,8 +132,8 @@ impl Upstream<'_> {
         let sent = Instant::now();
         let resp = relay(self.api, self.req, self.info, self.user).await;
         let meter = Meter::new(self.api.client.costs().clone(), self.measure, sent);
-        let meter = match self.small {
-            Some(small) => meter.of_list(small),
+        let meter = match self.list_of {
+            Some(res) => res.measuring_lists(meter),
             None => meter,
         };
         resp.map(|body| Metered::new(body, Some(meter)).boxed())
@@ -153,7 +150,7 @@ async fn consistent(
     plan: Plan,
     upstream: Upstream<'_>,
 ) -> (Source, Response<ApiBody>) {
-    let proving = t.res.fresh().proving(plan);
+    let proving = t.res.proving(plan);
     let memory = async {
         let proven = proving.proven().await.map_err(PassThrough::NotFresh)?;
         match memory::read(api, t, negotiated, info, permission, Some(proven)).await {
@@ -165,7 +162,7 @@ async fn consistent(
     };
     let upstream = async {
         proving.upstream_due().await;
-        t.res.fresh().stats.hedges.fetch_add(1, Ordering::Relaxed);
+        t.res.count_hedge();
         upstream.ask().await
     };
     tokio::pin!(memory, upstream);
@@ -179,7 +176,7 @@ async fn consistent(
             }
         },
         resp = &mut upstream => {
-            t.res.fresh().stats.record(Err(NotFresh::Late));
+            t.res.count_late();
             (Source::Upstream(PassThrough::NotFresh(NotFresh::Late)), resp)
         }
     }

@@ -20,9 +20,12 @@ use apimachinery::table::{self, Printer};
 
 use crate::state::StateDir;
 use crate::store::{StoreConfig, StoreReader, StoreWriter};
+use crate::upstream::capability::Probe;
 use crate::upstream::client::Client;
 use crate::upstream::consistency::{self, CheckStats};
-use crate::upstream::freshness::Freshness;
+use crate::upstream::costs::{Class, Meter};
+use crate::upstream::freshness::{Freshness, NotFresh, Proving};
+use crate::upstream::plan::{Plan, Policy, Read};
 use crate::upstream::reflector::{Reflector, ReflectorConfig, ReflectorStatus};
 use crate::upstream::store_sink::StoreSink;
 use encodings::Encodings;
@@ -199,6 +202,48 @@ impl CachedResource {
     /// (and proving a quiet resource's progress meanwhile).
     pub async fn reached(&self, rv: u64, wait: std::time::Duration) -> bool {
         self.fresh.reach(rv, std::time::Instant::now() + wait).await
+    }
+
+    /// Whether upstream honours shard selectors on it (`None`: not known
+    /// yet, and asking starts learning it: `upstream::capability`).
+    pub fn honours_shards(&self) -> Option<bool> {
+        self.status.capabilities.learn(Probe::Shards, self.fresh.client(), &self.info)
+    }
+
+    /// The plan for a consistent read `read` of it in `class` under
+    /// `policy`, from what was measured; a collection read also keeps its
+    /// catch-ups going for the reads that follow it (`Freshness::keep_warm`).
+    pub fn plan(&self, read: Read, class: Class, policy: Policy) -> Plan {
+        if read.collection {
+            self.fresh.keep_warm();
+        }
+        self.fresh.plan(read, class, policy)
+    }
+
+    /// A consistent read goes upstream at once, its plan having chosen
+    /// upstream; the reason it passes through.
+    pub fn go_upstream(&self) -> NotFresh {
+        self.fresh.go_upstream()
+    }
+
+    /// The proof of a consistent read whose `plan` chose memory, from now.
+    pub fn proving(&self, plan: Plan) -> Proving {
+        self.fresh.proving(plan)
+    }
+
+    /// A consistent read that chose memory was asked of upstream as well, its proof late.
+    pub fn count_hedge(&self) {
+        self.fresh.stats.hedges.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Upstream answered a consistent read that chose memory before its proof came.
+    pub fn count_late(&self) {
+        self.fresh.stats.record(Err(NotFresh::Late));
+    }
+
+    /// `meter`, of a consistent list of it sent upstream, measuring its small lists as well.
+    pub fn measuring_lists(&self, meter: Meter) -> Meter {
+        meter.of_list(self.fresh.small_lists.clone())
     }
 }
 

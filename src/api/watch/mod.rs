@@ -57,7 +57,6 @@ use super::encode::{self, error_frame};
 use super::filter::{Filter, Shard};
 use super::source::{Answer, PassThrough};
 use crate::cache::CachedResource;
-use crate::upstream::capability::Probe;
 use crate::upstream::freshness::Proven;
 use crate::upstream::plan::Read as Consistent;
 
@@ -93,11 +92,9 @@ pub async fn watch(
     if let Labels::Unknown(_) = check_fields(res.info(), opts)? {
         return Ok(Answer::Upstream(PassThrough::CustomFieldLabel));
     }
-    let shard = match Shard::of(|| res.status().capabilities.learn(Probe::Shards, res.fresh().client(), res.info()), opts) {
-        Shard::Whole => None,
-        Shard::Range(s) => Some(s),
-        Shard::Upstream(why) => return Ok(Answer::Upstream(why)),
-        Shard::Invalid(e) => return Err(e),
+    let shard = match Shard::of(res, opts).admitted()? {
+        Ok(shard) => shard,
+        Err(why) => return Ok(Answer::Upstream(why)),
     };
     // A table watch is the objects' stream, rewritten as it leaves.
     let (shape, table) = match negotiated.shape {
