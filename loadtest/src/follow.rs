@@ -40,10 +40,13 @@ use crate::record::Recorder;
 use crate::target::{Http, REQUEST_TIMEOUT, retry_after};
 
 /// How long clients may go without one more starting before the run
-/// fails: kube-apiserver's request timeout, past which a request still
-/// waiting in its queues has failed. There is no deadline for all of them:
-/// one would cap how many clients a slow or shedding server can start.
-const STALL: Duration = Duration::from_secs(60);
+/// fails. Longer than kube-apiserver's request timeout (60 s, past which a
+/// list still waiting in its queues has failed): an informer's streaming
+/// list is a watch, which no timeout bounds, and ten of them taking
+/// 150,000 pods' initial events at once from a 2-core apiserver take
+/// minutes. There is no deadline for all of them: one would cap how many
+/// clients a slow or shedding server can start.
+const STALL: Duration = Duration::from_secs(300);
 
 /// How often starting clients are counted on stderr.
 const NOTE_EVERY: Duration = Duration::from_secs(5);
