@@ -46,6 +46,7 @@ impl Rotating {
         {
             f.write_all(lines.bytes())?;
             self.size += lines.bytes().len() as u64;
+            debug_assert!(self.size <= self.max_size, "a file never grows past max_size");
             return Ok(());
         }
         let mut chunk = std::mem::take(&mut self.chunk);
@@ -87,6 +88,7 @@ impl Rotating {
         if let Some(f) = &mut self.file {
             f.write_all(chunk)?;
             self.size += chunk.len() as u64;
+            debug_assert!(self.size <= self.max_size, "a file never grows past max_size");
         }
         chunk.clear();
         Ok(())

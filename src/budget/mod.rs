@@ -273,6 +273,7 @@ async fn run(resources: Vec<Weak<CachedResource>>, config: BudgetConfig, lists: 
 
 /// Sets `res`'s level and log bound as the check decided, logging a level change.
 fn apply(res: &CachedResource, r: &Reading, was: Control, now: Control, (cache_usage, config): (u64, BudgetConfig)) {
+    debug_assert!((now.level as u8).abs_diff(was.level as u8) <= 1, "a level moves at most one step a check");
     if now.limit != res.store().event_limit() {
         res.store().set_event_limit(now.limit);
     }

@@ -131,7 +131,8 @@ pub fn allocate(required_sum: usize, classes: &[Item]) -> Result<(Vec<f64>, f64)
         sum_so_far += (next_bound - fair_prop) * sensitive_target_sum;
         fair_prop = next_bound;
     }
-    let allocs = classes.iter().zip(&relative).map(|(c, (target, _, _))| c.lower.max(c.upper.min(fair_prop * target))).collect();
+    let allocs: Vec<f64> = classes.iter().zip(&relative).map(|(c, (target, _, _))| c.lower.max(c.upper.min(fair_prop * target))).collect();
+    debug_assert!((allocs.iter().sum::<f64>() - required).abs() <= 1e-6 * required, "the allocations sum to the required sum");
     Ok((allocs, fair_prop))
 }
 

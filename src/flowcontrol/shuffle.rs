@@ -64,7 +64,7 @@ impl Dealer {
             remainders.push((hash - (self.deck_size - i) * next) as usize);
             hash = next;
         }
-        (0..self.hand_size)
+        let hand: Vec<usize> = (0..self.hand_size)
             .map(|i| {
                 let mut card = remainders[i];
                 for j in (1..=i).rev() {
@@ -74,7 +74,12 @@ impl Dealer {
                 }
                 card
             })
-            .collect()
+            .collect();
+        debug_assert!(
+            hand.iter().enumerate().all(|(i, c)| (*c as u64) < self.deck_size && !hand[..i].contains(c)),
+            "a hand's cards are distinct cards of the deck: {hand:?}"
+        );
+        hand
     }
 }
 

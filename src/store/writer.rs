@@ -79,6 +79,7 @@ impl StoreWriter {
         head.rv = rv;
         self.revision_open = true;
         let event = Arc::new(Event { typ, object, prev, at: now });
+        debug_assert!(self.view.log.back().is_none_or(|last| last.rv() <= rv), "the log's revisions never decrease");
         self.view.log.push_back(event);
         self.since_checkpoint += 1;
         self.trim_to(self.shared.event_limit());
@@ -192,6 +193,9 @@ impl StoreWriter {
     /// effect on a resource that has no events too.
     pub fn publish(&mut self) {
         self.trim_to(self.shared.event_limit());
+        let (v, confirmed) = (&self.view, self.view.head.rv);
+        debug_assert!(v.log.front().is_none_or(|e| e.rv() >= v.oldest_rv), "no logged event is below oldest_rv");
+        debug_assert!(v.log.back().is_none_or(|e| e.rv() <= confirmed), "the log ends at most at confirmed_rv");
         self.shared.view.store(Arc::new(self.view.clone()));
         self.shared.published.send_replace(self.view.head.rv);
     }

@@ -135,6 +135,7 @@ impl Lanes {
         mut req: Request<UpBody>,
         permit: OwnedSemaphorePermit,
     ) -> Result<(Response<Incoming>, Dedicated), UpstreamError> {
+        debug_assert!(Arc::ptr_eq(permit.semaphore(), &self.dedicated), "a dedicated connection holds a dedicated lane's permit");
         // HTTP/1.1 wants the path alone on the request line, and the server in `Host`.
         let origin = req.uri().path_and_query().map_or("/", |pq| pq.as_str());
         *req.uri_mut() = origin.parse().map_err(|e| UpstreamError::Config(format!("bad upstream path {origin:?}: {e}")))?;

@@ -111,6 +111,7 @@ impl Queue {
         self.sum.seats += w.seats;
         self.sum.work = self.sum.work.plus(w.work);
         self.waiting.push_back(w);
+        debug_assert_eq!(self.sum, self.summed(), "a queue's sum is its waiting requests'");
     }
 
     /// Removes the oldest waiting request.
@@ -136,6 +137,13 @@ impl Queue {
     fn deduct(&mut self, w: &Waiting) {
         self.sum.seats -= w.seats;
         self.sum.work = self.sum.work.minus(w.work);
+        debug_assert_eq!(self.sum, self.summed(), "a queue's sum is its waiting requests'");
+    }
+
+    /// The sums counted afresh, to check the kept ones by.
+    fn summed(&self) -> QueueSum {
+        let seats = self.waiting.iter().map(|w| w.seats).sum();
+        QueueSum { seats, work: self.waiting.iter().fold(SeatSeconds(0), |sum, w| sum.plus(w.work)) }
     }
 }
 

@@ -237,7 +237,8 @@ impl Drop for Slot {
         if self.conn.used.load(Ordering::Acquire) == 1 {
             *self.conn.idle_since.lock() = Instant::now();
         }
-        self.conn.used.fetch_sub(1, Ordering::AcqRel);
+        let used = self.conn.used.fetch_sub(1, Ordering::AcqRel);
+        debug_assert!(used > 0, "a slot is given back once");
         self.pool.stats.streams.fetch_sub(1, Ordering::Relaxed);
     }
 }
