@@ -41,7 +41,7 @@ fn kebab(key: &str) -> String {
 }
 
 /// `shutdown-drain` → `shutdownDrain`.
-pub fn camel(flag: &str) -> String {
+pub(crate) fn camel(flag: &str) -> String {
     let mut out = String::with_capacity(flag.len());
     let mut upper = false;
     for c in flag.chars() {

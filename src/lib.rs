@@ -18,7 +18,7 @@ pub mod config;
 pub mod flowcontrol;
 pub mod logs;
 pub mod serve;
-pub mod serving_cert;
+pub(crate) mod serving_cert;
 pub mod state;
 pub mod store;
 pub mod upstream;

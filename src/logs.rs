@@ -57,7 +57,7 @@ static CLOSED: AtomicBool = AtomicBool::new(false);
 static CLOSING: tokio::sync::Notify = tokio::sync::Notify::const_new();
 
 /// Completes once a write to stdout or stderr has found its reader gone.
-pub async fn output_closed() {
+pub(crate) async fn output_closed() {
     loop {
         let notified = CLOSING.notified();
         if CLOSED.load(Ordering::Acquire) {

@@ -19,7 +19,7 @@ const CHECK_EVERY: Duration = Duration::from_secs(1);
 
 /// A certificate and key file pair, and what was last loaded from them.
 #[derive(Debug)]
-pub struct ReloadingCert {
+pub(crate) struct ReloadingCert {
     cert: PathBuf,
     key: PathBuf,
     state: Mutex<State>,
@@ -38,7 +38,7 @@ fn modified(p: &PathBuf) -> Option<SystemTime> {
 
 /// Why the serving certificate or key cannot be loaded.
 #[derive(Debug, thiserror::Error)]
-pub enum CertError {
+pub(crate) enum CertError {
     /// A file that cannot be read.
     #[error("{}: {source}", path.display())]
     Read {

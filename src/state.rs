@@ -102,7 +102,7 @@ struct Version {
 
 impl Upstream {
     /// The identity of the apiserver `client` talks to with `creds`.
-    pub async fn identify(client: &Client, creds: &Credentials) -> Result<Upstream, UpstreamError> {
+    pub(crate) async fn identify(client: &Client, creds: &Credentials) -> Result<Upstream, UpstreamError> {
         let body = client.get_bytes("/version").await?;
         let version: Version =
             serde_json::from_slice(&body).map_err(|e| UpstreamError::Decode(format!("a /version without gitVersion: {e}").into()))?;
@@ -301,7 +301,7 @@ impl StateDir {
     }
 
     /// Saves every resource whose state changed since its last save, one at a time, off the async threads.
-    pub async fn save_all(self: &Arc<Self>, resources: &[Kept]) {
+    pub(crate) async fn save_all(self: &Arc<Self>, resources: &[Kept]) {
         for r in resources {
             let (me, info, view) = (self.clone(), r.info.clone(), r.store.view());
             let started = Instant::now();
@@ -319,7 +319,7 @@ impl StateDir {
 
 /// A resource whose state is saved: what it is and its store.
 #[derive(Debug, Clone)]
-pub struct Kept {
+pub(crate) struct Kept {
     /// The resource.
     pub info: Resource,
     /// Its store.
@@ -329,7 +329,7 @@ pub struct Kept {
 /// Saves the cached resources' states periodically while it lives, and a
 /// last time when [`Saver::finish`]ed.
 #[derive(Debug)]
-pub struct Saver {
+pub(crate) struct Saver {
     dir: Arc<StateDir>,
     resources: Vec<Kept>,
     periodic: Option<JoinHandle<()>>,

@@ -81,7 +81,7 @@ impl Certificate {
 /// What the authorizer said of one request: allowed or not, and why (the
 /// apiserver's `authorization.k8s.io/decision` and `…/reason` audit annotations).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Verdict {
+pub(crate) struct Verdict {
     pub allowed: bool,
     pub reason: String,
 }
@@ -121,12 +121,12 @@ impl Reviewer {
     }
 
     /// The impersonation mode that last allowed `requester`, tried first.
-    pub fn impersonation_mode(&self, requester: &str) -> Option<Mode> {
+    pub(crate) fn impersonation_mode(&self, requester: &str) -> Option<Mode> {
         self.modes.lock().get(requester).copied()
     }
 
     /// `mode` allowed `requester` to impersonate.
-    pub fn remember_impersonation_mode(&self, requester: &str, mode: Mode) {
+    pub(crate) fn remember_impersonation_mode(&self, requester: &str, mode: Mode) {
         let mut modes = self.modes.lock();
         if modes.len() >= MODES && !modes.contains_key(requester) {
             modes.clear();
@@ -146,7 +146,7 @@ impl Reviewer {
     }
 
     /// The user a bearer token names, by a `TokenReview` (cached); `None`: invalid.
-    pub async fn review_token(&self, token: &str) -> Option<UserInfo> {
+    pub(crate) async fn review_token(&self, token: &str) -> Option<UserInfo> {
         let review = || async move {
             self.stats.token_reviews.fetch_add(1, Ordering::Relaxed);
             let body = serde_json::to_vec(&auth::token_review(token)).unwrap_or_default();
@@ -166,12 +166,12 @@ impl Reviewer {
     }
 
     /// Whether `user` may do `attrs`; the apiserver's 403 if not.
-    pub async fn authorize(&self, user: &UserInfo, attrs: &Attributes) -> Result<(), ApiError> {
+    pub(crate) async fn authorize(&self, user: &UserInfo, attrs: &Attributes) -> Result<(), ApiError> {
         self.decide(user, attrs).await.0
     }
 
     /// [`Reviewer::authorize`]'s answer, and the authorizer's [`Verdict`] (a failed review is a deny).
-    pub async fn decide(&self, user: &UserInfo, attrs: &Attributes) -> (Result<(), ApiError>, Verdict) {
+    pub(crate) async fn decide(&self, user: &UserInfo, attrs: &Attributes) -> (Result<(), ApiError>, Verdict) {
         let key = (user.clone(), attrs.clone());
         let review = || async move {
             self.stats.access_reviews.fetch_add(1, Ordering::Relaxed);
@@ -224,7 +224,7 @@ impl Permission {
     }
 
     /// Whether the user still may (a fresh review once the cached allow has expired).
-    pub async fn still_allowed(&self) -> bool {
+    pub(crate) async fn still_allowed(&self) -> bool {
         self.reviewer.authorize(&self.user, &self.attrs).await.is_ok()
     }
 }

@@ -24,7 +24,7 @@ struct Slot<V> {
 
 /// Review outcomes by key.
 #[derive(Debug)]
-pub struct Reviews<K, V> {
+pub(crate) struct Reviews<K, V> {
     slots: Mutex<HashMap<K, Arc<Slot<V>>>>,
     capacity: usize,
 }

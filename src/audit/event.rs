@@ -97,7 +97,7 @@ impl Stages {
     }
 
     /// Both sets' stages.
-    pub fn union(self, other: Stages) -> Stages {
+    pub(crate) fn union(self, other: Stages) -> Stages {
         Stages(self.0 | other.0)
     }
 
@@ -190,7 +190,7 @@ pub struct Event {
 }
 
 /// What every log line begins with: the event's braces and type.
-pub const LINE_START: &str = r#"{"kind":"Event","apiVersion":"audit.k8s.io/v1","#;
+pub(crate) const LINE_START: &str = r#"{"kind":"Event","apiVersion":"audit.k8s.io/v1","#;
 
 impl Event {
     /// The event of the request `r`, sent by no one yet (`"user":{}` until [`Event::user`]).
@@ -285,7 +285,7 @@ impl Event {
 
     /// Appends the event at `stage` as a log line (`{"kind":"Event",…}` and
     /// a newline) to `s`, stamped `at` (`RequestReceived`: when the request arrived).
-    pub fn write_line(&self, stage: Stage, at: SystemTime, s: &mut String) {
+    pub(crate) fn write_line(&self, stage: Stage, at: SystemTime, s: &mut String) {
         let at = if stage == Stage::RequestReceived { self.received_at } else { at };
         s.push_str(LINE_START);
         let [request, origin, received, user, _] = self.cuts;
@@ -405,7 +405,7 @@ fn user(s: &mut String, u: Option<&UserInfo>) {
 }
 
 /// A fresh audit ID, as the apiserver's `uuid.New()` makes it.
-pub fn new_id() -> apimachinery::audit::Id {
+pub(crate) fn new_id() -> apimachinery::audit::Id {
     apimachinery::audit::fresh(rand::random())
 }
 

@@ -15,7 +15,7 @@ use apimachinery::json::write_go_string;
 use serde_json::Value;
 
 /// `v` as Go's `encoding/json` writes it (objects in their order).
-pub fn go_json(s: &mut String, v: &Value) {
+pub(crate) fn go_json(s: &mut String, v: &Value) {
     match v {
         Value::Null => s.push_str("null"),
         Value::Bool(b) => s.push_str(if *b { "true" } else { "false" }),
@@ -83,7 +83,7 @@ pub fn compact(src: &[u8]) -> String {
 }
 
 /// `ips` as strings, each quoted and after a comma but the first.
-pub fn ip_strings(s: &mut String, ips: &[IpAddr]) {
+pub(crate) fn ip_strings(s: &mut String, ips: &[IpAddr]) {
     for (i, ip) in ips.iter().enumerate() {
         s.push_str(if i == 0 { "\"" } else { ",\"" });
         match ip {
@@ -113,7 +113,7 @@ fn push_u8(s: &mut String, n: u8) {
 }
 
 /// `t` as `metav1.MicroTime` writes it, quoted: `"2006-01-02T15:04:05.000000Z"`.
-pub fn micro_time(s: &mut String, t: SystemTime) {
+pub(crate) fn micro_time(s: &mut String, t: SystemTime) {
     let since = t.duration_since(UNIX_EPOCH).unwrap_or_default();
     SECOND.with_borrow_mut(|(secs, text)| {
         // Events come many a second: the date and time of day are written once for each.

@@ -93,11 +93,11 @@ fn text(bytes: &[u8]) -> Cow<'_, str> {
 }
 
 /// A request's source addresses: most have one or two.
-pub type SourceIps = SmallVec<[IpAddr; 2]>;
+pub(crate) type SourceIps = SmallVec<[IpAddr; 2]>;
 
 /// `utilnet.SourceIPs`: every valid address of `X-Forwarded-For`, then
 /// `X-Real-Ip` unless already there, then the peer unless it is the last.
-pub fn source_ips(headers: &HeaderMap, peer: Option<IpAddr>) -> SourceIps {
+pub(crate) fn source_ips(headers: &HeaderMap, peer: Option<IpAddr>) -> SourceIps {
     let header = |name: HeaderName| headers.get(name).and_then(|v| v.to_str().ok()).filter(|v| !v.is_empty());
     let mut ips: SourceIps = header(X_FORWARDED_FOR).into_iter().flat_map(|h| h.split(',')).filter_map(|p| parse_ip(p.trim())).collect();
     if let Some(ip) = header(X_REAL_IP).and_then(parse_ip).filter(|ip| !ips.contains(ip)) {
@@ -168,13 +168,13 @@ impl Record {
     }
 
     /// Whether the response body is recorded (`RequestResponse`; never a watch's).
-    pub fn wants_body(&self) -> bool {
+    pub(crate) fn wants_body(&self) -> bool {
         self.config.level >= Level::RequestResponse && !self.long_running
     }
 
     /// `body`, a JSON document, as the event's `responseObject` (without
     /// managed fields when the policy says so).
-    pub fn response_object(&mut self, body: &[u8]) {
+    pub(crate) fn response_object(&mut self, body: &[u8]) {
         if !self.wants_body() {
             return;
         }

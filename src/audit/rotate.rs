@@ -20,7 +20,7 @@ use super::sink::Lines;
 
 /// A size-rotated log file.
 #[derive(Debug)]
-pub struct Rotating {
+pub(crate) struct Rotating {
     path: PathBuf,
     max_size: u64,
     max_backups: usize,
@@ -40,7 +40,7 @@ impl Rotating {
 
     /// Writes `lines`, rotating between lines as the size requires: in one
     /// write when they fit the open file, else gathered line by line.
-    pub fn write_lines(&mut self, lines: &Lines) -> io::Result<()> {
+    pub(crate) fn write_lines(&mut self, lines: &Lines) -> io::Result<()> {
         if let Some(f) = &mut self.file
             && self.size + lines.bytes().len() as u64 <= self.max_size
         {

@@ -117,7 +117,7 @@ impl Lines {
     }
 
     /// Removes the first `n` lines.
-    pub fn remove_first(&mut self, n: usize) {
+    pub(crate) fn remove_first(&mut self, n: usize) {
         let Some(&cut) = n.checked_sub(1).and_then(|i| self.ends.get(i)) else {
             if n > 0 {
                 self.clear();

@@ -29,7 +29,7 @@ const TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How batches are made and sent.
 #[derive(Debug, Clone, Copy)]
-pub struct Batching {
+pub(crate) struct Batching {
     pub max_size: usize,
     pub max_wait: Duration,
     pub initial_backoff: Duration,
@@ -37,7 +37,7 @@ pub struct Batching {
 
 /// Where batches go: the kubeconfig's server, with its credentials.
 #[derive(Debug, Clone)]
-pub struct Webhook {
+pub(crate) struct Webhook {
     client: Client,
     /// The path batches are POSTed to (the server URL's).
     path: String,

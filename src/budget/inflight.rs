@@ -25,7 +25,7 @@ use parking_lot::Mutex;
 use tokio::sync::Notify;
 
 /// The longest a list waits for its memory (APF's default `requestWaitLimit`).
-pub const WAIT: Duration = Duration::from_secs(15);
+pub(crate) const WAIT: Duration = Duration::from_secs(15);
 
 /// What a list in flight holds beyond its objects' pointers, at most: the
 /// 64 KiB frame being gathered and hyper's write queue (about 408 KiB) when
@@ -79,12 +79,12 @@ impl ListMemory {
     }
 
     /// Bytes reserved by lists in flight.
-    pub fn reserved(&self) -> u64 {
+    pub(crate) fn reserved(&self) -> u64 {
         self.state.lock().reserved
     }
 
     /// Reserves `cost` bytes, waiting up to `wait` for them; `None`: not free in time.
-    pub async fn reserve(self: &Arc<Self>, cost: u64, wait: Duration) -> Option<Reservation> {
+    pub(crate) async fn reserve(self: &Arc<Self>, cost: u64, wait: Duration) -> Option<Reservation> {
         let deadline = tokio::time::Instant::now() + wait;
         loop {
             let freed = self.freed.notified();
@@ -106,7 +106,7 @@ impl ListMemory {
 
 /// Bytes a list in flight holds of the [`ListMemory`], given back on drop.
 #[derive(Debug)]
-pub struct Reservation {
+pub(crate) struct Reservation {
     memory: Arc<ListMemory>,
     cost: u64,
 }
@@ -124,7 +124,7 @@ impl Drop for Reservation {
 
 /// An iterator that holds a [`Reservation`] as long as it lives: a list's
 /// parts, whose body drops them when it is done or the client goes away.
-pub struct Reserved<I> {
+pub(crate) struct Reserved<I> {
     inner: I,
     _reservation: Reservation,
 }

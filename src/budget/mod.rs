@@ -76,7 +76,7 @@ use std::time::{Duration, Instant};
 use crate::cache::{CachedResource, Pressure};
 use crate::store::StoreReader;
 
-pub mod inflight;
+pub(crate) mod inflight;
 
 use inflight::ListMemory;
 
@@ -84,7 +84,7 @@ use inflight::ListMemory;
 /// read each publish before it is trimmed (a publish carries the events of
 /// one upstream frame), so watchers are not closed for lag — 1,000 events
 /// are a second of a resource written 1,000 times a second.
-pub const MIN_EVENTS: usize = 1_000;
+pub(crate) const MIN_EVENTS: usize = 1_000;
 
 /// How often the budget is checked, at most.
 const INTERVAL: Duration = Duration::from_secs(1);
@@ -103,7 +103,7 @@ pub struct BudgetConfig {
 
 impl BudgetConfig {
     /// Whether any budget is set.
-    pub fn is_set(&self) -> bool {
+    pub(crate) fn is_set(&self) -> bool {
         self.total > 0 || self.resource > 0
     }
 }

@@ -16,12 +16,12 @@ pub struct Item {
 }
 
 /// A target below this counts as this (`MinTarget`).
-pub const MIN_TARGET: f64 = 0.001;
+pub(crate) const MIN_TARGET: f64 = 0.001;
 const EPSILON: f64 = 0.0000001;
 
 /// Why an allocation problem has no answer (`computeConcurrencyAllocation`'s errors, in its words).
 #[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
-pub enum AllocError {
+pub(crate) enum AllocError {
     /// A class's lower bound is below zero.
     #[error("lower bound {idx} is {lower} but negative lower bounds are not allowed")]
     NegativeLower { idx: usize, lower: f64 },

@@ -15,7 +15,7 @@ use super::alloc::{self, Item};
 use super::integrator::Results;
 
 /// `borrowingAdjustmentPeriod`.
-pub const ADJUSTMENT_PERIOD: Duration = Duration::from_secs(10);
+pub(crate) const ADJUSTMENT_PERIOD: Duration = Duration::from_secs(10);
 
 /// `seatDemandSmoothingCoefficient`: a half-life of 5 minutes at one adjustment every 10 s.
 const SMOOTHING: f64 = 0.977;
@@ -52,7 +52,7 @@ impl Limits {
 
 /// A level's smoothed seat demand (`seatDemandStats`).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Demand {
+pub(crate) struct Demand {
     pub high_watermark: usize,
     pub smoothed: f64,
 }
@@ -82,7 +82,7 @@ pub struct Level {
 
 /// `updateBorrowingLocked`: each level's seats from now on, the levels'
 /// demands already updated; `nominal_sum` is the sum of their nominal seats.
-pub fn adjust(nominal_sum: usize, levels: &[Level]) -> Vec<usize> {
+pub(crate) fn adjust(nominal_sum: usize, levels: &[Level]) -> Vec<usize> {
     let mut remaining = nominal_sum as i64;
     let (mut min_sum, mut min_current_sum) = (0i64, 0i64);
     let mut items = Vec::new();

@@ -32,8 +32,8 @@ use crate::cache::{Cache, CachedResource};
 
 /// The group and resources of the configuration objects.
 pub const GROUP: &str = "flowcontrol.apiserver.k8s.io";
-pub const FLOW_SCHEMAS: &str = "flowschemas";
-pub const PRIORITY_LEVELS: &str = "prioritylevelconfigurations";
+pub(crate) const FLOW_SCHEMAS: &str = "flowschemas";
+pub(crate) const PRIORITY_LEVELS: &str = "prioritylevelconfigurations";
 
 /// A configuration, the stores' head revisions it stands for (`None`: the
 /// bootstrap one), and what it was digested from: each store's object count

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 /// What a period of the value was (`IntegratorResults`).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Results {
+pub(crate) struct Results {
     /// Seconds integrated.
     pub duration: f64,
     /// Time-weighted average (NaN over no time).
@@ -23,7 +23,7 @@ pub struct Results {
 
 /// Integrates `x` over time.
 #[derive(Debug, Clone)]
-pub struct Integrator {
+pub(crate) struct Integrator {
     last: Instant,
     x: f64,
     /// ∫dt, ∫x dt, ∫x² dt (`Moments`).

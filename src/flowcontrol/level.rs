@@ -30,7 +30,7 @@ pub fn queuing(q: Queues) -> Queuing {
 
 /// What borrowing knows of a level.
 #[derive(Debug, Clone, Copy)]
-pub struct Seats {
+pub(crate) struct Seats {
     pub exempt: bool,
     pub limits: Limits,
     pub demand: Demand,
@@ -90,12 +90,12 @@ impl Level {
     }
 
     /// Whether it is no longer configured.
-    pub fn quiescing(&self) -> bool {
+    pub(crate) fn quiescing(&self) -> bool {
         self.inner.lock().quiescing
     }
 
     /// Its seats, its demand updated from the queue set's since the last adjustment.
-    pub fn observe(&self) -> Seats {
+    pub(crate) fn observe(&self) -> Seats {
         let mut inner = self.inner.lock();
         let period = self.queues.seat_demand();
         inner.seats.demand.update(period);
@@ -117,7 +117,7 @@ impl Level {
     }
 
     /// The most seats one request of it may take (0: no cap of its own).
-    pub fn max_seats(&self) -> usize {
+    pub(crate) fn max_seats(&self) -> usize {
         self.max_seats.load(Ordering::Relaxed)
     }
 }

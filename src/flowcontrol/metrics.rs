@@ -40,14 +40,14 @@ fn labels(level: &str, schema: &str) -> [(&'static str, String); 2] {
 }
 
 /// A request executes on `seats`.
-pub fn executing(level: &str, schema: &str, seats: usize) {
+pub(crate) fn executing(level: &str, schema: &str, seats: usize) {
     counter!("kache_flowcontrol_dispatched_requests_total", &labels(level, schema)).increment(1);
     gauge!("kache_flowcontrol_current_executing_requests", &labels(level, schema)).increment(1.0);
     gauge!("kache_flowcontrol_current_executing_seats", &labels(level, schema)).increment(seats as f64);
 }
 
 /// A request that executed on `seats` is done.
-pub fn finished(level: &str, schema: &str, seats: usize) {
+pub(crate) fn finished(level: &str, schema: &str, seats: usize) {
     gauge!("kache_flowcontrol_current_executing_requests", &labels(level, schema)).decrement(1.0);
     gauge!("kache_flowcontrol_current_executing_seats", &labels(level, schema)).decrement(seats as f64);
 }
@@ -58,7 +58,7 @@ pub fn queued(level: &str, schema: &str) {
 }
 
 /// A request leaves its queue after `waited` seconds, to execute or not.
-pub fn dequeued(level: &str, schema: &str, waited: f64, execute: bool) {
+pub(crate) fn dequeued(level: &str, schema: &str, waited: f64, execute: bool) {
     gauge!("kache_flowcontrol_current_inqueue_requests", &labels(level, schema)).decrement(1.0);
     let [l, s] = labels(level, schema);
     histogram!("kache_flowcontrol_request_wait_duration_seconds", &[l, s, ("execute", execute.to_string())]).record(waited);
@@ -77,6 +77,6 @@ pub fn limits(level: &str, nominal: usize, current: usize) {
 }
 
 /// The seats kache shares.
-pub fn server_seats(seats: usize) {
+pub(crate) fn server_seats(seats: usize) {
     gauge!("kache_flowcontrol_server_seats").set(seats as f64);
 }

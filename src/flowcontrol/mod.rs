@@ -42,29 +42,29 @@
 //! apiserver's controller does that; kache ignores schemas whose level is
 //! missing, as it does).
 
-pub mod alloc;
-pub mod borrowing;
+pub(crate) mod alloc;
+pub(crate) mod borrowing;
 pub mod config;
 pub mod controller;
-pub mod integrator;
+pub(crate) mod integrator;
 pub mod level;
 pub mod metrics;
 pub mod objects;
-pub mod queueset;
+pub(crate) mod queueset;
 pub mod retry;
 pub mod rule;
-pub mod shuffle;
+pub(crate) mod shuffle;
 pub mod width;
 
 use std::time::Duration;
 
 pub use config::Classified;
 pub use controller::FlowControl;
-pub use queueset::{Admission, Rejection, Seat};
+pub(crate) use queueset::{Admission, Seat};
 
 /// The longest a request waits in its queue: a quarter of the apiserver's
 /// 60 s `--request-timeout`, as `WithPriorityAndFairness` is given it.
-pub const WAIT_LIMIT: Duration = Duration::from_secs(15);
+pub(crate) const WAIT_LIMIT: Duration = Duration::from_secs(15);
 
 /// Seats per core: five times kube-apiserver's share. The apiserver's
 /// default budget is 600 seats (`--max-requests-inflight` 400 +
@@ -76,10 +76,10 @@ pub const WAIT_LIMIT: Duration = Duration::from_secs(15);
 /// until the next adjustment (10 s), and other flows' small reads queue
 /// behind it; at 1,500 a core the same flood queues nothing
 /// (`loadtest fairness`: `docs/performance.md`, "Priority and fairness").
-pub const SEATS_PER_CORE: usize = 1500;
+pub(crate) const SEATS_PER_CORE: usize = 1500;
 
 /// The seats kache shares when `--priority-and-fairness-seats` is not set:
 /// [`SEATS_PER_CORE`] per core it may run on.
-pub fn default_seats() -> usize {
+pub(crate) fn default_seats() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get()) * SEATS_PER_CORE
 }

@@ -205,13 +205,13 @@ impl PriorityLevel {
     }
 
     /// Whether it is the exempt kind.
-    pub fn is_exempt(&self) -> bool {
+    pub(crate) fn is_exempt(&self) -> bool {
         self.spec.kind == "Exempt"
     }
 
     /// `(nominalConcurrencyShares, lendablePercent, borrowingLimitPercent)`
     /// (`plSpecCommons`): an exempt level borrows nothing.
-    pub fn commons(&self) -> (u32, u32, Option<u32>) {
+    pub(crate) fn commons(&self) -> (u32, u32, Option<u32>) {
         match (&self.spec.limited, &self.spec.exempt) {
             (Some(l), _) => (l.nominal_concurrency_shares.unwrap_or(30), l.lendable_percent.unwrap_or(0), l.borrowing_limit_percent),
             (None, Some(e)) => (e.nominal_concurrency_shares.unwrap_or(0), e.lendable_percent.unwrap_or(0), None),

@@ -65,7 +65,7 @@ impl Stats {
 
 /// The drops of every level (`droppedRequestsTracker`).
 #[derive(Debug, Default)]
-pub struct Dropped {
+pub(crate) struct Dropped {
     levels: Mutex<HashMap<String, Stats>>,
 }
 

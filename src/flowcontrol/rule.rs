@@ -15,7 +15,7 @@ use apimachinery::auth::{Attributes, UserInfo};
 use super::objects::{FlowSchema, NonResourcePolicyRule, PolicyRulesWithSubjects, ResourcePolicyRule, Subject};
 
 /// `matchesFlowSchema`.
-pub fn matches_flow_schema(user: &UserInfo, request: &Attributes, fs: &FlowSchema) -> bool {
+pub(crate) fn matches_flow_schema(user: &UserInfo, request: &Attributes, fs: &FlowSchema) -> bool {
     fs.spec.rules.iter().any(|rule| matches_policy_rule(user, request, rule))
 }
 

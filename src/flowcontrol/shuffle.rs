@@ -28,7 +28,7 @@ pub enum DealerError {
 
 /// Deals hands of `hand_size` cards from a deck of `deck_size`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Dealer {
+pub(crate) struct Dealer {
     deck_size: u64,
     hand_size: usize,
 }
@@ -57,7 +57,7 @@ impl Dealer {
     }
 
     /// `DealIntoHand`: the cards `hash` deals, in the order dealt.
-    pub fn deal(&self, mut hash: u64) -> Vec<usize> {
+    pub(crate) fn deal(&self, mut hash: u64) -> Vec<usize> {
         let mut remainders = Vec::with_capacity(self.hand_size);
         for i in 0..self.hand_size as u64 {
             let next = hash / (self.deck_size - i);

@@ -26,7 +26,7 @@ const CACHE_MAX_MEMORY: u64 = 1_000_000;
 /// The size assumed of objects of unknown size (`maxObjectSize`).
 const MAX_OBJECT_SIZE: u64 = 1_500_000;
 /// `MaximumListSeatsLimit` with `SizeBasedListCostEstimate`.
-pub const MAX_LIST_SEATS: usize = 100;
+pub(crate) const MAX_LIST_SEATS: usize = 100;
 /// `priorityLevelMaxSeatsPercent`.
 const LEVEL_MAX_SEATS_SHARE: f64 = 0.15;
 
@@ -50,7 +50,7 @@ pub struct Request<'a> {
 
 /// The seats a level with `nominal` seats and hands of `hand_size` lets
 /// one request take (`SetMaxSeats`); 0 for a level that does not queue.
-pub fn level_max_seats(nominal: usize, hand_size: Option<usize>) -> usize {
+pub(crate) fn level_max_seats(nominal: usize, hand_size: Option<usize>) -> usize {
     let Some(hand) = hand_size.filter(|h| *h > 0) else { return 0 };
     let share = (nominal as f64 * LEVEL_MAX_SEATS_SHARE).ceil();
     share.min((nominal / hand) as f64).max(1.0) as usize

@@ -162,12 +162,12 @@ impl CachedObject {
 
     /// [`CachedObject::field`]'s bytes, not checked again for UTF-8: what a
     /// selector compares for every event a watch replays.
-    pub fn field_bytes(&self, i: usize) -> &[u8] {
+    pub(crate) fn field_bytes(&self, i: usize) -> &[u8] {
         self.fields.get(i).map_or(b"", |s| self.raw(*s))
     }
 
     /// Where `metadata`'s JSON value lies in [`CachedObject::bytes`].
-    pub fn metadata_range(&self) -> Range<usize> {
+    pub(crate) fn metadata_range(&self) -> Range<usize> {
         self.metadata.start as usize..(self.metadata.start + self.metadata.len) as usize
     }
 
@@ -175,7 +175,7 @@ impl CachedObject {
     /// parts that concatenate to it (what a DELETED event carries when the
     /// object stops matching a watch's selectors: the previous object at the
     /// event's revision).
-    pub fn at_revision(&self, rv: u64) -> [Bytes; 3] {
+    pub(crate) fn at_revision(&self, rv: u64) -> [Bytes; 3] {
         // A revision's digits need no escapes, so the span lies in `bytes`.
         let (start, end) = (self.rv_text.start as usize, (self.rv_text.start + self.rv_text.len) as usize);
         [self.bytes.slice(..start), Bytes::from(rv.to_string()), self.bytes.slice(end..)]
@@ -183,7 +183,7 @@ impl CachedObject {
 
     /// Its `metadata` bytes, as parts that concatenate to them, with
     /// `metadata.resourceVersion` set to `rv` when given (see [`CachedObject::at_revision`]).
-    pub fn metadata_at(&self, rv: Option<u64>) -> Vec<Bytes> {
+    pub(crate) fn metadata_at(&self, rv: Option<u64>) -> Vec<Bytes> {
         let m = self.metadata_range();
         match rv {
             None => vec![self.bytes.slice(m)],
@@ -210,7 +210,7 @@ impl CachedObject {
 
     /// Its protobuf message with `metadata.resourceVersion` set to `rv`
     /// (see [`CachedObject::at_revision`]), encoded afresh.
-    pub fn protobuf_at(&self, message: &str, rv: u64) -> Option<Bytes> {
+    pub(crate) fn protobuf_at(&self, message: &str, rv: u64) -> Option<Bytes> {
         apimachinery::protobuf::encode(message, &self.at_revision(rv).concat()).ok().map(Bytes::from)
     }
 
@@ -222,7 +222,7 @@ impl CachedObject {
     }
 
     /// Its CBOR map with `metadata.resourceVersion` set to `rv`, encoded afresh.
-    pub fn cbor_at(&self, shape: apimachinery::cbor::Schema, rv: u64) -> Option<apimachinery::cbor::Object> {
+    pub(crate) fn cbor_at(&self, shape: apimachinery::cbor::Schema, rv: u64) -> Option<apimachinery::cbor::Object> {
         apimachinery::cbor::Object::encode(&self.at_revision(rv).concat(), shape).ok()
     }
 

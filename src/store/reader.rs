@@ -87,7 +87,7 @@ impl StoreReader {
     }
 
     /// Remembers that `position` keys precede `key` in the snapshot pinned at `rv`.
-    pub fn set_cursor(&self, rv: u64, key: &str, position: u64) {
+    pub(crate) fn set_cursor(&self, rv: u64, key: &str, position: u64) {
         if let Some(pin) = self.shared.pins.lock().get_mut(&rv) {
             if pin.cursors.len() >= MAX_CURSORS {
                 pin.cursors.clear();
@@ -97,7 +97,7 @@ impl StoreReader {
     }
 
     /// How many keys precede `key` in the snapshot pinned at `rv`, if remembered.
-    pub fn cursor(&self, rv: u64, key: &str) -> Option<u64> {
+    pub(crate) fn cursor(&self, rv: u64, key: &str) -> Option<u64> {
         self.shared.pins.lock().get(&rv)?.cursors.get(key).copied()
     }
 
@@ -106,12 +106,12 @@ impl StoreReader {
     /// or publish, as it trims to `max_events`: `oldest_rv` moves up, so
     /// exact and continue reads below it pass through and watches from
     /// below it get 410 Expired.
-    pub fn set_event_limit(&self, max: usize) {
+    pub(crate) fn set_event_limit(&self, max: usize) {
         self.shared.event_limit.store(max, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// The most events the log keeps now (see [`StoreReader::set_event_limit`]).
-    pub fn event_limit(&self) -> usize {
+    pub(crate) fn event_limit(&self) -> usize {
         self.shared.event_limit()
     }
 

@@ -114,7 +114,7 @@ impl Snapshot {
     }
 
     /// The position among the indexed fields of the object field at `field`, if it is indexed.
-    pub fn indexed_field(&self, field: usize) -> Option<u8> {
+    pub(crate) fn indexed_field(&self, field: usize) -> Option<u8> {
         self.indexed_fields.iter().position(|f| *f == field).and_then(|i| u8::try_from(i).ok())
     }
 
@@ -130,7 +130,7 @@ impl Snapshot {
     }
 
     /// Object keys held by the indexes.
-    pub fn index_entries(&self) -> usize {
+    pub(crate) fn index_entries(&self) -> usize {
         self.index_entries
     }
 

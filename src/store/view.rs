@@ -52,7 +52,7 @@ impl View {
     }
 
     /// The oldest revision that can still be served.
-    pub fn oldest_rv(&self) -> u64 {
+    pub(crate) fn oldest_rv(&self) -> u64 {
         self.oldest_rv
     }
 
@@ -63,7 +63,7 @@ impl View {
     }
 
     /// When the writer applied the oldest event still in the log.
-    pub fn oldest_event_at(&self) -> Option<std::time::Instant> {
+    pub(crate) fn oldest_event_at(&self) -> Option<std::time::Instant> {
         self.log.front().map(|e| e.at)
     }
 
@@ -73,7 +73,7 @@ impl View {
     }
 
     /// How many logged events the writer applied at or after `since`.
-    pub fn events_since(&self, since: std::time::Instant) -> usize {
+    pub(crate) fn events_since(&self, since: std::time::Instant) -> usize {
         // The log is in the order the writer applied it, so `at` never decreases.
         self.log.len()
             - self
@@ -133,7 +133,7 @@ impl View {
     }
 
     /// The position of the first logged event after `rv`, which must be in the window.
-    pub fn position_after(&self, rv: u64) -> Result<u64, StoreError> {
+    pub(crate) fn position_after(&self, rv: u64) -> Result<u64, StoreError> {
         self.check(rv)?;
         Ok(self.popped + self.first_after(rv) as u64)
     }
@@ -142,7 +142,7 @@ impl View {
     /// them already left the log. A revision's events can be published in
     /// parts (as upstream's chunks bring them), so followers of the log
     /// count positions, not revisions.
-    pub fn events_from(&self, pos: u64) -> Option<Vector<Arc<Event>>> {
+    pub(crate) fn events_from(&self, pos: u64) -> Option<Vector<Arc<Event>>> {
         let skip = usize::try_from(pos.checked_sub(self.popped)?).ok()?;
         Some(self.log.skip(skip.min(self.log.len())))
     }

@@ -40,7 +40,7 @@ impl Bearer {
     }
 
     /// A token read from `path` now and again every minute.
-    pub fn token_file(path: PathBuf) -> Result<Bearer, UpstreamError> {
+    pub(crate) fn token_file(path: PathBuf) -> Result<Bearer, UpstreamError> {
         let value = read_token(&path)?;
         Ok(Bearer::TokenFile(Arc::new(TokenFile { path, cached: Mutex::new((value, Instant::now())) })))
     }

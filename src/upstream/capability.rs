@@ -44,10 +44,10 @@ use super::UpstreamError;
 use super::client::Client;
 
 /// How long a learnt fact holds at most.
-pub const RELEARN: Duration = Duration::from_secs(300);
+pub(crate) const RELEARN: Duration = Duration::from_secs(300);
 
 /// How long a probe may take before it counts as failed.
-pub const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A shard selector any apiserver that reads them refuses: a bound must have 16 hex digits.
 const REFUSED_SHARD: &str = "shardRange(object.metadata.uid,'0x0','0x1')";
@@ -146,7 +146,7 @@ impl Capabilities {
 
     /// kache lost touch with upstream (a list, a broken watch): everything
     /// learnt is forgotten, and probes under way will teach nothing.
-    pub fn lost_touch(&self) {
+    pub(crate) fn lost_touch(&self) {
         self.generation.fetch_add(1, Ordering::AcqRel);
     }
 

@@ -39,12 +39,12 @@ const WEIGHT: f64 = 0.2;
 
 /// A body shorter than this says more about the round trip than the
 /// throughput (a page of 500 pods is 2.3 MB; a probe's is a few hundred bytes).
-pub const MIN_SAMPLE: u64 = 256 * 1024;
+pub(crate) const MIN_SAMPLE: u64 = 256 * 1024;
 
 /// A moving average; its first observations are averaged evenly (the
 /// first replaces what was assumed before it), later ones with [`WEIGHT`].
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Average {
+pub(crate) struct Average {
     value: f64,
     n: u32,
 }
@@ -91,7 +91,7 @@ impl Rate {
 /// it encodes and frames each object as its own watch event. Measured on
 /// kube-apiserver 1.36.2 with 50,000 pods (JSON): 7.2 s for the streaming
 /// list against 3.4 s for the list.
-pub const STREAM_COST: f64 = 2.0;
+pub(crate) const STREAM_COST: f64 = 2.0;
 
 /// What a read holds and how it is written, as far as its cost goes: the
 /// apiserver converts a Table row by row before it answers, writes
@@ -152,7 +152,7 @@ pub struct Costs {
 
 impl Costs {
     /// A consistent read's round trip to the apiserver took `took`.
-    pub fn record_latency(&self, took: Duration) {
+    pub(crate) fn record_latency(&self, took: Duration) {
         self.latency.lock().record(took.as_secs_f64());
     }
 
@@ -162,12 +162,12 @@ impl Costs {
     }
 
     /// The apiserver's document throughput, bytes a second, if measured.
-    pub fn upstream_throughput(&self) -> Option<f64> {
+    pub(crate) fn upstream_throughput(&self) -> Option<f64> {
         self.transfer.per_second()
     }
 
     /// kache's throughput on reads of whole objects in JSON from memory, bytes a second, if measured.
-    pub fn memory_throughput(&self) -> Option<f64> {
+    pub(crate) fn memory_throughput(&self) -> Option<f64> {
         self.memory[0].per_second()
     }
 
@@ -176,7 +176,7 @@ impl Costs {
     /// measured, as the list of the same class took (a streaming list:
     /// [`STREAM_COST`] times it), else the transfer of `bytes` (nothing,
     /// unmeasured) — no case for memory out of what was not measured.
-    pub fn upstream_read(&self, class: Class, bytes: u64) -> Duration {
+    pub(crate) fn upstream_read(&self, class: Class, bytes: u64) -> Duration {
         if let Some(took) = self.upstream[class.index()].time(bytes) {
             return took;
         }
@@ -188,7 +188,7 @@ impl Costs {
     /// How long kache takes to make a read of the objects' `bytes` in
     /// `class` from memory (nothing, unmeasured: a first read must be able
     /// to choose memory for it to be measured).
-    pub fn memory_read(&self, class: Class, bytes: u64) -> Duration {
+    pub(crate) fn memory_read(&self, class: Class, bytes: u64) -> Duration {
         self.memory[class.index()].time(bytes).unwrap_or_default()
     }
 
@@ -252,7 +252,7 @@ impl Meter {
     }
 
     /// A consistent list upstream also measures its resource's `small` lists.
-    pub fn of_list(self, small: Arc<SmallLists>) -> Meter {
+    pub(crate) fn of_list(self, small: Arc<SmallLists>) -> Meter {
         Meter { small: Some(small), ..self }
     }
 

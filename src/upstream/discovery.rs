@@ -81,7 +81,7 @@ pub async fn resolve(client: &Client, specs: &[String]) -> Result<Vec<Resource>,
 
 /// What a `--resources` entry names, before the apiserver is asked.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Spec {
+pub(crate) enum Spec {
     /// `*`: everything listable and watchable.
     All,
     /// `RESOURCE[.GROUP]`: in the group's preferred version.

@@ -39,10 +39,10 @@ use super::UpstreamError;
 use super::pool::{DIAL_TIMEOUT, Dedicated, DialError, Dialer, UpBody};
 
 /// Dedicated connections large relays may hold at once.
-pub const DEDICATED_LANES: usize = 4;
+pub(crate) const DEDICATED_LANES: usize = 4;
 
 /// Small relays on kept-alive HTTP/1.1 connections at once (each its own connection while it lasts).
-pub const KEPT_ALIVE_LANES: usize = 32;
+pub(crate) const KEPT_ALIVE_LANES: usize = 32;
 
 /// Bytes read from a lane's connection at a time.
 const READ_BUFFER: usize = 256 * 1024;
@@ -95,36 +95,36 @@ impl Lanes {
     }
 
     /// A free kept-alive lane's permit, if one is free.
-    pub fn take_kept_alive(&self) -> Option<OwnedSemaphorePermit> {
+    pub(crate) fn take_kept_alive(&self) -> Option<OwnedSemaphorePermit> {
         let permit = self.kept_alive.clone().try_acquire_owned().ok()?;
         self.kept_alive_taken.fetch_add(1, Ordering::Relaxed);
         Some(permit)
     }
 
     /// Kept-alive lanes taken so far.
-    pub fn kept_alive_taken(&self) -> u64 {
+    pub(crate) fn kept_alive_taken(&self) -> u64 {
         self.kept_alive_taken.load(Ordering::Relaxed)
     }
 
     /// Kept-alive lanes in use now.
-    pub fn kept_alive_in_use(&self) -> usize {
+    pub(crate) fn kept_alive_in_use(&self) -> usize {
         KEPT_ALIVE_LANES - self.kept_alive.available_permits()
     }
 
     /// A free dedicated lane's permit, if one is free.
-    pub fn take_dedicated(&self) -> Option<OwnedSemaphorePermit> {
+    pub(crate) fn take_dedicated(&self) -> Option<OwnedSemaphorePermit> {
         let permit = self.dedicated.clone().try_acquire_owned().ok()?;
         self.dedicated_taken.fetch_add(1, Ordering::Relaxed);
         Some(permit)
     }
 
     /// Dedicated lanes in use now.
-    pub fn dedicated_in_use(&self) -> usize {
+    pub(crate) fn dedicated_in_use(&self) -> usize {
         DEDICATED_LANES - self.dedicated.available_permits()
     }
 
     /// Dedicated lanes taken so far.
-    pub fn dedicated_taken(&self) -> u64 {
+    pub(crate) fn dedicated_taken(&self) -> u64 {
         self.dedicated_taken.load(Ordering::Relaxed)
     }
 

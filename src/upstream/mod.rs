@@ -7,7 +7,7 @@
 //! expected cost says so ([`plan`], from [`costs`]).
 
 pub mod bearer;
-pub mod capability;
+pub(crate) mod capability;
 pub mod client;
 pub mod connect;
 pub mod consistency;
@@ -16,7 +16,7 @@ pub mod discovery;
 pub mod freshness;
 pub mod lane;
 pub mod plan;
-pub mod pool;
+pub(crate) mod pool;
 pub mod reflector;
 pub mod store_sink;
 pub mod tls;

@@ -51,20 +51,20 @@ use std::time::{Duration, Instant};
 /// A catch-up watch's timeout: the apiserver sends its bookmark 2 s
 /// before, about 1 s in. Also a proof's expected delay until one was
 /// measured: the longest it takes.
-pub const CATCH_UP: Duration = Duration::from_secs(3);
+pub(crate) const CATCH_UP: Duration = Duration::from_secs(3);
 
 /// Beyond a read's expected wait, how late its proof may be before the
 /// read also goes upstream: scheduling, not the apiserver (a few ms).
-pub const HEDGE_SLACK: Duration = Duration::from_millis(5);
+pub(crate) const HEDGE_SLACK: Duration = Duration::from_millis(5);
 
 /// From how many bytes a read is large: what kube-apiserver takes about
 /// 0.15 s of CPU to gather and encode (50,000 pods, 242 MB of JSON, took it
 /// 4.45 s: about 18 ms a MB).
-pub const LARGE: u64 = 8 << 20;
+pub(crate) const LARGE: u64 = 8 << 20;
 
 /// How much slower than upstream memory may be expected to be and still
 /// answer a large read under [`Policy::Offload`].
-pub const MUCH_SLOWER: f64 = 4.0;
+pub(crate) const MUCH_SLOWER: f64 = 4.0;
 
 /// How consistent reads choose their road (`kache serve --consistent-reads`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -201,7 +201,7 @@ impl Plan {
     /// upstream for a proof that is only late; only for one that failed.
     /// A read the policy spares the apiserver (patience above 1), once a
     /// catch-up (or the budget) is over: only a proof that failed sends it upstream.
-    pub fn hedge_at(&self, now: Instant) -> Instant {
+    pub(crate) fn hedge_at(&self, now: Instant) -> Instant {
         if self.patience > 1.0 {
             return now + CATCH_UP.max(self.budget());
         }
@@ -218,7 +218,7 @@ impl Plan {
 
     /// How long after `now` (its probe's answer) memory keeps trying: its
     /// budget, and at least as long as a catch-up started by its hedge may take.
-    pub fn gives_up_at(&self, now: Instant) -> Instant {
+    pub(crate) fn gives_up_at(&self, now: Instant) -> Instant {
         (now + self.budget()).max(self.hedge_at(now) + CATCH_UP)
     }
 }

@@ -140,7 +140,7 @@ impl StoreSink {
 }
 
 /// Whether an object's bytes begin with its `kind` or `apiVersion`.
-pub fn carries_type(item: &[u8]) -> bool {
+pub(crate) fn carries_type(item: &[u8]) -> bool {
     item.starts_with(b"{\"kind\":") || item.starts_with(b"{\"apiVersion\":")
 }
 

@@ -42,7 +42,7 @@ impl std::fmt::Debug for Identity {
 }
 
 /// Builds the client configuration (the connector sets ALPN: HTTP/2, then HTTP/1.1).
-pub fn client_config(m: &TlsMaterial) -> Result<ClientConfig, UpstreamError> {
+pub(crate) fn client_config(m: &TlsMaterial) -> Result<ClientConfig, UpstreamError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = ClientConfig::builder_with_provider(provider.clone()).with_safe_default_protocol_versions().map_err(tls_error)?;
     let builder = if m.insecure {

@@ -74,7 +74,7 @@ pub struct GroupResources {
 
 /// How a request is audited (`audit.RequestAuditConfig`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AuditConfig {
+pub(crate) struct AuditConfig {
     pub level: Level,
     pub omit_stages: Stages,
     pub omit_managed_fields: bool,
@@ -82,7 +82,7 @@ pub struct AuditConfig {
 
 impl Policy {
     /// How a request with `attrs` by `user` is audited.
-    pub fn evaluate(&self, attrs: &Attributes, user: Option<&UserInfo>) -> AuditConfig {
+    pub(crate) fn evaluate(&self, attrs: &Attributes, user: Option<&UserInfo>) -> AuditConfig {
         match self.rules.iter().find(|r| r.matches(attrs, user)) {
             Some(r) => AuditConfig {
                 level: r.level,

@@ -26,8 +26,8 @@ use super::integrator::Results;
 use super::metrics;
 use super::shuffle::{Dealer, DealerError};
 use queue::{QueueId, RequestId};
-pub use state::{ESTIMATED_SERVICE, Queuing, Rejection};
 use state::{Executing, State, Taken};
+pub use state::{Queuing, Rejection};
 
 /// A priority level's queues and seats.
 #[derive(Debug)]
@@ -65,7 +65,7 @@ impl QueueSet {
     }
 
     /// Changes how its requests wait, keeping those waiting and executing.
-    pub fn configure(&self, queuing: Queuing, limit: usize) -> Result<(), DealerError> {
+    pub(crate) fn configure(&self, queuing: Queuing, limit: usize) -> Result<(), DealerError> {
         let dealer = dealer(&queuing)?;
         self.state.lock().configure(queuing, dealer, limit, Instant::now());
         Ok(())
@@ -90,12 +90,12 @@ impl QueueSet {
     }
 
     /// Whether nothing waits or executes.
-    pub fn is_idle(&self) -> bool {
+    pub(crate) fn is_idle(&self) -> bool {
         self.state.lock().is_idle()
     }
 
     /// Its seat demand since the last call.
-    pub fn seat_demand(&self) -> Results {
+    pub(crate) fn seat_demand(&self) -> Results {
         self.state.lock().seat_demand.reset(Instant::now())
     }
 

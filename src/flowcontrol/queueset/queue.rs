@@ -15,7 +15,7 @@ use tokio::sync::oneshot;
 /// Work in seat-seconds, as a fixed-point number of 1e-8 seat-seconds
 /// (`SeatSeconds`, `ssScale = 1e8`), wrapping as Go's `uint64` does.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
-pub struct SeatSeconds(pub u64);
+pub(crate) struct SeatSeconds(pub u64);
 
 const SCALE: f64 = 1e8;
 
@@ -38,19 +38,19 @@ impl SeatSeconds {
         SeatSeconds(self.0.wrapping_add(o.0))
     }
 
-    pub fn minus(self, o: SeatSeconds) -> SeatSeconds {
+    pub(crate) fn minus(self, o: SeatSeconds) -> SeatSeconds {
         SeatSeconds(self.0.wrapping_sub(o.0))
     }
 }
 
 /// The id of a request while it is known to its queue set.
-pub type RequestId = u64;
+pub(crate) type RequestId = u64;
 /// The id of a queue: stable while the queue lives, whatever its position.
-pub type QueueId = u64;
+pub(crate) type QueueId = u64;
 
 /// A request waiting in a queue (`request` while in the virtual world).
 #[derive(Debug)]
-pub struct Waiting {
+pub(crate) struct Waiting {
     pub id: RequestId,
     /// The seats it occupies while it executes (its width).
     pub seats: usize,
@@ -64,7 +64,7 @@ pub struct Waiting {
 
 /// The sums over a queue's waiting requests (`queueSum`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct QueueSum {
+pub(crate) struct QueueSum {
     pub seats: usize,
     pub work: SeatSeconds,
 }
@@ -103,7 +103,7 @@ impl Queue {
     }
 
     /// The oldest waiting request.
-    pub fn peek(&self) -> Option<&Waiting> {
+    pub(crate) fn peek(&self) -> Option<&Waiting> {
         self.waiting.front()
     }
 
@@ -130,7 +130,7 @@ impl Queue {
     }
 
     /// Every waiting request's arrival R, for the epoch's advance.
-    pub fn arrivals_mut(&mut self) -> impl Iterator<Item = &mut SeatSeconds> {
+    pub(crate) fn arrivals_mut(&mut self) -> impl Iterator<Item = &mut SeatSeconds> {
         self.waiting.iter_mut().map(|w| &mut w.arrival_r)
     }
 

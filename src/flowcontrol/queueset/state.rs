@@ -62,7 +62,7 @@ impl Rejection {
 
 /// A request that executes: where, on how many seats, since when.
 #[derive(Debug, Clone)]
-pub struct Executing {
+pub(crate) struct Executing {
     pub queue: Option<QueueId>,
     pub seats: usize,
     pub started: Instant,
@@ -71,7 +71,7 @@ pub struct Executing {
 
 /// A request the set took: executing now (dispatched as it arrived), or waiting in `queue` as `id`.
 #[derive(Debug)]
-pub enum Taken {
+pub(crate) enum Taken {
     Executing(Executing),
     Waiting { queue: QueueId, id: RequestId, decision: oneshot::Receiver<Instant> },
 }
@@ -120,7 +120,7 @@ impl State {
     }
 
     /// `setConfiguration`: queues are added at once, removed by attrition.
-    pub fn configure(&mut self, mut queuing: Queuing, dealer: Option<Dealer>, limit: usize, now: Instant) {
+    pub(crate) fn configure(&mut self, mut queuing: Queuing, dealer: Option<Dealer>, limit: usize, now: Instant) {
         self.sync_time(now);
         if queuing.queues > 0 {
             while (self.queues.len() as i64) < queuing.queues {
@@ -145,7 +145,7 @@ impl State {
         &self.queuing
     }
 
-    pub fn dealer(&self) -> Option<Dealer> {
+    pub(crate) fn dealer(&self) -> Option<Dealer> {
         self.dealer
     }
 
@@ -194,7 +194,7 @@ impl State {
 
     /// A waiting request gives up (`wait` with its context done): `true` if
     /// it was still waiting; `false` if it was dispatched meanwhile (it then executes).
-    pub fn cancel(&mut self, queue: QueueId, id: RequestId, now: Instant) -> bool {
+    pub(crate) fn cancel(&mut self, queue: QueueId, id: RequestId, now: Instant) -> bool {
         self.sync_time(now);
         let Some(at) = self.position(queue) else { return false };
         let Some(w) = self.queues[at].remove(id) else { return false };
@@ -229,7 +229,7 @@ impl State {
     }
 
     /// Whether nothing waits or executes.
-    pub fn is_idle(&self) -> bool {
+    pub(crate) fn is_idle(&self) -> bool {
         self.waiting == 0 && self.executing == 0
     }
 
@@ -389,7 +389,7 @@ impl State {
 
     /// The queues' ids in order and each one's waiting count (tests).
     #[cfg(test)]
-    pub fn lengths(&self) -> Vec<usize> {
+    pub(crate) fn lengths(&self) -> Vec<usize> {
         self.queues.iter().map(Queue::len).collect()
     }
 }

@@ -40,10 +40,10 @@ use crate::upstream::plan::CATCH_UP;
 
 /// While kept warm, a catch-up opens this often: twice in every one-second
 /// bucket of the apiserver's bookmark timer.
-pub const STAGGER: Duration = Duration::from_millis(500);
+pub(crate) const STAGGER: Duration = Duration::from_millis(500);
 
 /// A resource is kept warm until no collection read came for this long.
-pub const KEEP_WARM: Duration = Duration::from_secs(5);
+pub(crate) const KEEP_WARM: Duration = Duration::from_secs(5);
 
 /// Most catch-ups of one resource open at once (kept warm: about four).
 const MAX_CATCH_UPS: usize = 8;
@@ -80,7 +80,7 @@ impl Freshness {
     /// revision likely to follow it (continue pages, an informer's watch);
     /// and once another came within [`KEEP_WARM`] before it, catch-ups are
     /// kept going until none has come for as long.
-    pub fn keep_warm(self: &Arc<Self>) {
+    pub(crate) fn keep_warm(self: &Arc<Self>) {
         let again = self.warmth.last_read.lock().replace(Instant::now()).is_some_and(|at| at.elapsed() < KEEP_WARM);
         if !again {
             self.catch_up();

@@ -80,7 +80,7 @@ use crate::store::StoreReader;
 /// resource whose catch-ups, started by those reads, now keep it fresh —
 /// sampled every 10 s, a Table page of 500 (50 ms upstream) went upstream
 /// 150 times of 150 on kube-apiserver 1.36.2, its store fresh most of them.
-pub const SAMPLE_EVERY: Duration = Duration::from_secs(1);
+pub(crate) const SAMPLE_EVERY: Duration = Duration::from_secs(1);
 
 /// Longest a probe or a catch-up may take before it counts as failed.
 pub(super) const UPSTREAM_TIMEOUT: Duration = Duration::from_secs(5);
@@ -295,7 +295,7 @@ impl Freshness {
 
     /// A proof's expected delay from its start, and whether catch-ups are
     /// kept going ([`Freshness::keep_warm`]): for metrics.
-    pub fn expected_proof(&self) -> (Duration, bool) {
+    pub(crate) fn expected_proof(&self) -> (Duration, bool) {
         let warm = self.warmth.is_warm();
         (self.observed.lock().next_proof(warm, Instant::now()).0, warm)
     }
@@ -304,7 +304,7 @@ impl Freshness {
     /// probe now and then keeps the hit rate measured (a collection read
     /// keeps catch-ups going for the reads that follow it,
     /// [`Freshness::keep_warm`]). The reason it passes through.
-    pub fn go_upstream(self: &Arc<Self>) -> NotFresh {
+    pub(crate) fn go_upstream(self: &Arc<Self>) -> NotFresh {
         let stale = self.observed.lock().probed_at.is_none_or(|at| at.elapsed() >= SAMPLE_EVERY);
         if stale {
             self.want_probe();
@@ -389,13 +389,13 @@ impl Proving {
     }
 
     /// The read goes upstream now (memory gave up).
-    pub fn go_upstream(&self) {
+    pub(crate) fn go_upstream(&self) {
         self.hedge.send_replace(Some(Instant::now()));
     }
 
     /// Resolves once the read should (also) go upstream; never, for a read
     /// proven in time.
-    pub async fn upstream_due(&self) {
+    pub(crate) async fn upstream_due(&self) {
         let mut rx = self.hedge.subscribe();
         loop {
             let at = *rx.borrow_and_update();

@@ -121,12 +121,12 @@ impl Observed {
     /// found it still fresh. Until measured, all:
     /// the first consistent read tries memory, which costs one probe if
     /// wrong (its budget is then spent at once) and measures the share.
-    pub fn hit_ratio(&self) -> f64 {
+    pub(crate) fn hit_ratio(&self) -> f64 {
         self.hits.get().unwrap_or(1.0).clamp(0.0, 1.0)
     }
 
     /// A proof's expected delay (until measured: the longest a catch-up takes).
-    pub fn proof_delay(&self) -> Duration {
+    pub(crate) fn proof_delay(&self) -> Duration {
         self.proofs.get().map_or(CATCH_UP, Duration::from_secs_f64)
     }
 
@@ -145,7 +145,7 @@ impl Observed {
     /// been under way, at `now`. Kept `warm`, proofs come on every tick of
     /// the apiserver's bookmark timer: the next is a tick after the last.
     /// Otherwise it is a catch-up's, the one under way if there is one.
-    pub fn next_proof(&self, warm: bool, now: Instant) -> (Duration, Option<Duration>) {
+    pub(crate) fn next_proof(&self, warm: bool, now: Instant) -> (Duration, Option<Duration>) {
         let since_last = self.last_proof.map(|at| now.saturating_duration_since(at)).filter(|age| *age <= CATCH_UP);
         match (warm, since_last, self.ticks.get()) {
             (true, Some(age), Some(tick)) => (Duration::from_secs_f64(tick), Some(age)),

@@ -16,11 +16,11 @@ use super::{DialError, Gathered};
 use crate::upstream::UpstreamError;
 
 /// Longest a TCP connect plus TLS handshake may take.
-pub const DIAL_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const DIAL_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Makes TLS connections to one HTTPS server.
 #[derive(Clone)]
-pub struct Dialer {
+pub(crate) struct Dialer {
     /// `host:port`.
     pub authority: String,
     /// The name the certificate must carry.

@@ -39,7 +39,7 @@ const MAX_PREFACE: usize = HEADER + 16_384;
 
 /// What the preface said.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Preface {
+pub(crate) enum Preface {
     /// A SETTINGS frame; `Some(n)`: it limits streams to `n`.
     Settings(Option<u32>),
     /// Not a SETTINGS frame: not an HTTP/2 server (h2 will fail the connection).
@@ -89,7 +89,7 @@ impl Position {
 
 /// `io` read a frame at a time, whose first frame is reported once.
 #[derive(Debug)]
-pub struct Frames<T> {
+pub(crate) struct Frames<T> {
     io: T,
     position: Position,
     /// An error met after a read had bytes to return: the next read's.

@@ -54,7 +54,7 @@ const BUFFER: usize = 256 << 10;
 
 /// `inner`, read as the module doc says.
 #[derive(Debug)]
-pub struct Gathered<T> {
+pub(crate) struct Gathered<T> {
     inner: T,
     buf: Box<[u8]>,
     /// The unread bytes are `buf[start..end]`.

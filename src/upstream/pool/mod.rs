@@ -62,7 +62,7 @@ mod frames;
 mod gather;
 mod lease;
 
-pub use dialer::{DIAL_TIMEOUT, Dialer};
+pub(crate) use dialer::{DIAL_TIMEOUT, Dialer};
 
 pub use lease::{Dedicated, Lease, LeasedBody};
 
@@ -101,7 +101,7 @@ const RESET_STREAMS: usize = 1 << 16;
 
 /// Why a request did not get a response.
 #[derive(Debug)]
-pub enum PoolError {
+pub(crate) enum PoolError {
     /// The server does not speak HTTP/2 (ALPN chose HTTP/1.1): the request, unsent.
     NotHttp2(Box<Request<UpBody>>),
     /// No connection could be made.
@@ -123,7 +123,7 @@ pub struct PoolStats {
 
 /// The pool: cheap to clone, shared by every request kache sends upstream.
 #[derive(Debug, Clone)]
-pub struct Pool {
+pub(crate) struct Pool {
     inner: Arc<Inner>,
 }
 
@@ -149,7 +149,7 @@ enum Dial {
 
 /// Why no connection was made to the apiserver (each cause kept).
 #[derive(Debug, thiserror::Error)]
-pub enum DialError {
+pub(crate) enum DialError {
     /// The TCP connection failed.
     #[error("connecting to {authority}: {source}")]
     Connect {
