@@ -2,14 +2,22 @@
 //! (the resource's store) exactly in step with the apiserver.
 //!
 //! ```text
-//!   Restore(saved rv) ──▶ Watch(saved rv) ─first event: ready─┐ (warm restart)
-//!                           └─quiet ½ s─▶ Probe (ready) ──────┤
-//!   Restore(nothing usable) ──▶ List                          ▼
-//!   List ──ok──▶ Watch(rv) ──closed──▶ Watch(last rv)          (resume, no gap)
-//!    ▲             │  └──broken/error──▶ backoff ▶ Probe ▶ Watch(last rv)
-//!    │             └──410 / too large / revision went back──▶ List
+//!   Restore ──saved state in──▶ Watch{rv, unshown} ──first event or bookmark: shown──┐
+//!      │                           └──quiet ½ s──▶ Probe{rv, unshown} ──not back──────┤
+//!      └──nothing usable──▶ List                                                      ▼
+//!   List{after, at, serving} ──ok──▶ Watch{rv, shown} ──timeout──▶ Watch{last rv}  (resume, no gap)
+//!    ▲   ▲                             │  └──broken / error──▶ backoff ▶ Probe{last rv} ──not back──▶ Watch
+//!    │   │                             └──410 (at its oldest rv) / too large / went back──▶ List
+//!    │   └──went back── Probe
 //!    └──error── backoff
 //! ```
+//!
+//! Each [`Phase`] holds what is valid in it, and decides readiness
+//! ([`Phase::ready`]): reads are answered from the store in a `Watch` or
+//! `Probe` whose state upstream has shown (listed, or a restored state a
+//! watch event, bookmark or probe reached), and in a `List` only while
+//! `serving` (a ready store re-listed after a compaction); never while a
+//! saved state is restored.
 //!
 //! A 410 from upstream's watch cache names the oldest revision it still
 //! watches from (an apiserver restarted: its cache starts at the present):
@@ -142,20 +150,69 @@ pub const HEARTBEAT: Duration = Duration::from_secs(75);
 /// How often a long list logs its progress.
 const LIST_PROGRESS_EVERY: Duration = Duration::from_secs(5);
 
-/// What the reflector does next.
-#[derive(Debug, Clone, Copy)]
+/// What the reflector does next, with what is valid only then. The
+/// resource is ready exactly as [`Phase::ready`] says of the phase the
+/// reflector is in ([`Reflector::enter`]).
+#[derive(Debug)]
 enum Phase {
-    /// List the resource. `after`: why, when the store was listed before (a
-    /// re-list after a compaction keeps answering from the store meanwhile:
-    /// [`Relist::keeps_serving`]); `at`: the revision to list at exactly —
-    /// the oldest one upstream's watch cache still watches from, after its
-    /// 410: a list there that finds the store's state shows nothing changed
-    /// in between, and the watch goes on from it, ending no client watch.
-    List { after: Option<Relist>, at: Option<u64> },
-    /// Check upstream's revision before watching again.
-    Probe,
-    /// Watch from the confirmed revision.
-    Watch,
+    /// Load a state saved by an earlier run (a warm restart); then watch
+    /// from its revision, or list when nothing usable was saved.
+    Restore(JoinHandle<Option<Saved>>),
+    /// List the resource. `after`: why, when the store was listed before;
+    /// `at`: the revision to list at exactly — the oldest one upstream's
+    /// watch cache still watches from, after its 410: a list there that
+    /// finds the store's state shows nothing changed in between, and the
+    /// watch goes on from it, ending no client watch; `serving`: reads keep
+    /// coming from the store meanwhile (a ready store re-listed after a
+    /// compaction: [`Relist::keeps_serving`]). Then watch from the list's revision.
+    List { after: Option<Relist>, at: Option<u64>, serving: bool },
+    /// Check upstream's revision against the store's before watching again
+    /// (after a broken watch, or a restored state's quiet one); then watch,
+    /// or re-list if it went back.
+    Probe(Held),
+    /// Watch from the store's revision, until the watch ends ([`WatchEnd`]).
+    Watch(Held),
+}
+
+/// What the store holds, in the phases that read from it.
+#[derive(Debug, Clone, Copy)]
+struct Held {
+    /// The revision every event up to which is in the sink.
+    rv: u64,
+    /// Upstream has shown it has this revision: a listed state, or a
+    /// restored one once a watch event, bookmark or probe reached it. Only
+    /// such a state is served.
+    shown: bool,
+}
+
+impl Phase {
+    /// A re-list of the store at `held` for `cause`, at `at`.
+    fn relist(held: Held, cause: Relist, at: Option<u64>) -> Phase {
+        let serving = held.shown && cause.keeps_serving();
+        Phase::List { after: Some(cause), at, serving }
+    }
+
+    /// The first list.
+    const FIRST_LIST: Phase = Phase::List { after: None, at: None, serving: false };
+
+    /// Whether reads may be answered from the store in this phase: the one
+    /// place readiness is decided.
+    fn ready(&self) -> bool {
+        match self {
+            Phase::Restore(_) => false,
+            Phase::List { serving, .. } => *serving,
+            Phase::Probe(held) | Phase::Watch(held) => held.shown,
+        }
+    }
+}
+
+/// Freshness proofs from catch-up watches (see [`super::freshness`]).
+#[derive(Debug, Default)]
+struct Proofs {
+    /// Where they arrive (`None`: nowhere).
+    rx: Option<mpsc::UnboundedReceiver<Proof>>,
+    /// Proofs received but not applicable yet (the sink lags their `through`).
+    pending: Vec<Proof>,
 }
 
 /// Follows one resource into a sink.
@@ -166,18 +223,12 @@ pub struct Reflector<S> {
     config: ReflectorConfig,
     sink: S,
     status: Arc<ReflectorStatus>,
-    /// The revision every event up to which is in the sink.
-    rv: u64,
-    /// Freshness proofs from catch-up watches (see [`super::freshness`]).
-    proofs: Option<mpsc::UnboundedReceiver<Proof>>,
-    /// Proofs received but not applicable yet (the sink lags their `through`).
-    pending: Vec<Proof>,
-    /// A saved state being loaded, to start from instead of a list.
-    saved: Option<JoinHandle<Option<Saved>>>,
-    /// Upstream sends this resource's watches no bookmarks (see [`watch::BOOKMARKLESS_WATCH`]).
+    /// The phase [`Reflector::run`] starts in.
+    start: Phase,
+    proofs: Proofs,
+    /// Learnt of upstream, whatever the phase: its watches of this resource
+    /// carry no bookmarks (see [`watch::BOOKMARKLESS_WATCH`]).
     bookmarkless: bool,
-    /// A bookmark came on the current watch.
-    bookmarked: bool,
 }
 
 impl<S: Sink> Reflector<S> {
@@ -189,24 +240,21 @@ impl<S: Sink> Reflector<S> {
             config,
             sink,
             status: Arc::default(),
-            rv: 0,
-            proofs: None,
-            pending: Vec::new(),
-            saved: None,
+            start: Phase::FIRST_LIST,
+            proofs: Proofs::default(),
             bookmarkless: false,
-            bookmarked: false,
         }
     }
 
     /// Starts from the state `saved` yields, if any (a warm restart), instead of a list.
     pub fn with_saved(mut self, saved: JoinHandle<Option<Saved>>) -> Self {
-        self.saved = Some(saved);
+        self.start = Phase::Restore(saved);
         self
     }
 
     /// Also applies the freshness proofs that arrive on `proofs`.
     pub fn with_proofs(mut self, proofs: mpsc::UnboundedReceiver<Proof>) -> Self {
-        self.proofs = Some(proofs);
+        self.proofs.rx = Some(proofs);
         self
     }
 
@@ -217,32 +265,33 @@ impl<S: Sink> Reflector<S> {
 
     /// Runs until the task is dropped.
     pub async fn run(mut self) {
-        let mut phase = match self.saved.take() {
-            Some(saved) => self.restore(saved).await,
-            None => Phase::List { after: None, at: None },
-        };
+        let mut phase = std::mem::replace(&mut self.start, Phase::FIRST_LIST);
         let mut failures = 0u32;
         loop {
+            let was_ready = self.enter(&phase);
             let result = match phase {
-                Phase::List { after, at } => self.list(after, at).await.map(|()| Phase::Watch),
-                Phase::Probe => self.probe().await,
-                Phase::Watch => match self.watch().await {
-                    WatchEnd::Timeout => Ok(Phase::Watch),
-                    WatchEnd::Quiet => Ok(Phase::Probe),
+                Phase::Restore(saved) => Ok(self.restore(saved).await),
+                Phase::List { after, at, serving } => {
+                    self.list((after, at, serving), was_ready).await.map(|rv| Phase::Watch(Held { rv, shown: true }))
+                }
+                Phase::Probe(held) => self.probe(held).await,
+                Phase::Watch(mut held) => match self.watch(&mut held).await {
+                    WatchEnd::Timeout => Ok(Phase::Watch(held)),
+                    WatchEnd::Quiet => Ok(Phase::Probe(held)),
                     WatchEnd::Broken(e) => {
                         // Upstream may come back another version: learn again (`super::capability`).
                         self.status.capabilities.lost_touch();
-                        Err((e, Phase::Probe))
+                        Err((e, Phase::Probe(held)))
                     }
                     WatchEnd::Expired { at, why } => {
-                        tracing::info!(resource = %self.resource.qualified(), rv = self.rv, at, %why, "re-listing");
+                        tracing::info!(resource = %self.resource.qualified(), rv = held.rv, at, %why, "re-listing");
                         self.status.relisted(Relist::Compacted);
-                        Ok(Phase::List { after: Some(Relist::Compacted), at })
+                        Ok(Phase::relist(held, Relist::Compacted, at))
                     }
                     WatchEnd::Relist(cause, why) => {
-                        tracing::info!(resource = %self.resource.qualified(), rv = self.rv, %why, "re-listing");
+                        tracing::info!(resource = %self.resource.qualified(), rv = held.rv, %why, "re-listing");
                         self.status.relisted(cause);
-                        Ok(Phase::List { after: Some(cause), at: None })
+                        Ok(Phase::relist(held, cause, None))
                     }
                 },
             };
@@ -262,6 +311,13 @@ impl<S: Sink> Reflector<S> {
         }
     }
 
+    /// Publishes the readiness `phase` decides ([`Phase::ready`]) as the
+    /// reflector enters it (or as a watch's state is shown); whether it
+    /// was ready before.
+    fn enter(&self, phase: &Phase) -> bool {
+        self.status.ready.swap(phase.ready(), Ordering::AcqRel)
+    }
+
     fn backoff(&self, failures: u32, e: &UpstreamError) -> Duration {
         let base = self.config.backoff_initial.saturating_mul(1u32 << failures.min(16)).min(self.config.backoff_max);
         let jittered = base.mul_f64(rand::rng().random_range(0.5..1.0));
@@ -272,7 +328,13 @@ impl<S: Sink> Reflector<S> {
         }
     }
 
-    async fn list(&mut self, cause: Option<Relist>, at: Option<u64>) -> Result<(), (UpstreamError, Phase)> {
+    /// Lists the resource (`cause`, `at`, `serving`: [`Phase::List`]'s),
+    /// hands it to the sink; the revision it was listed at.
+    async fn list(
+        &mut self,
+        (cause, at, serving): (Option<Relist>, Option<u64>, bool),
+        was_ready: bool,
+    ) -> Result<u64, (UpstreamError, Phase)> {
         self.status.lists.fetch_add(1, Ordering::Relaxed);
         let base = format!("{}?limit={}", self.resource.collection_path(), self.config.page_size);
         let mut items = Vec::new();
@@ -281,19 +343,19 @@ impl<S: Sink> Reflector<S> {
             None => base.clone(),
         };
         // A list at a revision that failed is tried again as a consistent one.
-        let retry = Phase::List { after: cause, at: None };
-        if self.status.is_ready() && cause.is_some_and(Relist::keeps_serving) {
+        let retry = || Phase::List { after: cause, at: None, serving };
+        if serving {
             tracing::info!(resource = %self.resource.qualified(), "re-listing; reads keep coming from the last state until it is in");
-        } else if self.status.ready.swap(false, Ordering::AcqRel) {
+        } else if was_ready {
             tracing::info!(resource = %self.resource.qualified(), "not ready while re-listing: reads pass through");
         }
         let relisting = self.status.lists.load(Ordering::Relaxed) > 1;
         self.status.capabilities.lost_touch();
         let mut progress = Instant::now();
         let rv = loop {
-            let body = self.client.get_bytes(&path).await.map_err(|e| (e, retry))?;
+            let body = self.client.get_bytes(&path).await.map_err(|e| (e, retry()))?;
             self.status.touch();
-            let page = ListPage::parse(&body).map_err(|e| (decode(e), retry))?;
+            let page = ListPage::parse(&body).map_err(|e| (decode(e), retry()))?;
             items.extend(page.items);
             if progress.elapsed() >= LIST_PROGRESS_EVERY {
                 progress = Instant::now();
@@ -304,54 +366,53 @@ impl<S: Sink> Reflector<S> {
                 None => break page.resource_version,
             }
         };
-        let changed = self.off_workers(|sink| sink.replace(items, rv)).map_err(|e| (UpstreamError::Refused(Box::new(e)), retry))?;
+        let changed = self.off_workers(|sink| sink.replace(items, rv)).map_err(|e| (UpstreamError::Refused(Box::new(e)), retry()))?;
         self.confirm(rv);
-        self.status.ready.store(true, Ordering::Release);
         if relisting && !changed {
             self.status.relists_unchanged.fetch_add(1, Ordering::Relaxed);
             tracing::info!(resource = %self.resource.qualified(), rv, "re-listed: nothing changed, no watch ended; ready");
         } else {
             tracing::info!(resource = %self.resource.qualified(), rv, "listed; ready");
         }
-        Ok(())
+        Ok(rv)
     }
 
     /// Hands a saved state to the sink; the phase to go on with: a watch
     /// from the saved revision (its first event or bookmark makes the
     /// resource ready), or a list when nothing usable was saved.
     async fn restore(&mut self, saved: JoinHandle<Option<Saved>>) -> Phase {
-        let Ok(Some(Saved { items, rv })) = saved.await else { return Phase::List { after: None, at: None } };
+        let Ok(Some(Saved { items, rv })) = saved.await else { return Phase::FIRST_LIST };
         let objects = items.len();
         if let Err(e) = self.off_workers(|sink| sink.restore(items, rv)) {
             tracing::warn!(resource = %self.resource.qualified(), error = %e, "saved state not restored; listing");
-            return Phase::List { after: None, at: None };
+            return Phase::FIRST_LIST;
         }
         self.confirm(rv);
         tracing::info!(resource = %self.resource.qualified(), rv, objects, "restored the saved state; resuming the watch from it");
-        Phase::Watch
+        Phase::Watch(Held { rv, shown: false })
     }
 
-    /// Upstream's current revision, from a consistent list of one name; an answer is contact.
-    async fn upstream_revision(&self) -> Result<u64, UpstreamError> {
+    /// Upstream's current revision, from a consistent list of one name, for
+    /// a store at `ours`; an answer is contact.
+    async fn upstream_revision(&self, ours: u64) -> Result<u64, UpstreamError> {
         self.status.probes.fetch_add(1, Ordering::Relaxed);
         let body = self.client.get_bytes(&self.resource.probe_path()).await?;
         self.status.touch();
         let rv = ListPage::parse(&body).map_err(decode)?.resource_version;
-        if rv < self.rv {
-            tracing::warn!(resource = %self.resource.qualified(), ours = self.rv, upstream = rv, "upstream revision went back");
+        if rv < ours {
+            tracing::warn!(resource = %self.resource.qualified(), ours, upstream = rv, "upstream revision went back");
         }
         Ok(rv)
     }
 
-    /// Checks upstream's current revision against ours after a broken watch.
-    async fn probe(&mut self) -> Result<Phase, (UpstreamError, Phase)> {
-        if self.upstream_revision().await.map_err(|e| (e, Phase::Probe))? < self.rv {
+    /// Checks upstream's current revision against the store's `held` one:
+    /// not gone back, it shows the store's state (a restored state's proof).
+    async fn probe(&mut self, held: Held) -> Result<Phase, (UpstreamError, Phase)> {
+        if self.upstream_revision(held.rv).await.map_err(|e| (e, Phase::Probe(held)))? < held.rv {
             self.status.relisted(Relist::WentBack);
-            return Ok(Phase::List { after: Some(Relist::WentBack), at: None });
+            return Ok(Phase::relist(held, Relist::WentBack, None));
         }
-        // A restored state becomes ready here (a listed one already is).
-        self.status.ready.store(true, Ordering::Release);
-        Ok(Phase::Watch)
+        Ok(Phase::Watch(Held { rv: held.rv, shown: true }))
     }
 
     /// Runs `f` (a whole list or saved state into the sink: parsing and
@@ -363,16 +424,8 @@ impl<S: Sink> Reflector<S> {
         if multi_thread { tokio::task::block_in_place(|| f(&mut self.sink)) } else { f(&mut self.sink) }
     }
 
-    /// Upstream sent a revision at or above the store's: a restored state is
-    /// ready (a listed one already is).
-    fn proven(&self) {
-        if !self.status.ready.swap(true, Ordering::AcqRel) {
-            tracing::info!(resource = %self.resource.qualified(), rv = self.rv, "the resumed watch reached the saved state; ready");
-        }
-    }
-
-    fn confirm(&mut self, rv: u64) {
-        self.rv = rv;
+    /// The sink holds every event up to `rv`.
+    fn confirm(&self, rv: u64) {
         self.status.confirmed_rv.store(rv, Ordering::Release);
     }
 }

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::{Reflector, Relist, Sink};
+use super::{Held, Phase, Reflector, Relist, Sink};
 use crate::upstream::UpstreamError;
 use crate::upstream::freshness::Proof;
 
@@ -59,17 +59,18 @@ pub(super) enum WatchEnd {
 }
 
 impl<S: Sink> Reflector<S> {
-    pub(super) async fn watch(&mut self) -> WatchEnd {
+    /// One upstream watch from the store's `held` revision, which it moves
+    /// on; how it ended.
+    pub(super) async fn watch(&mut self, held: &mut Held) -> WatchEnd {
         self.status.watches.fetch_add(1, Ordering::Relaxed);
         self.status.watching.store(true, Ordering::Relaxed);
-        self.bookmarked = false;
         let started = Instant::now();
-        let end = self.follow().await;
+        let (end, bookmarked) = self.follow(held).await;
         self.status.watching.store(false, Ordering::Relaxed);
         // A watch that lasted two heartbeats without a bookmark shows the resource gets none: a
         // cached one gets a bookmark a minute once a heartbeat moved upstream's cache past its start.
-        if started.elapsed() >= self.config.heartbeat * 2 && self.bookmarked == self.bookmarkless {
-            self.bookmarkless = !self.bookmarked;
+        if started.elapsed() >= self.config.heartbeat * 2 && bookmarked == self.bookmarkless {
+            self.bookmarkless = !bookmarked;
             let why = if self.bookmarkless {
                 "upstream's watches of the resource carry no bookmarks (no watch cache): the next ask for an hour or two"
             } else {
@@ -80,14 +81,23 @@ impl<S: Sink> Reflector<S> {
         end
     }
 
-    /// One upstream watch from the confirmed revision, until it ends.
-    async fn follow(&mut self) -> WatchEnd {
+    /// One upstream watch from the store's `held` revision, until it ends;
+    /// whether a bookmark came on it.
+    async fn follow(&mut self, held: &mut Held) -> (WatchEnd, bool) {
+        let mut bookmarked = false;
+        let end = self.frames(held, &mut bookmarked).await;
+        (end, bookmarked)
+    }
+
+    /// The watch's frames applied to the sink until it ends; `bookmarked`
+    /// set when a bookmark comes.
+    async fn frames(&mut self, held: &mut Held, bookmarked: &mut bool) -> WatchEnd {
         let shortest = if self.bookmarkless { BOOKMARKLESS_WATCH } else { self.config.watch_timeout };
         let timeout = shortest.mul_f64(rand::rng().random_range(1.0..2.0));
         let path = format!(
             "{}?watch=1&allowWatchBookmarks=true&resourceVersion={}&timeoutSeconds={}",
             self.resource.collection_path(),
-            self.rv,
+            held.rv,
             timeout.as_secs().max(1)
         );
         let started = Instant::now();
@@ -112,10 +122,10 @@ impl<S: Sink> Reflector<S> {
         loop {
             let next = tokio::select! {
                 frame = tokio::time::timeout(idle, body.frame()) => frame,
-                _ = tokio::time::sleep_until(proof_by), if !self.status.is_ready() => return WatchEnd::Quiet,
-                _ = tokio::time::sleep_until(heard.min(progressed) + self.config.heartbeat), if self.status.is_ready() => {
-                    match tokio::time::timeout(HEARTBEAT_TIMEOUT, self.upstream_revision()).await {
-                        Ok(Ok(rv)) if rv < self.rv => return WatchEnd::Relist(Relist::WentBack, format!("upstream's revision {rv} is below {}", self.rv)),
+                _ = tokio::time::sleep_until(proof_by), if !held.shown => return WatchEnd::Quiet,
+                _ = tokio::time::sleep_until(heard.min(progressed) + self.config.heartbeat), if held.shown => {
+                    match tokio::time::timeout(HEARTBEAT_TIMEOUT, self.upstream_revision(held.rv)).await {
+                        Ok(Ok(rv)) if rv < held.rv => return WatchEnd::Relist(Relist::WentBack, format!("upstream's revision {rv} is below {}", held.rv)),
                         Ok(Ok(_)) => (heard, progressed) = (Instant::now(), Instant::now()),
                         Ok(Err(e)) => return WatchEnd::Broken(e),
                         Err(_) => return WatchEnd::Broken(UpstreamError::Transport("the heartbeat got no answer".into())),
@@ -125,11 +135,11 @@ impl<S: Sink> Reflector<S> {
                 () = self.status.relist.notified() => {
                     return WatchEnd::Relist(Relist::Inconsistent, "the consistency check found the store unlike upstream".into());
                 }
-                Some(proof) = next_proof(&mut self.proofs) => {
-                    self.pending.push(proof);
-                    let before = self.rv;
-                    self.apply_proofs();
-                    if self.rv > before {
+                Some(proof) = next_proof(&mut self.proofs.rx) => {
+                    self.proofs.pending.push(proof);
+                    let before = held.rv;
+                    self.apply_proofs(held);
+                    if held.rv > before {
                         progressed = Instant::now();
                     }
                     continue;
@@ -147,11 +157,12 @@ impl<S: Sink> Reflector<S> {
             self.status.touch();
             heard = Instant::now();
             decoder.push(&data);
-            let before = self.rv;
+            let before = held.rv;
             loop {
                 match decoder.next_frame() {
                     Ok(Some(f)) => {
-                        if let Some(end) = self.handle(f.typ, f.object) {
+                        *bookmarked |= f.typ == EventType::Bookmark;
+                        if let Some(end) = self.handle(held, f.typ, f.object) {
                             self.sink.flush();
                             return end;
                         }
@@ -161,8 +172,8 @@ impl<S: Sink> Reflector<S> {
                 }
             }
             self.sink.flush();
-            self.apply_proofs();
-            if self.rv > before {
+            self.apply_proofs(held);
+            if held.rv > before {
                 progressed = Instant::now();
             }
         }
@@ -170,31 +181,32 @@ impl<S: Sink> Reflector<S> {
 
     /// Confirms the newest proven revision the sink has caught up for; drops
     /// proofs of another epoch or already overtaken.
-    fn apply_proofs(&mut self) {
+    fn apply_proofs(&mut self, held: &mut Held) {
         let epoch = self.sink.epoch();
-        let rv = self.rv;
-        self.pending.retain(|p| p.epoch == epoch && p.to > rv);
-        if let Some(to) = self.pending.iter().filter(|p| p.through <= rv).map(|p| p.to).max() {
+        let rv = held.rv;
+        let pending = &mut self.proofs.pending;
+        pending.retain(|p| p.epoch == epoch && p.to > rv);
+        if let Some(to) = pending.iter().filter(|p| p.through <= rv).map(|p| p.to).max() {
+            pending.retain(|p| p.to > to);
             self.sink.bookmark(to);
             self.sink.flush();
             self.confirm(to);
-            self.pending.retain(|p| p.to > to);
+            held.rv = to;
         }
-        if self.pending.len() > MAX_PENDING_PROOFS {
-            self.pending.drain(..self.pending.len() - MAX_PENDING_PROOFS);
+        let pending = &mut self.proofs.pending;
+        if pending.len() > MAX_PENDING_PROOFS {
+            pending.drain(..pending.len() - MAX_PENDING_PROOFS);
         }
     }
 
-    /// Applies one frame; `Some` ends the watch.
-    fn handle(&mut self, typ: EventType, object: Bytes) -> Option<WatchEnd> {
-        self.bookmarked |= typ == EventType::Bookmark;
+    /// Applies one frame to the store at `held`; `Some` ends the watch.
+    fn handle(&mut self, held: &mut Held, typ: EventType, object: Bytes) -> Option<WatchEnd> {
         match typ {
             EventType::Error => Some(classify(status_error(&object))),
             EventType::Bookmark => match object_revision(&object) {
-                Ok(rv) if rv >= self.rv => {
+                Ok(rv) if rv >= held.rv => {
                     self.sink.bookmark(rv);
-                    self.confirm(rv);
-                    self.proven();
+                    self.moved(held, rv);
                     None
                 }
                 // Older than a proven revision: nothing new.
@@ -203,15 +215,26 @@ impl<S: Sink> Reflector<S> {
             },
             // The store refuses what does not follow; one revision may carry several events (a multi-key transaction).
             _ => match self.sink.apply(typ, object) {
-                Ok(rv) if rv >= self.rv => {
+                Ok(rv) if rv >= held.rv => {
                     self.status.events.fetch_add(1, Ordering::Relaxed);
-                    self.confirm(rv);
-                    self.proven();
+                    self.moved(held, rv);
                     None
                 }
-                Ok(rv) => Some(WatchEnd::Relist(Relist::Protocol, format!("an event at {rv} after {}", self.rv))),
+                Ok(rv) => Some(WatchEnd::Relist(Relist::Protocol, format!("an event at {rv} after {}", held.rv))),
                 Err(e) => Some(WatchEnd::Relist(Relist::Protocol, e.to_string())),
             },
+        }
+    }
+
+    /// Upstream sent `rv`, at or above the store's `held` revision: the sink
+    /// holds it, and a restored state is shown ([`Phase::ready`]).
+    fn moved(&self, held: &mut Held, rv: u64) {
+        self.confirm(rv);
+        held.rv = rv;
+        if !held.shown {
+            held.shown = true;
+            self.enter(&Phase::Watch(*held));
+            tracing::info!(resource = %self.resource.qualified(), rv, "the resumed watch reached the saved state; ready");
         }
     }
 }
