@@ -14,6 +14,7 @@ mod common;
 
 use std::collections::BTreeSet;
 use std::path::Path;
+use std::time::Duration;
 
 use common::Process;
 use common::promql::{exported, names};
@@ -96,8 +97,11 @@ fn every_metric_the_rules_and_the_dashboard_name_is_exported_from_the_start() {
     std::fs::write(&policy, "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n").unwrap();
     let audit = ["--audit-policy-file", policy.to_str().unwrap(), "--audit-log-path", log.to_str().unwrap()];
     let kache = Process::kache(&sim.url, &[&["--resources", "pods,configmaps"][..], &audit].concat());
-    let first = kache.get("/metrics");
-    assert_eq!(first.status, 200);
+    // Its first /metrics once it serves its API (while it starts, a 503 counts nothing).
+    let first = common::eventually(Duration::from_secs(30), "kache serving its API", || {
+        let r = kache.get("/metrics");
+        (r.status == 200).then_some(r)
+    });
     let exported = exported(&first.text());
 
     let missing: Vec<String> =
