@@ -318,7 +318,12 @@ struct Warm {
 
 impl Default for Warm {
     fn default() -> Self {
-        Warm { epoch: AtomicU64::new(u64::MAX), running: AtomicBool::new(false), made_once: AtomicBool::new(false), relayed_at: AtomicU64::new(0) }
+        Warm {
+            epoch: AtomicU64::new(u64::MAX),
+            running: AtomicBool::new(false),
+            made_once: AtomicBool::new(false),
+            relayed_at: AtomicU64::new(0),
+        }
     }
 }
 

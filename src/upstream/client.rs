@@ -175,7 +175,9 @@ impl Client {
             let mut resent = 0;
             loop {
                 match pool.send(req).await {
-                    Ok((resp, slot)) => return Ok(resp.map(|b| Metered::new(LeasedBody::new(b, slot.map(Lease::Http2)), self.meter(measures)))),
+                    Ok((resp, slot)) => {
+                        return Ok(resp.map(|b| Metered::new(LeasedBody::new(b, slot.map(Lease::Http2)), self.meter(measures))));
+                    }
                     Err(PoolError::NotHttp2(unsent)) => {
                         tracing::info!(upstream = %self.base, "the apiserver chose HTTP/1.1: a connection per request from now on");
                         self.http1_only.store(true, Ordering::Relaxed);

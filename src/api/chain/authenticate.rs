@@ -15,7 +15,11 @@ use http::header::AUTHORIZATION;
 use crate::access::{Certificate, Reviewer};
 
 /// The client's user (`None`: kache authenticates no one); 401 when it presented no valid credential.
-pub async fn authenticate(reviewer: Option<&Reviewer>, headers: &HeaderMap, certificate: &Certificate) -> Result<Option<UserInfo>, ApiError> {
+pub async fn authenticate(
+    reviewer: Option<&Reviewer>,
+    headers: &HeaderMap,
+    certificate: &Certificate,
+) -> Result<Option<UserInfo>, ApiError> {
     let Some(reviewer) = reviewer else { return Ok(None) };
     identify(reviewer, headers, certificate).await.map(Some).ok_or_else(|| reviewer.unauthenticated())
 }
