@@ -90,7 +90,7 @@ pub struct ServeArgs {
     /// Milliseconds a list or watch for a revision kache has not reached waits before it is passed through.
     #[arg(long, default_value_t = 3000)]
     pub wait_ms: u64,
-    /// How a consistent read (no resourceVersion) chooses its road, once kache can prove it fresh: `offload`
+    /// How a consistent read (no resourceVersion) chooses its source (memory or upstream), once kache can prove it fresh: `offload`
     /// answers a large one (8 MiB or more) from memory unless that is expected four times slower than the
     /// apiserver, and a small one (a GET, a page) wherever it is expected to end sooner; `sooner` weighs every
     /// read so; `memory` answers every one from memory once proven, passing it through only when the proof

@@ -122,7 +122,7 @@ async fn collection(
             match encode::page_parts(t.res, page, negotiated) {
                 Some(parts) => {
                     api.counters.lists_served.fetch_add(1, Ordering::Relaxed);
-                    // What lists from memory cost, for the choice of consistent reads' road.
+                    // What lists from memory cost, for the choice of consistent reads' source.
                     let measure = Measure::MemoryRead(Class::of(&negotiated, false), read);
                     let meter = Meter::new(api.client.costs().clone(), measure, Instant::now());
                     let resp = encode::respond(negotiated, StatusCode::OK, inflight::Reserved::new(parts, reservation));

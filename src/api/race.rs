@@ -1,5 +1,5 @@
 //! A read kache tries from memory — and, for a consistent read, the choice
-//! of road and the race between them.
+//! between memory and upstream and the race between them.
 //!
 //! Memory answers a read that names a revision (or refuses it, or says why
 //! upstream must) on its own. A consistent read it answers only once
@@ -8,7 +8,7 @@
 //! (`upstream::plan`): a read memory would not answer sooner goes upstream
 //! at once, and one that chose memory is proven while upstream waits to be
 //! asked as well should the proof be late (`upstream::freshness::Proving`);
-//! the first answer's head wins and the other road is dropped. The plan
+//! the first answer's head wins and the other is dropped. The plan
 //! travels with the response to the metrics, which compare it with what
 //! the answer took.
 

@@ -116,7 +116,7 @@ impl Client {
 
     /// A meter for an answer whose head just arrived, if it measures: from
     /// the head on, so what the apiserver does before it answers (gathering
-    /// the list, waiting for its cache to be fresh: a round trip both roads
+    /// the list, waiting for its cache to be fresh: a round trip both sources
     /// pay) is not taken for slow transfer. It sends the head once it has
     /// encoded its first 4 KiB (Go's HTTP/2 handler buffer), then streams.
     fn meter(&self, measures: bool) -> Option<Meter> {

@@ -8,7 +8,7 @@
 //! each answer's head to its end: reflector pages, relayed lists), which
 //! stands in for a class not measured yet; and what reads from memory took
 //! kache to make (the time spent making them — the socket's copy not
-//! included — not the client's reading, which either road waits for alike),
+//! included — not the client's reading, which either source waits for alike),
 //! per byte of the objects read, by class. The reflector's initial lists
 //! are the first measurement of upstream's throughput.
 //!
@@ -231,7 +231,7 @@ impl SmallLists {
 /// (kache reads as fast as the apiserver sends), or from the request's
 /// sending for a consistent read; kache's own by the time spent making it,
 /// not the time the client took to read it — a slow client reads either
-/// road's answer as slowly, so only the making tells the roads apart.
+/// source's answer as slowly, so only the making tells the sources apart.
 #[derive(Debug)]
 pub struct Meter {
     costs: Arc<Costs>,

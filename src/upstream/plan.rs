@@ -1,4 +1,4 @@
-//! The choice of road for a consistent read, by expected cost: pure
+//! The choice of source (memory or upstream) for a consistent read, by expected cost: pure
 //! arithmetic over what kache measured, no I/O and no clock of its own.
 //!
 //! Answered upstream, a read costs one consistent round trip plus what
@@ -26,7 +26,7 @@
 //! proof is late (its expected wait and a quarter more), if upstream would
 //! then still end before memory at the latest; so a read the store proves
 //! in time costs the apiserver nothing. Memory gives up after
-//! [`Plan::budget`]. What the road chosen then took is held against what
+//! [`Plan::budget`]. What the source chosen then took is held against what
 //! the other was expected to take ([`Plan::wrong`]).
 //!
 //! What "sooner" weighs is the [`Policy`]'s. By default ([`Policy::Offload`])
@@ -66,7 +66,7 @@ pub(crate) const LARGE: u64 = 8 << 20;
 /// answer a large read under [`Policy::Offload`].
 pub(crate) const MUCH_SLOWER: f64 = 4.0;
 
-/// How consistent reads choose their road (`kache serve --consistent-reads`).
+/// How consistent reads choose their source (`kache serve --consistent-reads`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum Policy {
     /// Large reads from memory unless it is expected [`MUCH_SLOWER`] than
@@ -120,7 +120,7 @@ pub struct Measured {
 /// The decision for one consistent read and its inputs.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Plan {
-    /// Expected time from memory, beyond the one round trip both roads
+    /// Expected time from memory, beyond the one round trip both sources
     /// pay: kache's making, and for a probe that misses, the sooner of the
     /// proof and upstream asked at once, weighed by how often probes miss.
     pub memory: Duration,
@@ -133,7 +133,7 @@ pub struct Plan {
     /// The round trip both pay (the probe's, as measured; nothing until measured).
     pub round_trip: Duration,
     /// How many times slower than upstream memory may be expected to be
-    /// and still answer: 1 where the sooner road wins, more where the
+    /// and still answer: 1 where the sooner source wins, more where the
     /// policy spares the apiserver (then hedged only once the proof failed).
     pub patience: f64,
 }
@@ -172,13 +172,13 @@ impl Plan {
         self.patience == f64::INFINITY || self.memory.as_secs_f64() <= self.upstream.as_secs_f64() * self.patience
     }
 
-    /// The chosen road's expected time to the answer's end, round trip included.
+    /// The chosen source's expected time to the answer's end, round trip included.
     pub fn expected(&self) -> Duration {
         self.round_trip + if self.from_memory() { self.memory } else { self.upstream }
     }
 
     /// Whether a read that took `actual` (round trip included) on the
-    /// chosen road would have been sooner on the other, as expected: the
+    /// chosen source would have been sooner on the other, as expected: the
     /// plan guessed wrong.
     pub fn wrong(&self, actual: Duration) -> bool {
         actual > self.round_trip + if self.from_memory() { self.upstream } else { self.memory }
@@ -319,8 +319,8 @@ mod tests {
             assert_eq!((plan.wait, plan.memory, plan.upstream), (wait, memory, m.upstream), "{why}");
             assert_eq!(plan.from_memory(), chosen, "{why}");
             assert_eq!(plan.round_trip, MS, "{why}");
-            let road = if chosen { memory } else { m.upstream };
-            assert_eq!(plan.expected(), MS + road, "{why}");
+            let source = if chosen { memory } else { m.upstream };
+            assert_eq!(plan.expected(), MS + source, "{why}");
         }
     }
 
@@ -363,7 +363,7 @@ mod tests {
             assert!(plan.gives_up_at(now) >= now + plan.budget());
         }
         let plan = Plan { memory: secs(2.0), wait: secs(1.0), miss_wait: secs(1.0), upstream: secs(3.0), round_trip: MS, patience: 1.0 };
-        assert_eq!(plan.budget(), secs(6.0), "twice the longer road");
+        assert_eq!(plan.budget(), secs(6.0), "twice the longer source");
     }
 
     #[test]

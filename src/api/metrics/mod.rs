@@ -160,7 +160,7 @@ fn describe() {
     h!(
         "kache_consistent_predicted_seconds",
         metrics::Unit::Seconds,
-        "Consistent lists and GETs: the expected time of the road the plan chose (choice: memory or upstream), from arrival to the answer's end."
+        "Consistent lists and GETs: the expected time of the source the plan chose (choice: memory or upstream), from arrival to the answer's end."
     );
     h!(
         "kache_consistent_actual_seconds",
@@ -169,7 +169,7 @@ fn describe() {
     );
     c!(
         "kache_consistent_plans_wrong_total",
-        "Consistent lists and GETs whose road (choice: memory or upstream) took longer than the other road was expected to: the plan guessed wrong."
+        "Consistent lists and GETs whose source (choice: memory or upstream) took longer than the other was expected to: the plan guessed wrong."
     );
     g!(
         "kache_consistent_plan_memory_seconds",

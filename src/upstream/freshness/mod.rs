@@ -346,7 +346,7 @@ impl Freshness {
 /// itself ([`Proving::proven`]) and when the read should go upstream as
 /// well ([`Proving::upstream_due`]) — once the proof is later than the
 /// plan expected, or memory gave up ([`Proving::go_upstream`]). The first
-/// answer's head wins and the other road is dropped, so a wrong choice
+/// answer's head wins and the other is dropped, so a wrong choice
 /// costs upstream's time plus the expected wait, never a timeout first and
 /// upstream from nothing after; and the apiserver is asked only for reads
 /// whose proof is already late.
