@@ -166,18 +166,34 @@ pub struct Requested<'a> {
     pub received: SystemTime,
 }
 
+/// Where each part of an [`Event`]'s fixed buffer ends (byte offsets into it).
+#[derive(Debug, Clone, Copy)]
+struct Ends {
+    /// `,"auditID":…`
+    audit_id: usize,
+    /// `,"requestURI":…,"verb":…`
+    request: usize,
+    /// `,"sourceIPs":…,"userAgent":…,"objectRef":{…}`
+    origin: usize,
+    /// `,"requestReceivedTimestamp":…`
+    received: usize,
+    /// `,"user":{…}` (equal to `received` until the user is known); the impersonated user follows to the end.
+    user: usize,
+}
+
 /// One request's audit event, stage after stage. What does not change between stages is written once, as JSON,
 /// into one buffer, in the order it becomes known (requests are many, and each writes two or three events):
-/// as the request arrives, `,"auditID":…` up to `cuts[0]`, `,"requestURI":…,"verb":…` up to `cuts[1]`,
-/// `,"sourceIPs":…,"userAgent":…,"objectRef":{…}` (those given) up to `cuts[2]`, `,"requestReceivedTimestamp":…`
-/// up to `cuts[3]`; then `,"user":{…}` up to `cuts[4]` once authentication has said who sent it, and
+/// as the request arrives, `,"auditID":…` up to [`Ends::audit_id`], `,"requestURI":…,"verb":…` up to
+/// [`Ends::request`], `,"sourceIPs":…,"userAgent":…,"objectRef":{…}` (those given) up to [`Ends::origin`],
+/// `,"requestReceivedTimestamp":…` up to [`Ends::received`]; then `,"user":{…}` up to [`Ends::user`] once
+/// authentication has said who sent it, and
 /// `,"impersonatedUser":{…}` (and `,"authenticationMetadata":{…}` when a constrained mode allowed it) to the end
 /// once impersonation has said whom it acts as. [`Event::write_line`] puts
 /// them in the apiserver's order. The buffer is the only allocation an audited request makes until it is answered.
 #[derive(Debug, Clone)]
 pub struct Event {
     fixed: String,
-    cuts: [usize; 5],
+    ends: Ends,
     received_at: SystemTime,
     /// How much of the request is recorded (the policy's answer; `Metadata` until it is asked).
     pub level: Level,
@@ -244,7 +260,7 @@ impl Event {
         let end = s.len();
         Event {
             fixed: s,
-            cuts: [request, origin, received, end, end],
+            ends: Ends { audit_id: request, request: origin, origin: received, received: end, user: end },
             received_at: r.received,
             level: Level::Metadata,
             response_status: None,
@@ -255,18 +271,18 @@ impl Event {
 
     /// The user who sent the request (`None`: not authenticated, written `{}`); no impersonation yet.
     pub fn user(&mut self, u: Option<&UserInfo>) {
-        self.fixed.truncate(self.cuts[3]);
+        self.fixed.truncate(self.ends.received);
         self.fixed.push_str(r#","user":"#);
         user(&mut self.fixed, u);
-        self.cuts[4] = self.fixed.len();
+        self.ends.user = self.fixed.len();
     }
 
     /// The user the request acts as, and the constrained impersonation mode's verb that allowed it.
     pub fn impersonate(&mut self, u: &UserInfo, constraint: Option<&str>) {
-        if self.cuts[4] == self.cuts[3] {
+        if self.ends.user == self.ends.received {
             self.user(None);
         }
-        self.fixed.truncate(self.cuts[4]);
+        self.fixed.truncate(self.ends.user);
         self.fixed.push_str(r#","impersonatedUser":"#);
         user(&mut self.fixed, Some(u));
         if let Some(c) = constraint {
@@ -288,20 +304,20 @@ impl Event {
     pub(crate) fn write_line(&self, stage: Stage, at: SystemTime, s: &mut String) {
         let at = if stage == Stage::RequestReceived { self.received_at } else { at };
         s.push_str(LINE_START);
-        let [request, origin, received, user, _] = self.cuts;
+        let e = self.ends;
         for part in [r#""level":""#, self.level.as_str(), "\""] {
             s.push_str(part);
         }
-        s.push_str(&self.fixed[..request]);
+        s.push_str(&self.fixed[..e.audit_id]);
         for part in [r#","stage":""#, stage.as_str(), "\""] {
             s.push_str(part);
         }
-        s.push_str(&self.fixed[request..origin]);
-        match user < self.fixed.len() {
-            true => s.push_str(&self.fixed[user..]),
+        s.push_str(&self.fixed[e.audit_id..e.request]);
+        match e.received < self.fixed.len() {
+            true => s.push_str(&self.fixed[e.received..]),
             false => s.push_str(r#","user":{}"#),
         }
-        s.push_str(&self.fixed[origin..received]);
+        s.push_str(&self.fixed[e.request..e.origin]);
         if let Some(r) = &self.response_status {
             s.push_str(r#","responseStatus":{"metadata":{}"#);
             let mut first = false;
@@ -325,7 +341,7 @@ impl Event {
             s.push_str(r#","responseObject":"#);
             s.push_str(body);
         }
-        s.push_str(&self.fixed[received..user]);
+        s.push_str(&self.fixed[e.origin..e.received]);
         s.push_str(r#","stageTimestamp":"#);
         micro_time(s, at);
         if !self.annotations.is_empty() {

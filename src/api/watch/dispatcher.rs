@@ -141,7 +141,7 @@ impl Drop for Subscription {
 
 #[derive(Debug)]
 enum Control {
-    Register { filter: Filter, frames: Negotiated, epoch: u64, queue: usize, reply: oneshot::Sender<Result<Subscription, Stale>> },
+    Register { filter: Filter, stream: Negotiated, epoch: u64, queue: usize, reply: oneshot::Sender<Result<Subscription, Stale>> },
     Unregister(u64),
 }
 
@@ -156,9 +156,9 @@ impl Dispatcher {
 
     /// Registers a watcher with `filter` whose start was read from a view of
     /// store epoch `epoch`, with a queue of `queue` frames.
-    pub async fn subscribe(&self, filter: Filter, frames: Negotiated, epoch: u64, queue: usize) -> Result<Subscription, Stale> {
+    pub async fn subscribe(&self, filter: Filter, stream: Negotiated, epoch: u64, queue: usize) -> Result<Subscription, Stale> {
         let (reply, answer) = oneshot::channel();
-        self.control.send(Control::Register { filter, frames, epoch, queue, reply }).map_err(|_| Stale)?;
+        self.control.send(Control::Register { filter, stream, epoch, queue, reply }).map_err(|_| Stale)?;
         answer.await.map_err(|_| Stale)?
     }
 
@@ -278,9 +278,9 @@ async fn run(
             // Registrations see every event published before they were sent.
             biased;
             msg = rx.recv() => match msg {
-                Some(Control::Register { filter, frames, epoch, queue, reply }) => {
+                Some(Control::Register { filter, stream, epoch, queue, reply }) => {
                     state.catch_up();
-                    let _ = reply.send(state.register(filter, frames, epoch, queue));
+                    let _ = reply.send(state.register(filter, stream, epoch, queue));
                 }
                 Some(Control::Unregister(id)) => state.remove(id),
                 None => return,
