@@ -19,6 +19,8 @@
 //! Where helm is missing the tests say so and pass — except under
 //! `CI=true`, where its absence fails them.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -43,12 +45,7 @@ fn chart() -> PathBuf {
 
 /// Whether helm is here; if not, whether that fails the test (CI) or skips it.
 fn helm_present() -> bool {
-    let found = Command::new("helm").arg("version").output().is_ok_and(|o| o.status.success());
-    if !found {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "helm is not installed, and CI=true: .ci/run installs it");
-        eprintln!("skipped: helm is not installed (.ci/run shows how to get it); the chart is not tested");
-    }
-    found
+    common::tool_present("helm", "version", ".ci/run shows how to get it", "the chart is not tested")
 }
 
 /// `helm ARGS`: stdout, or stderr as the error.

@@ -38,12 +38,7 @@ const MAX_ROOT_WITHOUT_KACHE_BYTES: u64 = 4 * 1000 * 1000;
 
 /// Whether buildah is here; if not, whether that fails the test (CI) or skips it.
 fn buildah_present() -> bool {
-    let found = Command::new("buildah").arg("--version").output().is_ok_and(|o| o.status.success());
-    if !found {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "buildah is not installed, and CI=true: .ci/run installs it");
-        eprintln!("skipped: buildah is not installed (Debian: apt-get install buildah); the image is not tested");
-    }
-    found
+    common::tool_present("buildah", "--version", "Debian: apt-get install buildah", "the image is not tested")
 }
 
 /// An image archive and what its OCI config says.

@@ -13,6 +13,19 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+/// Whether `tool` is here (`tool VERSION_ARG` succeeds). Where it is not,
+/// the test says so and is skipped (`how`: where to get it; `untested`: what
+/// goes untested) — except under `CI=true`, where `.ci/run` installs it and
+/// its absence fails the test.
+pub fn tool_present(tool: &str, version_arg: &str, how: &str, untested: &str) -> bool {
+    let found = Command::new(tool).arg(version_arg).output().is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "{tool} is not installed, and CI=true: .ci/run installs it");
+        eprintln!("skipped: {tool} is not installed ({how}); {untested}");
+    }
+    found
+}
+
 /// A `kache sim` or `kache serve` process, killed on drop.
 pub struct Process {
     child: Child,
